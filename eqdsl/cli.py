@@ -1,0 +1,138 @@
+"""The `eqdsl` command: check, compile, run, extract.
+
+Exit codes: 0 success, 2 a user mistake (rendered diagnostics, no traceback), 1 an internal error.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+from rich.console import Console
+
+from eqdsl.diagnostics import EqdslError
+
+stderr = Console(stderr=True, highlight=False)
+stdout = Console(highlight=False, soft_wrap=True)
+
+
+def cmd_check(args: argparse.Namespace) -> int:
+    from eqdsl.check import load_language
+
+    lang = load_language(args.file)
+    single, multi = len(lang.single_rules), len(lang.multi_rules)
+    print(f"ok: language {lang.name}: {len(lang.sorts)} sort(s), {len(lang.ops)} operator(s), "
+          f"{len(lang.rules)} rule(s) ({single} single, {multi} multi), "
+          f"{len(lang.shapes)} shape rule(s), {len(lang.costs)} cost rule(s), "
+          f"{len(lang.programs)} program(s)")
+    return 0
+
+
+def cmd_compile(args: argparse.Namespace) -> int:
+    from eqdsl.check import load_language
+    from eqdsl.lower.egglog import load_program, lower_language
+
+    lang = load_language(args.file)
+    lowered = lower_language(lang)
+    sys.stdout.write(lowered.text)
+    for program in lang.programs.values():
+        sys.stdout.write(f";; ---- program {program.name} ----\n" + load_program(program, lowered))
+    return 0
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    from eqdsl.pipeline import run_pipeline
+    from eqdsl.report import print_summary, write_outputs
+    from eqdsl.schedule.config import load_config
+
+    config = load_config(Path(args.config))
+
+    def progress(report) -> None:
+        if not args.quiet:
+            matches = sum(report.matches.values())
+            classes = "" if report.classes is None else f", {report.classes} classes"
+            extra = " (rolled back: over the node limit)" if report.rolled_back else ""
+            stderr.print(f"  iteration {report.index} [{report.ruleset}]: {report.nodes} nodes"
+                         f"{classes}, {matches} matches, {report.seconds:.3f} s{extra}", markup=False)
+
+    with stderr.status("running eqdsl…", spinner="dots") if not args.quiet else _null():
+        result = run_pipeline(config, progress)
+    output = Path(args.output) if args.output else config.output
+    write_outputs(result, output)
+    print_summary(result, stdout)
+    stdout.print(f"report: {output / 'report.json'}")
+    return 0
+
+
+class _null:
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        return False
+
+
+def cmd_extract(args: argparse.Namespace) -> int:
+    from eqdsl.extract.egraph import read_problem
+    from eqdsl.pipeline import make_extractor
+    from eqdsl.report import extraction_json
+    from eqdsl.schedule.config import ExtractConfig
+
+    problem = read_problem(Path(args.egraph))
+    cfg = ExtractConfig(method=args.extractor, time_limit_s=args.time_limit, acyclic=args.acyclic,
+                        warm_start=args.warm_start, workers=args.workers)
+    e = make_extractor(args.extractor, cfg).extract(problem)
+    bound = "n/a" if e.bound is None else f"{e.bound:g}"
+    gap = "n/a" if e.gap is None else f"{100 * e.gap:.2f} %"
+    print(f"{args.egraph}: {problem.num_classes} classes, {len(problem.nodes)} nodes, "
+          f"{len(problem.roots)} root(s)")
+    print(f"extractor {e.method}: cost {e.cost:g}, status {e.status.value}, bound {bound}, "
+          f"gap {gap}, {e.seconds:.3f} s" + (f" ({e.note})" if e.note else ""))
+    if args.out:
+        Path(args.out).write_text(json.dumps(extraction_json(e, problem), indent=2) + "\n")
+        print(f"choices written to {args.out}")
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="eqdsl", description="Equality saturation for tensor programs.")
+    sub = p.add_subparsers(dest="command", required=True)
+    c = sub.add_parser("check", help="check a .eqr file; print every error")
+    c.add_argument("file", help="a .eqr path or a shipped ruleset name")
+    c.set_defaults(fn=cmd_check)
+    c = sub.add_parser("compile", help="print the egglog program a .eqr file lowers to")
+    c.add_argument("file")
+    c.set_defaults(fn=cmd_compile)
+    c = sub.add_parser("run", help="optimize the program a config.yaml names")
+    c.add_argument("config")
+    c.add_argument("--output", help="output folder (default: the config's `output`)")
+    c.add_argument("--quiet", action="store_true", help="no progress lines")
+    c.set_defaults(fn=cmd_run)
+    c = sub.add_parser("extract", help="extract from an egraph-serialize JSON file")
+    c.add_argument("egraph")
+    c.add_argument("--extractor", choices=["greedy", "greedy-dag", "cpsat"], default="cpsat")
+    c.add_argument("--time-limit", type=float, default=60.0, help="seconds (cpsat)")
+    c.add_argument("--acyclic", choices=["lazy", "order", "filter-list"], default="lazy")
+    c.add_argument("--warm-start", choices=["greedy", "greedy-dag"], default="greedy-dag")
+    c.add_argument("--workers", type=int, default=2)
+    c.add_argument("--out", help="write the chosen nodes as JSON here")
+    c.set_defaults(fn=cmd_extract)
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        return args.fn(args)
+    except EqdslError as err:
+        for d in err.diagnostics:
+            stderr.print(d.render(), markup=False)
+        return 2
+    except KeyboardInterrupt:
+        stderr.print("interrupted", markup=False)
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,86 @@
+"""Evaluate typed IR expressions in Python, with egglog's integer semantics.
+
+Contract: `evaluate(e, env)` returns an int, str, bool or tuple of ints; `env` maps `Ref` names
+(and `shape(?x)` keys) to values. Division truncates toward zero like egglog's i64 `/`; an
+index out of range or a division by zero raises `EvalError`.
+"""
+from __future__ import annotations
+
+import math
+from typing import assert_never
+
+from eqdsl import ir
+from eqdsl.lower.exprs import const_int, shape_key
+
+Value = int | str | bool | tuple[int, ...]
+
+
+class EvalError(Exception):
+    pass
+
+
+def _div(a: int, b: int) -> int:
+    if b == 0:
+        raise EvalError("division by zero")
+    q = abs(a) // abs(b)
+    return q if (a >= 0) == (b >= 0) else -q
+
+
+def _mod(a: int, b: int) -> int:
+    if b == 0:
+        raise EvalError("modulo by zero")
+    return a - b * _div(a, b)
+
+
+_BIN = {
+    "add": lambda a, b: a + b, "sub": lambda a, b: a - b, "mul": lambda a, b: a * b,
+    "div": _div, "mod": _mod, "cat": lambda a, b: tuple(a) + tuple(b),
+    "eq": lambda a, b: a == b, "ne": lambda a, b: a != b, "lt": lambda a, b: a < b,
+    "le": lambda a, b: a <= b, "gt": lambda a, b: a > b, "ge": lambda a, b: a >= b,
+}
+_BUILTIN = {"len": len, "prod": math.prod, "sum": sum, "min": min, "max": max}
+
+
+def _at(seq: tuple[int, ...], i: int) -> int:
+    if not -len(seq) <= i < len(seq):
+        raise EvalError(f"index {i} out of range for a shape of rank {len(seq)}")
+    return seq[i]
+
+
+def evaluate(e: ir.Expr, env: dict[str, Value]) -> Value:
+    match e:
+        case ir.Const(value=v):
+            return v
+        case ir.Ref(name=n):
+            return env[n]
+        case ir.ShapeOf(var=v):
+            return env[shape_key(v)]
+        case ir.Builtin(fn=fn, args=args):
+            return _BUILTIN[fn](*(evaluate(a, env) for a in args))
+        case ir.BinOp(op="and", left=l, right=r):
+            return bool(evaluate(l, env)) and bool(evaluate(r, env))
+        case ir.BinOp(op="or", left=l, right=r):
+            return bool(evaluate(l, env)) or bool(evaluate(r, env))
+        case ir.BinOp(op=op, left=l, right=r):
+            return _BIN[op](evaluate(l, env), evaluate(r, env))
+        case ir.UnOp(op="neg", arg=a):
+            return -evaluate(a, env)
+        case ir.UnOp(arg=a):
+            return not evaluate(a, env)
+        case ir.ListOf(items=items):
+            return tuple(evaluate(i, env) for i in items)
+        case ir.IndexOf(base=b, index=i):
+            return _at(evaluate(b, env), evaluate(i, env))
+        case ir.SliceOf(base=b, lo=lo, hi=hi):
+            return tuple(evaluate(b, env))[lo:hi]
+        case ir.Replace(base=b, index=i, value=v):
+            seq = list(evaluate(b, env))
+            k = evaluate(i, env)
+            _at(tuple(seq), k)
+            seq[k] = evaluate(v, env)
+            return tuple(seq)
+        case _:
+            assert_never(e)
+
+
+__all__ = ["evaluate", "EvalError", "Value", "const_int"]

@@ -1,0 +1,188 @@
+"""The e-graph as extractors see it: classes, nodes with costs, roots; read from egraph-serialize JSON.
+
+Contract: `problem_from_json(data, source)` accepts any egraph-serialize JSON (egglog's own output,
+extraction-gym files) and raises `EqdslError` naming the JSON path of the first malformed entry
+(dangling child, no root, negative cost). Node children are class indices. `Selection` maps each
+class needed by the roots to one chosen node; helpers compute its DAG cost and check it is
+complete and acyclic.
+"""
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from eqdsl.diagnostics import EqdslError
+
+
+@dataclass(frozen=True)
+class ENode:
+    id: str
+    op: str
+    eclass: int
+    children: tuple[int, ...]  # class indices
+    cost: float
+
+
+@dataclass(frozen=True)
+class ExtractionProblem:
+    class_ids: tuple[str, ...]
+    nodes: tuple[ENode, ...]
+    class_nodes: tuple[tuple[int, ...], ...]  # node indices of each class
+    roots: tuple[int, ...]  # class indices, in root order
+    blocked: frozenset[int] = frozenset()  # node indices that may not be chosen (filtered/subsumed)
+
+    @property
+    def num_classes(self) -> int:
+        return len(self.class_ids)
+
+    def allowed(self, node: int) -> bool:
+        return node not in self.blocked
+
+
+Selection = dict[int, int]  # class index → node index
+
+
+def build_problem(raw_nodes: list[tuple[str, str, str, list[str], float, bool]],
+                  roots: list[str]) -> ExtractionProblem:
+    """From (node id, op, class id, child node ids, cost, subsumed) rows with validated ids."""
+    class_index: dict[str, int] = {}
+    for _, _, cid, _, _, _ in raw_nodes:
+        class_index.setdefault(cid, len(class_index))
+    node_class = {nid: class_index[cid] for nid, _, cid, _, _, _ in raw_nodes}
+    nodes, members = [], [[] for _ in class_index]
+    blocked = set()
+    for i, (nid, op, cid, kids, cost, subsumed) in enumerate(raw_nodes):
+        nodes.append(ENode(nid, op, class_index[cid], tuple(node_class[k] for k in kids), cost))
+        members[class_index[cid]].append(i)
+        if subsumed:
+            blocked.add(i)
+    return ExtractionProblem(tuple(class_index), tuple(nodes), tuple(tuple(m) for m in members),
+                             tuple(class_index[r] for r in roots), frozenset(blocked))
+
+
+def _check_node(nid: Any, node: Any) -> tuple[str, str, list[str], float, bool]:
+    where = f"nodes[{json.dumps(nid)}]"
+    if not isinstance(node, dict):
+        raise EqdslError.one(f"expected a node object, got {type(node).__name__}", path=where)
+    op, cid, kids = node.get("op"), node.get("eclass"), node.get("children", [])
+    cost, subsumed = node.get("cost", 1.0), node.get("subsumed", False)
+    if not isinstance(op, str):
+        raise EqdslError.one(f"expected a string 'op', got {op!r}", path=f"{where}.op")
+    if not isinstance(cid, (str, int)):
+        raise EqdslError.one(f"expected an 'eclass' id, got {cid!r}", path=f"{where}.eclass")
+    if not isinstance(kids, list) or not all(isinstance(k, (str, int)) for k in kids):
+        raise EqdslError.one(f"expected a list of node ids, got {kids!r}", path=f"{where}.children")
+    if not isinstance(cost, (int, float)) or isinstance(cost, bool) or not math.isfinite(cost) or cost < 0:
+        raise EqdslError.one(f"expected a finite cost ≥ 0, got {cost!r}", path=f"{where}.cost")
+    return op, str(cid), [str(k) for k in kids], float(cost), bool(subsumed)
+
+
+def problem_from_json(data: Any, source: str = "<json>", roots: list[str] | None = None,
+                      drop_ops: frozenset[str] = frozenset()) -> ExtractionProblem:
+    """`drop_ops` removes rows that are not program nodes (analysis functions, root markers)."""
+    try:
+        if not isinstance(data, dict) or not isinstance(data.get("nodes"), dict):
+            raise EqdslError.one("expected an object with a 'nodes' mapping", path="<top level>")
+        rows = []
+        for nid, node in data["nodes"].items():
+            op, cid, kids, cost, subsumed = _check_node(nid, node)
+            if op not in drop_ops:
+                rows.append((str(nid), op, cid, kids, cost, subsumed))
+        known = {r[0] for r in rows}
+        for nid, _, _, kids, _, _ in rows:
+            for k, kid in enumerate(kids):
+                if kid not in known:
+                    raise EqdslError.one(f"dangling child: no node with id {kid!r}",
+                                         path=f"nodes[{json.dumps(nid)}].children[{k}]")
+        roots = roots if roots is not None else _json_roots(data, {r[2] for r in rows})
+        return build_problem(rows, roots)
+    except EqdslError as err:
+        raise EqdslError([_prefixed(d, source) for d in err.diagnostics]) from None
+
+
+def _prefixed(d, source: str):
+    from dataclasses import replace
+    return replace(d, path=f"{source}: {d.path}" if d.path else source)
+
+
+def _json_roots(data: dict, classes: set[str]) -> list[str]:
+    roots = data.get("root_eclasses")
+    if not isinstance(roots, list) or not roots:
+        raise EqdslError.one("no root: expected a non-empty list of e-class ids", path="root_eclasses")
+    for i, r in enumerate(roots):
+        if str(r) not in classes:
+            raise EqdslError.one(f"root e-class {r!r} has no nodes", path=f"root_eclasses[{i}]")
+    return [str(r) for r in roots]
+
+
+def read_problem(path: Path) -> ExtractionProblem:
+    try:
+        data = json.loads(path.read_text())
+    except (OSError, UnicodeDecodeError) as err:
+        raise EqdslError.one(f"cannot read e-graph {path}: {err}") from None
+    except json.JSONDecodeError as err:
+        raise EqdslError.one(f"{path}:{err.lineno}:{err.colno}: invalid JSON: {err.msg}") from None
+    return problem_from_json(data, str(path))
+
+
+# ---- selections ----
+def reachable(problem: ExtractionProblem, selection: Selection) -> list[int]:
+    """Classes the roots need under `selection`, children before parents; raises if cyclic/incomplete."""
+    order: list[int] = []
+    state: dict[int, int] = {}  # 1 = on the stack, 2 = done
+    for root in problem.roots:
+        stack = [(root, False)]
+        while stack:
+            c, leaving = stack.pop()
+            if leaving:
+                state[c] = 2
+                order.append(c)
+                continue
+            if state.get(c) == 2:
+                continue
+            if state.get(c) == 1:
+                raise CyclicSelection(c)
+            if c not in selection:
+                raise IncompleteSelection(c)
+            state[c] = 1
+            stack.append((c, True))
+            for child in problem.nodes[selection[c]].children:
+                if state.get(child) == 1:
+                    raise CyclicSelection(child)
+                if state.get(child) != 2:
+                    stack.append((child, False))
+    return order
+
+
+class CyclicSelection(Exception):
+    def __init__(self, eclass: int) -> None:
+        super().__init__(f"selection is cyclic through class {eclass}")
+        self.eclass = eclass
+
+
+class IncompleteSelection(Exception):
+    def __init__(self, eclass: int) -> None:
+        super().__init__(f"selection has no node for class {eclass}")
+        self.eclass = eclass
+
+
+def dag_cost(problem: ExtractionProblem, selection: Selection) -> float:
+    """Cost with shared subterms counted once (the selection must be acyclic and complete)."""
+    return sum(problem.nodes[selection[c]].cost for c in reachable(problem, selection))
+
+
+def tree_cost(problem: ExtractionProblem, selection: Selection) -> float:
+    """Cost of the selection as a tree: every use of a shared subterm pays again."""
+    memo: dict[int, float] = {}
+    for c in reachable(problem, selection):
+        node = problem.nodes[selection[c]]
+        memo[c] = node.cost + sum(memo[k] for k in node.children)
+    return sum(memo[r] for r in problem.roots)
+
+
+def restrict(problem: ExtractionProblem, selection: Selection) -> Selection:
+    """Only the classes the roots need."""
+    return {c: selection[c] for c in reachable(problem, selection)}

@@ -1,0 +1,136 @@
+"""The live e-graph → `ExtractionProblem` with costs from the language's `cost` rules; and a
+selection → the extracted program as `.eqr` text.
+
+Contract: analysis rows and root markers are dropped; primitive leaves (ints, strings, vecs) stay
+as cost-0 classes so programs can be rebuilt with their literal arguments. Each operator node's
+cost is its cost rule evaluated on its parameters, its children's shapes and its own shape
+(`out`); a cost rule that fails on some node is an `EqdslError` naming the rule.
+"""
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+
+from eqdsl import ir
+from eqdsl.cost.evaluate import EvalError, Value, evaluate
+from eqdsl.diagnostics import EqdslError
+from eqdsl.extract.egraph import ExtractionProblem, Selection, build_problem, reachable
+from eqdsl.lower.egglog import Lowered
+
+
+@dataclass(frozen=True)
+class LiveEGraph:
+    problem: ExtractionProblem
+    values: dict[str, Value]  # primitive class id → its value
+    shapes: dict[str, Value]  # operator class id → its shape (shaped sorts only)
+
+
+def _decode_value(node_id: str, nodes: dict) -> Value:
+    node = nodes[node_id]
+    op = node["op"]
+    if op == "vec-of":
+        return tuple(_decode_value(k, nodes) for k in node["children"])
+    if op == "vec-empty":
+        return ()
+    if op.startswith('"'):
+        return json.loads(op)
+    if op in ("true", "false"):
+        return op == "true"
+    return int(op)
+
+
+def live_problem(data: dict, lowered: Lowered) -> LiveEGraph:
+    nodes = data["nodes"]
+    lang = lowered.language
+    roots: list[tuple[int, str]] = []
+    shapes: dict[str, Value] = {}
+    values: dict[str, Value] = {}
+    rows = []
+    value_nodes = {n["eclass"]: nid for nid, n in nodes.items() if _is_value(n["op"])}
+    for nid, node in nodes.items():
+        op, kids = node["op"], node["children"]
+        if op in lowered.root_rels:
+            roots.append((_decode_value(kids[1], nodes), nodes[kids[0]]["eclass"]))
+        elif op in lowered.analysis_fns:
+            shapes[nodes[kids[0]]["eclass"]] = _decode_value(value_nodes[node["eclass"]], nodes)
+        elif op in lowered.op_of_egg:
+            rows.append([nid, lowered.op_of_egg[op], node["eclass"], kids, 0.0, node.get("subsumed", False)])
+        else:
+            values[node["eclass"]] = _decode_value(nid, nodes)
+            rows.append([nid, op, node["eclass"], kids, 0.0, False])
+    if not roots:
+        raise EqdslError.one("the e-graph has no roots: load a program with at least one `root`")
+    for row in rows:
+        if row[1] in lang.ops:
+            row[4] = _node_cost(lang, row, nodes, values, shapes)
+    problem = build_problem([tuple(r) for r in rows], [cid for _, cid in sorted(roots)])
+    return LiveEGraph(problem, values, shapes)
+
+
+_VALUE_OPS = ("vec-of", "vec-empty")
+
+
+def _is_value(op: str) -> bool:
+    return op in _VALUE_OPS or op in ("true", "false") or op.startswith('"') or op.lstrip("-").isdigit()
+
+
+def _node_cost(lang: ir.Language, row, nodes: dict, values: dict, shapes: dict) -> float:
+    _, op_name, eclass, kids, _, _ = row
+    rule, op = lang.costs[op_name], lang.ops[op_name]
+    if rule.constant is not None:
+        return rule.constant
+    env: dict[str, Value] = {}
+    for name, param, kid in zip(rule.params, op.params, kids):
+        kid_class = nodes[kid]["eclass"]
+        env[name] = shapes.get(kid_class) if isinstance(param.type, ir.SortType) else values[kid_class]
+    if eclass in shapes:
+        env["out"] = shapes[eclass]
+    try:
+        cost = evaluate(rule.body, env)
+    except (EvalError, KeyError, TypeError) as err:
+        raise EqdslError.one(f"cost rule of '{op_name}' failed on a node with {env}: {err}",
+                             rule.span) from None
+    if cost < 0:
+        raise EqdslError.one(f"cost rule of '{op_name}' gave a negative cost {cost} for {env}", rule.span)
+    return float(cost)
+
+
+# ---- programs back out ----
+def _literal(value: Value) -> str:
+    match value:
+        case bool():
+            return "true" if value else "false"
+        case str():
+            return json.dumps(value)
+        case tuple():
+            return "[" + ", ".join(str(v) for v in value) + "]"
+        case _:
+            return str(value)
+
+
+def program_text(live: LiveEGraph, selection: Selection, name: str = "optimized") -> str:
+    """The selection as an `.eqr` program: shared subterms become `let`s, one `root` per root."""
+    p = live.problem
+    order = reachable(p, selection)
+    uses: dict[int, int] = {}
+    for c in order:
+        for k in p.nodes[selection[c]].children:
+            uses[k] = uses.get(k, 0) + 1
+    for r in p.roots:
+        uses[r] = uses.get(r, 0) + 1
+    text: dict[int, str] = {}
+    lines = [f"program {name}:"]
+    for c in order:
+        node = p.nodes[selection[c]]
+        cid = p.class_ids[c]
+        if cid in live.values:
+            text[c] = _literal(live.values[cid])
+            continue
+        expr = f"{node.op}({', '.join(text[k] for k in node.children)})"
+        if uses.get(c, 0) > 1 and node.children:
+            lines.append(f"  let t{c} = {expr}")
+            text[c] = f"t{c}"
+        else:
+            text[c] = expr
+    lines += [f"  root {text[r]}" for r in p.roots]
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,43 @@
+"""Extraction outcomes and the `Extractor` interface.
+
+Contract: `Extractor.extract(problem)` returns an `Extraction` whose selection is complete and
+acyclic for every root (checked with `egraph.reachable` before it is returned), or raises
+`EqdslError` when no such selection exists. `cost` is the DAG cost (shared nodes counted once).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import Enum
+from typing import Protocol
+
+from eqdsl.extract.egraph import ExtractionProblem, Selection
+
+
+class ExtractStatus(Enum):
+    OPTIMAL = "optimal"  # proven minimal DAG cost
+    FEASIBLE = "feasible"  # a valid program; `bound` and `gap` say how far from optimal at most
+    HEURISTIC = "heuristic"  # a greedy answer: valid, no optimality claim
+
+
+@dataclass(frozen=True)
+class Extraction:
+    method: str
+    selection: Selection
+    cost: float
+    status: ExtractStatus
+    seconds: float
+    bound: float | None = None
+    note: str = ""
+
+    @property
+    def gap(self) -> float | None:
+        if self.bound is None:
+            return None
+        return 0.0 if self.cost <= 0 else max(0.0, (self.cost - self.bound) / self.cost)
+
+
+class Extractor(Protocol):
+    name: str
+
+    def extract(self, problem: ExtractionProblem) -> Extraction:
+        ...

@@ -1,0 +1,254 @@
+"""The resolved, data-only IR the checker produces and every later stage consumes.
+
+Nothing here has behaviour beyond small derived properties: passes `match` on these classes and
+end with `assert_never`.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from enum import Enum
+
+from eqdsl.diagnostics import Span
+
+
+class Prim(Enum):
+    INT = "Int"
+    STR = "Str"
+    BOOL = "Bool"
+    INTS = "[Int]"
+
+
+@dataclass(frozen=True)
+class SortType:
+    name: str
+
+
+ValueType = Prim | SortType
+
+
+@dataclass(frozen=True)
+class Sort:
+    name: str
+    shape_type: Prim | None  # the analysis value every e-class of this sort carries, if any
+    span: Span
+
+
+@dataclass(frozen=True)
+class Param:
+    name: str
+    type: ValueType
+
+
+@dataclass(frozen=True)
+class Operator:
+    name: str
+    params: tuple[Param, ...]
+    result: str
+    span: Span
+
+    @property
+    def arity(self) -> int:
+        return len(self.params)
+
+
+# ---- typed expressions (shape rules, requirements, conditions, where bindings, costs) ----
+@dataclass(frozen=True)
+class Const:
+    value: int | str | bool
+    type: Prim
+
+
+@dataclass(frozen=True)
+class Ref:
+    """A named value in scope: an operator parameter, a child's shape, a `where` binding, `out`."""
+
+    name: str
+    type: Prim
+
+
+@dataclass(frozen=True)
+class ShapeOf:
+    """`shape(?x)` in a rule: the analysis value of the e-class bound to ?x."""
+
+    var: str
+    type: Prim
+
+
+@dataclass(frozen=True)
+class Builtin:
+    fn: str  # len prod min max
+    args: tuple[Expr, ...]
+    type: Prim
+
+
+@dataclass(frozen=True)
+class BinOp:
+    op: str  # add sub mul div mod cat and or eq ne lt le gt ge
+    left: Expr
+    right: Expr
+    type: Prim
+
+
+@dataclass(frozen=True)
+class UnOp:
+    op: str  # neg not
+    arg: Expr
+    type: Prim
+
+
+@dataclass(frozen=True)
+class ListOf:
+    items: tuple[Expr, ...]
+    type: Prim = Prim.INTS
+
+
+@dataclass(frozen=True)
+class IndexOf:
+    base: Expr
+    index: Expr
+    type: Prim = Prim.INT
+
+
+@dataclass(frozen=True)
+class SliceOf:
+    """`base[lo:hi]`; bounds are constant ints (negative counts from the end) or None."""
+
+    base: Expr
+    lo: int | None
+    hi: int | None
+    type: Prim = Prim.INTS
+
+
+@dataclass(frozen=True)
+class Replace:
+    base: Expr
+    index: Expr
+    value: Expr
+    type: Prim = Prim.INTS
+
+
+Expr = Const | Ref | ShapeOf | Builtin | BinOp | UnOp | ListOf | IndexOf | SliceOf | Replace
+
+
+# ---- patterns and rules ----
+@dataclass(frozen=True)
+class PVar:
+    name: str
+    type: ValueType
+
+
+@dataclass(frozen=True)
+class PLit:
+    value: int | str
+    type: Prim
+
+
+@dataclass(frozen=True)
+class PBound:
+    """A `where` binding used on a right side."""
+
+    name: str
+    type: Prim
+
+
+@dataclass(frozen=True)
+class PApp:
+    op: str
+    args: tuple[Pattern, ...]
+    span: Span
+
+
+Pattern = PVar | PLit | PBound | PApp
+
+
+@dataclass(frozen=True)
+class ExprCond:
+    expr: Expr
+
+
+@dataclass(frozen=True)
+class ClassCond:
+    """`?x == t` / `?x != t`: e-class (in)equality."""
+
+    equal: bool
+    left: Pattern
+    right: Pattern
+
+
+Cond = ExprCond | ClassCond
+
+
+@dataclass(frozen=True)
+class Rule:
+    name: str
+    lhs: tuple[PApp, ...]
+    rhs: tuple[Pattern, ...]
+    wheres: tuple[tuple[str, Expr], ...]
+    conds: tuple[Cond, ...]
+    span: Span
+
+    @property
+    def is_multi(self) -> bool:
+        return len(self.lhs) > 1
+
+
+@dataclass(frozen=True)
+class ShapeRule:
+    op: str
+    params: tuple[str, ...]
+    body: Expr
+    requires: tuple[Expr, ...]
+    span: Span
+
+
+@dataclass(frozen=True)
+class CostRule:
+    op: str
+    params: tuple[str, ...]
+    body: Expr
+    span: Span
+
+    @property
+    def constant(self) -> float | None:
+        return float(self.body.value) if isinstance(self.body, Const) else None
+
+
+# ---- programs ----
+@dataclass(frozen=True)
+class TermNode:
+    """One node of a program DAG; `args` are literals or indices of earlier nodes (`Child`)."""
+
+    op: str
+    args: tuple[Child | int | str, ...]
+
+
+@dataclass(frozen=True)
+class Child:
+    index: int
+
+
+@dataclass(frozen=True)
+class Program:
+    name: str
+    nodes: tuple[TermNode, ...]  # topologically ordered: children before parents
+    roots: tuple[int, ...]
+    span: Span
+
+
+@dataclass(frozen=True)
+class Language:
+    name: str
+    sorts: dict[str, Sort]
+    ops: dict[str, Operator]
+    rules: tuple[Rule, ...]
+    shapes: dict[str, ShapeRule]
+    costs: dict[str, CostRule]
+    programs: dict[str, Program] = field(default_factory=dict)
+
+    @property
+    def single_rules(self) -> tuple[Rule, ...]:
+        return tuple(r for r in self.rules if not r.is_multi)
+
+    @property
+    def multi_rules(self) -> tuple[Rule, ...]:
+        return tuple(r for r in self.rules if r.is_multi)

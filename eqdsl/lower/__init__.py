@@ -1,0 +1,1 @@
+"""Lowering of the checked IR to egglog."""

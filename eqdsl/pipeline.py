@@ -1,0 +1,122 @@
+"""`eqdsl run`: the stages in order — check, lower, load, schedule, extract, report.
+
+Contract: `run_pipeline(config)` returns a `RunResult` (and the caller writes it); every stage is
+timed under its name. User mistakes raise `EqdslError`.
+"""
+from __future__ import annotations
+
+import time
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+
+from eqdsl import ir
+from eqdsl.check import load_language, load_program_file, load_program_text
+from eqdsl.diagnostics import EqdslError
+from eqdsl.engine import EGraphSession
+from eqdsl.extract.cpsat import CpSatExtractor
+from eqdsl.extract.dag import GreedyDagExtractor
+from eqdsl.extract.egraph import dag_cost
+from eqdsl.extract.greedy import GreedyExtractor
+from eqdsl.extract.live import LiveEGraph, live_problem, program_text
+from eqdsl.extract.result import Extraction, Extractor
+from eqdsl.lower.egglog import Lowered, lower_language
+from eqdsl.schedule.config import ExtractConfig, ProgramRef, RunConfig, ScheduleConfig
+from eqdsl.schedule.runner import Limits, ProgressFn, ScheduleOutcome, Scheduler
+from eqdsl.schedule.saturate import SaturateScheduler
+
+
+@dataclass
+class RunResult:
+    config: RunConfig
+    language: ir.Language
+    program: ir.Program
+    stages: dict[str, float] = field(default_factory=dict)
+    outcome: ScheduleOutcome | None = None
+    original_cost: float = 0.0
+    extractions: dict[str, Extraction] = field(default_factory=dict)
+    live: LiveEGraph | None = None
+    lowered: Lowered | None = None
+
+    @property
+    def best(self) -> Extraction:
+        return self.extractions[self.config.extract.method]
+
+    @property
+    def optimized_text(self) -> str:
+        assert self.live is not None
+        return program_text(self.live, self.best.selection)
+
+
+@contextmanager
+def _stage(result: RunResult, name: str):
+    t0 = time.perf_counter()
+    yield
+    result.stages[name] = result.stages.get(name, 0.0) + time.perf_counter() - t0
+
+
+def make_scheduler(cfg: ScheduleConfig) -> Scheduler:
+    limits = Limits(cfg.iter_limit, cfg.node_limit, cfg.time_limit_s)
+    match cfg.kind:
+        case "saturate":
+            return SaturateScheduler(limits, cfg.k_multi, cfg.class_counts)
+        case _:
+            raise EqdslError.one(f"unknown schedule kind {cfg.kind!r}", path="schedule.kind")
+
+
+def make_extractor(method: str, cfg: ExtractConfig) -> Extractor:
+    match method:
+        case "greedy":
+            return GreedyExtractor()
+        case "greedy-dag":
+            return GreedyDagExtractor()
+        case "cpsat":
+            return CpSatExtractor(cfg.time_limit_s, cfg.acyclic, cfg.warm_start, cfg.workers)
+        case _:
+            raise EqdslError.one(f"unknown extractor {method!r}", path="extract.method")
+
+
+def select_program(ref: ProgramRef, lang: ir.Language) -> ir.Program:
+    programs = dict(lang.programs)
+    if ref.file is not None:
+        programs = load_program_file(ref.file, lang)
+    elif ref.text is not None:
+        programs = load_program_text(ref.text, "<config program.text>", lang)
+    if ref.name is not None:
+        if ref.name not in programs:
+            raise EqdslError.one(f"no program named {ref.name!r}; found: {', '.join(programs) or 'none'}",
+                                 path="program.name")
+        return programs[ref.name]
+    if len(programs) != 1:
+        raise EqdslError.one(f"expected exactly one program (or `program.name`), found "
+                             f"{len(programs)}: {', '.join(programs) or 'none'}", path="program")
+    return next(iter(programs.values()))
+
+
+def run_pipeline(config: RunConfig, progress: ProgressFn | None = None) -> RunResult:
+    t_check = time.perf_counter()
+    lang = load_language(config.ruleset, config.source.parent)
+    program = select_program(config.program, lang)
+    result = RunResult(config, lang, program, {"check": time.perf_counter() - t_check})
+    with _stage(result, "lower"):
+        result.lowered = lower_language(lang)
+        session = EGraphSession(result.lowered)
+    with _stage(result, "load"):
+        session.load(program)
+        result.original_cost = _original_cost(session, result.lowered)
+    with _stage(result, "schedule"):
+        result.outcome = make_scheduler(config.schedule).run(session, progress)
+    with _stage(result, "serialize"):
+        result.live = live_problem(session.serialize(), result.lowered)
+    methods = [config.extract.method] + [m for m in config.extract.compare if m != config.extract.method]
+    for method in methods:
+        with _stage(result, f"extract:{method}"):
+            result.extractions[method] = make_extractor(method, config.extract).extract(result.live.problem)
+    return result
+
+
+def _original_cost(session: EGraphSession, lowered: Lowered) -> float:
+    """DAG cost of the input program (before any rewrite each class holds one node)."""
+    live = live_problem(session.serialize(), lowered)
+    p = live.problem
+    selection = {c: nodes[0] for c, nodes in enumerate(p.class_nodes) if nodes}
+    return dag_cost(p, selection)

@@ -1,0 +1,98 @@
+"""Run reports: the JSON written next to the optimized program, and the console summary.
+
+Contract: `write_outputs(result, folder)` writes `report.json`, `optimized.eqr` and `egraph.json`
+(egraph-serialize format with costs and roots, readable by `eqdsl extract`) atomically: files go
+to a temporary sibling folder that replaces `folder` only when every file is written.
+"""
+from __future__ import annotations
+
+import json
+import shutil
+import tempfile
+from pathlib import Path
+
+from rich.console import Console
+from rich.table import Table
+
+from eqdsl.extract.egraph import ExtractionProblem
+from eqdsl.extract.result import Extraction
+from eqdsl.pipeline import RunResult
+
+
+def extraction_json(e: Extraction, problem: ExtractionProblem) -> dict:
+    return {
+        "method": e.method, "status": e.status.value, "cost": e.cost, "bound": e.bound,
+        "gap": e.gap, "seconds": round(e.seconds, 6), "note": e.note,
+        "choices": {problem.class_ids[c]: problem.nodes[n].id for c, n in sorted(e.selection.items())},
+    }
+
+
+def report_json(result: RunResult) -> dict:
+    outcome, problem = result.outcome, result.live.problem
+    best = result.best
+    return {
+        "config": result.config.raw,
+        "language": result.language.name,
+        "program": result.program.name,
+        "stages_s": {k: round(v, 6) for k, v in result.stages.items()},
+        "schedule": {
+            "stop_reason": outcome.stop.value,
+            "start_nodes": outcome.start_nodes,
+            "final_nodes": outcome.nodes,
+            "seconds": round(outcome.seconds, 6),
+            "iterations": [
+                {"iteration": r.index, "ruleset": r.ruleset, "nodes": r.nodes, "classes": r.classes,
+                 "matches": r.matches, "seconds": round(r.seconds, 6), "rolled_back": r.rolled_back}
+                for r in outcome.iterations],
+        },
+        "egraph": {"classes": problem.num_classes, "nodes": len(problem.nodes)},
+        "original_cost": result.original_cost,
+        "best_cost": best.cost,
+        "improvement_pct": _improvement(result.original_cost, best.cost),
+        "extractor": extraction_json(best, problem),
+        "compare": {m: {k: v for k, v in extraction_json(e, problem).items() if k != "choices"}
+                    for m, e in result.extractions.items()},
+        "optimized_program": result.optimized_text,
+    }
+
+
+def _improvement(original: float, best: float) -> float:
+    return 0.0 if original <= 0 else round(100.0 * (original - best) / original, 4)
+
+
+def problem_json(problem: ExtractionProblem) -> dict:
+    nodes = {n.id: {"op": n.op, "children": [problem.nodes[problem.class_nodes[c][0]].id for c in n.children],
+                    "eclass": problem.class_ids[n.eclass], "cost": n.cost, "subsumed": i in problem.blocked}
+             for i, n in enumerate(problem.nodes)}
+    return {"nodes": nodes, "root_eclasses": [problem.class_ids[r] for r in problem.roots]}
+
+
+def write_outputs(result: RunResult, folder: Path) -> None:
+    folder.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{folder.name}.", dir=folder.parent))
+    try:
+        (tmp / "report.json").write_text(json.dumps(report_json(result), indent=2) + "\n")
+        (tmp / "optimized.eqr").write_text(result.optimized_text)
+        (tmp / "egraph.json").write_text(json.dumps(problem_json(result.live.problem)) + "\n")
+        if folder.exists():
+            shutil.rmtree(folder)
+        tmp.rename(folder)
+    finally:
+        if tmp.exists():
+            shutil.rmtree(tmp, ignore_errors=True)
+
+
+def print_summary(result: RunResult, console: Console) -> None:
+    outcome, best = result.outcome, result.best
+    console.print(f"[bold]{result.language.name}[/] / program [bold]{result.program.name}[/]: "
+                  f"{outcome.start_nodes} → {outcome.nodes} e-nodes in {len(outcome.iterations)} "
+                  f"iteration(s), stopped: [bold]{outcome.stop.value}[/] ({outcome.seconds:.3f} s)")
+    table = Table("extractor", "DAG cost", "status", "bound", "gap", "seconds")
+    for method, e in result.extractions.items():
+        table.add_row(method, f"{e.cost:.12g}", e.status.value, "" if e.bound is None else f"{e.bound:.12g}",
+                      "" if e.gap is None else f"{100 * e.gap:.2f} %", f"{e.seconds:.3f}")
+    console.print(table)
+    console.print(f"original cost {result.original_cost:.12g} → best {best.cost:.12g} "
+                  f"({_improvement(result.original_cost, best.cost):.2f} % cheaper, {best.method}, "
+                  f"{best.status.value})")
+    console.print(result.optimized_text.rstrip())

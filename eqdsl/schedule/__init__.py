@@ -1,0 +1,1 @@
+"""Schedules: how the e-graph is grown under limits (saturate now; pulsed and MCTS next)."""

@@ -1,0 +1,102 @@
+"""Typed limits and outcomes shared by every schedule, and the `Scheduler` interface.
+
+Contract: a `Scheduler` grows the e-graph of an `EGraphSession` and returns a `ScheduleOutcome`.
+The node limit is hard: the e-graph left in the session never has more than `node_limit`
+e-nodes (an iteration that overshoots is rolled back with push/pop). The time limit is checked
+between iterations: one egglog iteration cannot be interrupted, so the run may exceed it by the
+length of the last iteration (reported in `seconds`).
+"""
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from enum import Enum
+from typing import Callable, Protocol
+
+from eqdsl.engine import EGraphSession
+
+
+class StopReason(Enum):
+    SATURATED = "saturated"
+    ITERATION_LIMIT = "iteration limit"
+    NODE_LIMIT = "node limit"
+    TIME_LIMIT = "time limit"
+
+
+@dataclass(frozen=True)
+class Limits:
+    iter_limit: int
+    node_limit: int
+    time_limit_s: float
+
+
+@dataclass(frozen=True)
+class IterationReport:
+    index: int  # 1-based
+    ruleset: str
+    nodes: int
+    classes: int | None
+    matches: dict[str, int]
+    seconds: float
+    rolled_back: bool = False  # the iteration overshot the node limit and was undone
+
+
+@dataclass(frozen=True)
+class ScheduleOutcome:
+    stop: StopReason
+    iterations: tuple[IterationReport, ...]
+    nodes: int
+    seconds: float
+    start_nodes: int = 0
+    notes: tuple[str, ...] = field(default_factory=tuple)
+
+
+ProgressFn = Callable[[IterationReport], None]
+
+
+class Scheduler(Protocol):
+    def run(self, session: EGraphSession, progress: ProgressFn | None = None) -> ScheduleOutcome:
+        """Grow the session's e-graph; leave it within the node limit."""
+        ...
+
+
+@dataclass
+class LimitedLoop:
+    """Runs iterations of chosen rulesets under `Limits`, with rollback on node overshoot.
+
+    Schedules (saturate, pulsed epochs, MCTS rollouts) drive it one `iterate` at a time.
+    """
+
+    session: EGraphSession
+    limits: Limits
+    count_classes: bool = True
+    started: float = field(default_factory=time.perf_counter)
+    reports: list[IterationReport] = field(default_factory=list)
+
+    def elapsed(self) -> float:
+        return time.perf_counter() - self.started
+
+    def check_before(self) -> StopReason | None:
+        if len(self.reports) >= self.limits.iter_limit:
+            return StopReason.ITERATION_LIMIT
+        if self.elapsed() >= self.limits.time_limit_s:
+            return StopReason.TIME_LIMIT
+        return None
+
+    def iterate(self, ruleset: str) -> StopReason | None:
+        """One iteration; returns why the loop must stop now, or None to go on."""
+        t0 = time.perf_counter()
+        self.session.push()
+        step = self.session.step(ruleset)
+        nodes = self.session.size()
+        over = nodes > self.limits.node_limit
+        if over:
+            self.session.pop()
+        classes = self.session.count_classes() if self.count_classes and not over else None
+        self.reports.append(IterationReport(len(self.reports) + 1, ruleset, nodes, classes,
+                                            step.matches, time.perf_counter() - t0, over))
+        if over:
+            return StopReason.NODE_LIMIT
+        if not step.updated:
+            return StopReason.SATURATED
+        return None

@@ -1,0 +1,39 @@
+"""`saturate`: apply every rule each iteration until saturation or a limit (TENSAT's schedule).
+
+Multi-pattern rules run only in the first `k_multi` iterations (TENSAT: they keep firing on
+their own output and blow the e-graph up).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from eqdsl.diagnostics import EqdslError
+from eqdsl.engine import EGraphSession
+from eqdsl.schedule.runner import Limits, LimitedLoop, ProgressFn, ScheduleOutcome, StopReason
+
+
+@dataclass(frozen=True)
+class SaturateScheduler:
+    limits: Limits
+    k_multi: int = 1
+    count_classes: bool = True
+
+    def ruleset_for(self, iteration: int) -> str:
+        return "all" if iteration <= self.k_multi else "single"
+
+    def run(self, session: EGraphSession, progress: ProgressFn | None = None) -> ScheduleOutcome:
+        start_nodes = session.size()
+        loop = LimitedLoop(session, self.limits, self.count_classes)
+        if start_nodes > self.limits.node_limit:
+            raise EqdslError.one(f"expected a node limit of at least the input program's "
+                                 f"{start_nodes} e-nodes, got {self.limits.node_limit}",
+                                 path="schedule.node_limit")
+        stop = loop.check_before()
+        while stop is None:
+            stop = loop.iterate(self.ruleset_for(len(loop.reports) + 1))
+            if progress is not None:
+                progress(loop.reports[-1])
+            stop = stop or loop.check_before()
+        kept = [r for r in loop.reports if not r.rolled_back]
+        nodes = kept[-1].nodes if kept else start_nodes
+        return ScheduleOutcome(stop, tuple(loop.reports), nodes, loop.elapsed(), start_nodes)

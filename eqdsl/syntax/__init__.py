@@ -1,0 +1,1 @@
+"""The `.eqr` front end: Lark grammar → frozen AST dataclasses with spans."""
