@@ -127,7 +127,7 @@ def main(argv: list[str] | None = None) -> int:
         return args.fn(args)
     except EqdslError as err:
         for d in err.diagnostics:
-            stderr.print(d.render(), markup=False)
+            print(d.render(), file=sys.stderr)  # plain print: rich would re-wrap source lines
         return 2
     except KeyboardInterrupt:
         stderr.print("interrupted", markup=False)

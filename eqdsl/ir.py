@@ -219,7 +219,7 @@ class TermNode:
     """One node of a program DAG; `args` are literals or indices of earlier nodes (`Child`)."""
 
     op: str
-    args: tuple[Child | int | str, ...]
+    args: tuple[Child | int | str | tuple[int, ...], ...]
 
 
 @dataclass(frozen=True)

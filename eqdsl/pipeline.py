@@ -102,7 +102,7 @@ def run_pipeline(config: RunConfig, progress: ProgressFn | None = None) -> RunRe
         session = EGraphSession(result.lowered)
     with _stage(result, "load"):
         session.load(program)
-        result.original_cost = _original_cost(session, result.lowered)
+        result.original_cost = _check_input(session, result.lowered, program)
     with _stage(result, "schedule"):
         result.outcome = make_scheduler(config.schedule).run(session, progress)
     with _stage(result, "serialize"):
@@ -114,9 +114,16 @@ def run_pipeline(config: RunConfig, progress: ProgressFn | None = None) -> RunRe
     return result
 
 
-def _original_cost(session: EGraphSession, lowered: Lowered) -> float:
-    """DAG cost of the input program (before any rewrite each class holds one node)."""
+def _check_input(session: EGraphSession, lowered: Lowered, program: ir.Program) -> float:
+    """Reject an ill-shaped input program; return its DAG cost (each class holds one node now)."""
     live = live_problem(session.serialize(), lowered)
     p = live.problem
+    lang = lowered.language
+    for node in p.nodes:
+        sort = lang.ops[node.op].result if node.op in lang.ops else None
+        if sort and lang.sorts[sort].shape_type is not None and p.class_ids[node.eclass] not in live.shapes:
+            raise EqdslError.one(f"program '{program.name}' is ill-shaped: a '{node.op}' node fails "
+                                 f"the requirements of its shape rule (or a child's)",
+                                 lang.shapes[node.op].span)
     selection = {c: nodes[0] for c, nodes in enumerate(p.class_nodes) if nodes}
     return dag_cost(p, selection)

@@ -8,6 +8,7 @@ from __future__ import annotations
 from eqdsl import ir
 from eqdsl.check.exprs import Scope, resolve
 from eqdsl.diagnostics import DiagnosticSink, Span
+from eqdsl.lower.exprs import const_int
 from eqdsl.ir import Prim
 from eqdsl.syntax import ast
 
@@ -107,6 +108,7 @@ def _lookup_op(op_name: str, names: tuple[str, ...], span: Span, ops: dict[str, 
 def check_shapes(decls: list[ast.ShapeDecl], ops: dict[str, ir.Operator], sorts: dict[str, ir.Sort],
                  sink: DiagnosticSink) -> dict[str, ir.ShapeRule]:
     shapes: dict[str, ir.ShapeRule] = {}
+    declared = {d.op for d in decls}
     for d in decls:
         op = _lookup_op(d.op, d.params, d.span, ops, "shape", sink)
         if op is None:
@@ -130,7 +132,7 @@ def check_shapes(decls: list[ast.ShapeDecl], ops: dict[str, ir.Operator], sorts:
         if body is not None and None not in requires:
             shapes[d.op] = ir.ShapeRule(d.op, d.params, body, tuple(requires), d.span)
     for op in ops.values():
-        if sorts[op.result].shape_type is not None and op.name not in shapes:
+        if sorts[op.result].shape_type is not None and op.name not in declared:
             sink.error(f"missing shape rule for '{op.name}': its sort {op.result} carries a shape",
                        op.span)
     return shapes
@@ -139,6 +141,7 @@ def check_shapes(decls: list[ast.ShapeDecl], ops: dict[str, ir.Operator], sorts:
 def check_costs(decls: list[ast.CostDecl], ops: dict[str, ir.Operator], sorts: dict[str, ir.Sort],
                 sink: DiagnosticSink) -> dict[str, ir.CostRule]:
     costs: dict[str, ir.CostRule] = {}
+    declared = {name for d in decls for name in d.ops}
     for d in decls:
         for op_name in d.ops:
             names = d.params if d.params is not None else tuple(p.name for p in ops[op_name].params) \
@@ -153,7 +156,7 @@ def check_costs(decls: list[ast.CostDecl], ops: dict[str, ir.Operator], sorts: d
             if rule is not None:
                 costs[op_name] = rule
     for op in ops.values():
-        if op.name not in costs:
+        if op.name not in declared:
             sink.error(f"missing cost rule for '{op.name}' (write e.g. `cost {op.name} = 1`)", op.span)
     return costs
 
@@ -170,7 +173,8 @@ def _cost_rule(d: ast.CostDecl, op: ir.Operator, names: tuple[str, ...], sorts: 
     if body.type != Prim.INT:
         sink.error(f"a cost must be an Int expression; found {body.type.value}", d.body.span)
         return None
-    if isinstance(body, ir.Const) and int(body.value) < 0:
-        sink.error(f"costs are non-negative; found {body.value}", d.body.span)
+    constant = const_int(body)
+    if constant is not None and constant < 0:
+        sink.error(f"costs are non-negative; found {constant}", d.body.span)
         return None
     return ir.CostRule(op.name, names, body, d.span)

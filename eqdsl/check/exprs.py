@@ -114,7 +114,7 @@ def _shape_of(e: ast.Call, scope: Scope, sink: DiagnosticSink) -> ir.Expr | None
             shape_type = scope.shape_vars[v]
             if shape_type is None:
                 sink.error(f"shape(?{v}): the sort of ?{v} declares no shape "
-                           "(declare it as `sort S {{ shape: [Int] }}`)", span)
+                           "(declare it as `sort S { shape: [Int] }`)", span)
                 return None
             return ir.ShapeOf(v, shape_type)
         case (ast.Var(name=v, span=span),):

@@ -209,6 +209,7 @@ def _condition(c: ast.Expr, scope: Scope, ctx: _PatternContext) -> ir.Cond | Non
 def check_program(d: ast.ProgramDecl, ops: dict[str, ir.Operator], sink: DiagnosticSink) -> ir.Program | None:
     builder = _DagBuilder(ops, sink)
     roots: list[int] = []
+    errors_before = len(sink.items)
     for stmt in d.stmts:
         match stmt:
             case ast.LetStmt(name=n, value=v, span=span):
@@ -224,10 +225,14 @@ def check_program(d: ast.ProgramDecl, ops: dict[str, ir.Operator], sink: Diagnos
                     roots.append(index)
             case _:
                 assert_never(stmt)
-    if not roots:
+    if not roots and len(sink.items) == errors_before:
         sink.error(f"program '{d.name}' has no root; expected at least one `root <term>`", d.span)
         return None
     return ir.Program(d.name, tuple(builder.nodes), tuple(roots), d.span)
+
+
+def _is_negative_literal(e: ast.Expr) -> bool:
+    return isinstance(e, ast.Unary) and e.op == "neg" and isinstance(e.arg, ast.IntLit)
 
 
 class _DagBuilder:
@@ -284,6 +289,9 @@ class _DagBuilder:
                 return -v
             case Prim.STR, ast.StrLit(value=v):
                 return v
+            case Prim.INTS, ast.ListLit(items=items) if all(
+                    isinstance(i, ast.IntLit) or _is_negative_literal(i) for i in items):
+                return tuple(i.value if isinstance(i, ast.IntLit) else -i.arg.value for i in items)
             case ir.SortType(), _:
                 index = self.node(a, want)
                 return None if index is None else ir.Child(index)

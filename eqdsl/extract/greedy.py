@@ -46,8 +46,9 @@ def tree_greedy(problem: ExtractionProblem) -> tuple[Selection, list[float]]:
 
 def unreachable_roots_error(problem: ExtractionProblem, best: list[float]) -> EqdslError:
     bad = [problem.class_ids[r] for r in problem.roots if math.isinf(best[r])]
-    return EqdslError.one(f"no finite program for root e-class(es) {', '.join(bad)}: every node "
-                          "of the root needs a class with no acyclic, unblocked choice")
+    return EqdslError.one(f"extraction is unsatisfiable: root e-class(es) {', '.join(bad)} have no "
+                          "acyclic choice of e-nodes (every choice leads back into a cycle or to a "
+                          "blocked node)")
 
 
 class GreedyExtractor:

@@ -177,7 +177,8 @@ def _rewrite(lang: ir.Language, rule: ir.Rule) -> str:
     try:
         _conditions(lw, rule)
         for rhs in rule.rhs:
-            _check_shape(lw, rhs)
+            if isinstance(rhs, ir.PApp):  # a bare ?x on the right exists already: nothing to check
+                _check_shape(lw, rhs)
     except Unlowerable as err:
         raise _lowering_error(f"rule '{rule.name}'", err, rule.span) from None
     actions = [f"(union {r} {_pattern_text(p)})" for r, p in zip(roots, rule.rhs)]
@@ -187,7 +188,7 @@ def _rewrite(lang: ir.Language, rule: ir.Rule) -> str:
 
 def _conditions(lw: _RuleLowering, rule: ir.Rule) -> None:
     var_sorts = _var_sorts(rule)
-    for var, sort in var_sorts.items():
+    for var in _var_names(rule):
         lw.env["?" + var] = f"?{var}"
     for name, value in rule.wheres:
         _bind_shapes(lw, value, var_sorts)
@@ -218,6 +219,19 @@ def _has_var(p: ir.Pattern) -> bool:
             return any(_has_var(a) for a in args)
         case _:
             assert_never(p)
+
+
+def _var_names(rule: ir.Rule) -> set[str]:
+    def walk(p: ir.Pattern) -> set[str]:
+        match p:
+            case ir.PVar(name=v):
+                return {v}
+            case ir.PApp(args=args):
+                return set().union(*(walk(a) for a in args)) if args else set()
+            case _:
+                return set()
+
+    return set().union(*(walk(p) for p in rule.lhs))
 
 
 def _var_sorts(rule: ir.Rule) -> dict[str, str]:

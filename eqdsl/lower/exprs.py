@@ -24,8 +24,10 @@ def shape_key(var: str) -> str:
     return f"shape(?{var})"
 
 
-def literal(value: int | str | bool) -> str:
+def literal(value: int | str | bool | tuple[int, ...]) -> str:
     match value:
+        case tuple():
+            return "(vec-of " + " ".join(str(v) for v in value) + ")" if value else "(vec-empty)"
         case bool():
             return "true" if value else "false"
         case int():
