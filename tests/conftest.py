@@ -1,0 +1,22 @@
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+CORPUS = ROOT / "tests" / "corpus"
+EXAMPLES = ROOT / "examples"
+
+
+@pytest.fixture
+def run_cli(capsys):
+    """Run `eqdsl ...` in-process; return (exit code, stdout, stderr)."""
+    from eqdsl.cli import main
+
+    def run(*argv: str):
+        code = main([str(a) for a in argv])
+        out = capsys.readouterr()
+        return code, out.out, out.err
+
+    return run

@@ -1,0 +1,184 @@
+"""Extraction on hand-made e-graphs with known optima, and CP-SAT against brute force."""
+from __future__ import annotations
+
+import itertools
+import json
+import math
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from eqdsl.diagnostics import EqdslError
+from eqdsl.extract.cpsat import CpSatExtractor
+from eqdsl.extract.dag import GreedyDagExtractor
+from eqdsl.extract.egraph import CyclicSelection, dag_cost, problem_from_json, reachable
+from eqdsl.extract.greedy import GreedyExtractor
+from eqdsl.extract.result import ExtractStatus
+
+
+def egraph(nodes: dict[str, tuple[str, str, list[str], float]], roots: list[str]) -> dict:
+    """nodes: id → (op, eclass, child node ids, cost)."""
+    return {"nodes": {k: {"op": op, "eclass": c, "children": kids, "cost": cost}
+                      for k, (op, c, kids, cost) in nodes.items()},
+            "root_eclasses": roots}
+
+
+# Two outputs r1, r2: each its own node over x (cost 6), or a projection (1) of a shared node s
+# (8). Per root, tree cost prefers 6 < 1 + 8; as a DAG the shared form costs 8 + 1 + 1 = 10 < 12.
+SHARED = egraph({
+    "x": ("x", "cx", [], 0),
+    "a1": ("f1", "r1", ["x"], 6), "p1": ("p1", "r1", ["s"], 1),
+    "a2": ("f2", "r2", ["x"], 6), "p2": ("p2", "r2", ["s"], 1),
+    "s": ("s", "cs", ["x"], 8),
+}, ["r1", "r2"])
+
+# The root's cheap node needs class cb, whose cheap node points back to the root class.
+CYCLE = egraph({
+    "leaf": ("leaf", "cl", [], 1),
+    "r_cheap": ("g", "root", ["b_loop"], 1), "r_dear": ("h", "root", ["leaf"], 50),
+    "b_loop": ("back", "cb", ["r_cheap"], 1), "b_leaf": ("k", "cb", ["leaf"], 20),
+}, ["root"])
+
+
+def ops(problem, selection):
+    return sorted(problem.nodes[n].op for n in selection.values())
+
+
+@pytest.mark.parametrize("acyclic", ["lazy", "order", "filter-list"])
+def test_shared_subterm_tree_greedy_wrong_cpsat_right(acyclic):
+    p = problem_from_json(SHARED)
+    greedy = GreedyExtractor().extract(p)
+    cp = CpSatExtractor(time_limit_s=10, acyclic=acyclic).extract(p)
+    assert greedy.cost == 12 and ops(p, greedy.selection) == ["f1", "f2", "x"]
+    assert cp.cost == 10 and ops(p, cp.selection) == ["p1", "p2", "s", "x"]
+    assert cp.status is ExtractStatus.OPTIMAL and cp.bound == 10 and cp.gap == 0
+
+
+def test_greedy_dag_is_never_worse_than_tree_greedy():
+    p = problem_from_json(SHARED)
+    assert GreedyDagExtractor().extract(p).cost <= GreedyExtractor().extract(p).cost
+
+
+@pytest.mark.parametrize("acyclic", ["lazy", "order"])
+def test_cycle_is_avoided(acyclic):
+    p = problem_from_json(CYCLE)
+    cp = CpSatExtractor(time_limit_s=10, acyclic=acyclic).extract(p)
+    # root→g→back→g is a cycle; the best acyclic program is g(k(leaf)) = 1 + 20 + 1
+    assert cp.cost == 22 and ops(p, cp.selection) == ["g", "k", "leaf"]
+    assert cp.status is ExtractStatus.OPTIMAL
+    reachable(p, cp.selection)  # raises if cyclic
+
+
+def test_lazy_mode_cuts_a_longer_cycle():
+    # root → a → b → root (three classes), each cheap; an expensive exit in class b.
+    p = problem_from_json(egraph({
+        "leaf": ("leaf", "cl", [], 0),
+        "r": ("r", "root", ["a"], 1), "a": ("a", "ca", ["b_back"], 1),
+        "b_back": ("b_back", "cb", ["r"], 1), "b_out": ("b_out", "cb", ["leaf"], 30),
+    }, ["root"]))
+    cp = CpSatExtractor(time_limit_s=10, acyclic="lazy").extract(p)
+    assert cp.cost == 32 and "b_out" in ops(p, cp.selection)
+    assert "cycle cuts=" in cp.note
+
+
+def test_several_roots_share_nodes_once():
+    p = problem_from_json(egraph({
+        "x": ("x", "cx", [], 5),
+        "u": ("u", "r1", ["x"], 1), "v": ("v", "r2", ["x"], 1), "w": ("w", "r3", ["x"], 1),
+    }, ["r1", "r2", "r3"]))
+    for extractor in (GreedyExtractor(), GreedyDagExtractor(), CpSatExtractor(time_limit_s=10)):
+        assert extractor.extract(p).cost == 8
+
+
+def test_filter_list_blocks_subsumed_nodes():
+    data = egraph({"leaf": ("leaf", "cl", [], 0), "cheap": ("c", "root", ["leaf"], 1),
+                   "dear": ("d", "root", ["leaf"], 9)}, ["root"])
+    data["nodes"]["cheap"]["subsumed"] = True
+    p = problem_from_json(data)
+    cp = CpSatExtractor(time_limit_s=10, acyclic="filter-list").extract(p)
+    assert cp.cost == 9
+
+
+def test_unsatisfiable_extraction_is_an_error():
+    p = problem_from_json(egraph({"a": ("a", "root", ["b"], 1), "b": ("b", "cb", ["a"], 1)}, ["root"]))
+    for extractor in (GreedyExtractor(), GreedyDagExtractor(), CpSatExtractor(time_limit_s=5)):
+        with pytest.raises(EqdslError, match="unsatisfiable"):
+            extractor.extract(p)
+
+
+@pytest.mark.parametrize("bad, path", [
+    ({"nodes": {"a": {"op": "a", "eclass": "c", "children": ["zz"]}}, "root_eclasses": ["c"]},
+     'nodes["a"].children[0]'),
+    ({"nodes": {"a": {"op": "a", "eclass": "c", "children": []}}}, "root_eclasses"),
+    ({"nodes": {"a": {"op": "a", "eclass": "c", "children": []}}, "root_eclasses": ["q"]},
+     "root_eclasses[0]"),
+    ({"nodes": {"a": {"op": "a", "eclass": "c", "children": [], "cost": -1}}, "root_eclasses": ["c"]},
+     'nodes["a"].cost'),
+    ({"nodes": []}, "<top level>"),
+])
+def test_malformed_json_names_the_path(bad, path):
+    with pytest.raises(EqdslError) as info:
+        problem_from_json(bad, "g.json")
+    assert info.value.diagnostics[0].path == f"g.json: {path}"
+
+
+def test_cli_extract_prints_status_and_writes_choices(tmp_path, run_cli):
+    f = tmp_path / "g.json"
+    f.write_text(json.dumps(SHARED))
+    out_file = tmp_path / "choice.json"
+    code, out, err = run_cli("extract", f, "--extractor", "cpsat", "--time-limit", "5", "--out", out_file)
+    assert code == 0, err
+    assert "cost 10, status optimal, bound 10" in out
+    assert json.loads(out_file.read_text())["choices"] == {"r1": "p1", "r2": "p2", "cs": "s", "cx": "x"}
+
+
+def test_cli_extract_bad_json(tmp_path, run_cli):
+    f = tmp_path / "g.json"
+    f.write_text("{not json")
+    code, _, err = run_cli("extract", f)
+    assert code == 2 and "invalid JSON" in err and "Traceback" not in err
+
+
+# ---- CP-SAT is optimal: compare with exhaustive search on random small e-graphs ----
+@st.composite
+def small_egraphs(draw):
+    n_classes = draw(st.integers(2, 5))
+    nodes = {}
+    for c in range(n_classes):
+        for k in range(draw(st.integers(1, 3))):
+            kids = draw(st.lists(st.integers(0, n_classes - 1), max_size=2))
+            cost = draw(st.integers(0, 9))
+            nodes[f"n{c}_{k}"] = (f"op{c}{k}", f"c{c}", [f"n{kid}_0" for kid in kids], cost)
+    nodes["leaf"] = ("leaf", "c0", [], draw(st.integers(0, 9)))
+    roots = sorted(set(draw(st.lists(st.integers(0, n_classes - 1), min_size=1, max_size=2))))
+    return egraph(nodes, [f"c{r}" for r in roots])
+
+
+def brute_force(p) -> float:
+    best = math.inf
+    for choice in itertools.product(*p.class_nodes):
+        selection = dict(enumerate(choice))
+        try:
+            best = min(best, dag_cost(p, selection))
+        except CyclicSelection:
+            continue
+    return best
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(small_egraphs())
+def test_cpsat_matches_brute_force(data):
+    p = problem_from_json(data)
+    best = brute_force(p)
+    if math.isinf(best):
+        with pytest.raises(EqdslError):
+            CpSatExtractor(time_limit_s=5).extract(p)
+        return
+    for acyclic in ("lazy", "order"):
+        cp = CpSatExtractor(time_limit_s=5, acyclic=acyclic).extract(p)
+        assert cp.status is ExtractStatus.OPTIMAL
+        assert cp.cost == best, acyclic
+        assert dag_cost(p, cp.selection) == cp.cost
+    assert GreedyExtractor().extract(p).cost >= best
+    assert GreedyDagExtractor().extract(p).cost >= best

@@ -1,0 +1,85 @@
+"""The .eqr front end: valid corpus checks clean, every invalid file gets its expected diagnostics."""
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from conftest import CORPUS
+from eqdsl.check import load_language
+from eqdsl.diagnostics import EqdslError
+from eqdsl.syntax import ast
+from eqdsl.syntax.parse import parse_text
+
+VALID = sorted((CORPUS / "valid").glob("*.eqr"))
+INVALID = sorted((CORPUS / "invalid").glob("*.eqr"))
+EXPECT = re.compile(r"^# expect: (\d+):(\d+): (.*)$", re.M)
+
+
+@pytest.mark.parametrize("path", VALID, ids=lambda p: p.name)
+def test_valid_corpus_checks(path, run_cli):
+    code, out, err = run_cli("check", path)
+    assert code == 0, err
+    assert out.startswith("ok: language")
+
+
+@pytest.mark.parametrize("path", INVALID, ids=lambda p: p.name)
+def test_invalid_corpus_diagnostics(path, run_cli):
+    expected = EXPECT.findall(path.read_text())
+    assert expected, f"{path.name} declares no `# expect:` line"
+    code, out, err = run_cli("check", path)
+    assert code == 2
+    assert "Traceback" not in err
+    for line, col, message in expected:
+        assert f"{path.name}:{line}:{col}: error: {message}" in err, err
+    assert "^" in err  # the caret under the source line
+
+
+def test_every_diagnostic_shows_source_line_and_caret():
+    path = CORPUS / "invalid" / "unknown_op.eqr"
+    with pytest.raises(EqdslError) as info:
+        load_language(path)
+    rendered = info.value.diagnostics[0].render()
+    assert "rule r: a(?x) => b(?x)" in rendered
+    caret_line = rendered.splitlines()[-1]
+    source_line = rendered.splitlines()[-2]
+    assert source_line[caret_line.index("^")] == "b"
+
+
+def test_spans_on_ast_nodes():
+    module = parse_text("sort N\nop a(x: N) -> N\nrule r: a(?x) => ?x\n", "m.eqr")
+    rule = module.items[2]
+    assert isinstance(rule, ast.RuleDecl)
+    assert (rule.span.line, rule.span.col) == (3, 1)
+    assert (rule.lhs[0].span.line, rule.lhs[0].span.col) == (3, 9)
+    assert rule.name == "r" and rule.arrow == "=>"
+
+
+def test_bidirectional_rule_gives_two_named_rules():
+    lang = load_language(CORPUS / "valid" / "features.eqr")
+    names = [r.name for r in lang.rules]
+    assert "cat-swap" in names and "cat-swap-rev" in names
+
+
+def test_include_by_name_merges_languages():
+    lang = load_language(CORPUS / "valid" / "features.eqr")
+    assert {"num", "mul", "leaf", "pad"} <= set(lang.ops)
+    assert len(lang.multi_rules) == 1
+
+
+def test_include_cycle_is_an_error(tmp_path):
+    (tmp_path / "a.eqr").write_text('include "b.eqr"\n')
+    (tmp_path / "b.eqr").write_text('include "a.eqr"\n')
+    with pytest.raises(EqdslError, match="include cycle"):
+        load_language(tmp_path / "a.eqr")
+
+
+def test_unknown_ruleset_name():
+    with pytest.raises(EqdslError, match="unknown ruleset 'nosuch'"):
+        load_language("nosuch")
+
+
+def test_shipped_rulesets_check():
+    lang = load_language("arith")
+    assert lang.name == "arith"
+    assert [r.name for r in lang.rules] == ["mul-two", "reassoc", "div-self", "mul-one", "mul-comm"]

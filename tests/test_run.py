@@ -1,0 +1,85 @@
+"""End to end: `eqdsl run` on the examples, the report, and bad configs."""
+from __future__ import annotations
+
+import json
+import shutil
+
+import pytest
+
+from conftest import EXAMPLES
+from eqdsl.pipeline import run_pipeline
+from eqdsl.schedule.config import load_config
+
+
+def test_arith_simplifies_to_a(tmp_path, run_cli):
+    code, out, err = run_cli("run", EXAMPLES / "arith" / "config.yaml", "--output", tmp_path / "r", "--quiet")
+    assert code == 0, err
+    report = json.loads((tmp_path / "r" / "report.json").read_text())
+    assert report["optimized_program"] == 'program optimized:\n  root var("a")\n'
+    assert report["original_cost"] == 12 and report["best_cost"] == 0
+    assert report["extractor"]["status"] == "optimal"
+    assert report["schedule"]["stop_reason"] in ("saturated", "iteration limit")
+    assert report["schedule"]["iterations"][0]["matches"]
+    assert set(report["stages_s"]) >= {"check", "lower", "load", "schedule", "extract:cpsat"}
+    assert report["config"]["ruleset"] == "arith"
+    assert (tmp_path / "r" / "optimized.eqr").read_text().startswith("program optimized:")
+
+
+def test_sharing_cpsat_beats_tree_greedy():
+    result = run_pipeline(load_config(EXAMPLES / "sharing" / "config.yaml"))
+    greedy, cpsat = result.extractions["greedy"], result.extractions["cpsat"]
+    assert cpsat.cost < greedy.cost == result.original_cost
+    assert "concat(" in result.optimized_text and "cols-before(256" in result.optimized_text
+
+
+def test_optimized_program_reloads_and_costs_the_same(tmp_path):
+    """The written optimized.eqr is a valid program of the language with the reported cost."""
+    result = run_pipeline(load_config(EXAMPLES / "sharing" / "config.yaml"))
+    (tmp_path / "opt.eqr").write_text(result.optimized_text)
+    cfg = tmp_path / "c.yaml"
+    shutil.copy(EXAMPLES / "sharing" / "sharing.eqr", tmp_path / "sharing.eqr")
+    cfg.write_text("ruleset: sharing.eqr\nprogram: opt.eqr\nschedule: {iter_limit: 0}\n"
+                   "extract: {method: greedy, compare: []}\n")
+    again = run_pipeline(load_config(cfg))
+    assert again.original_cost == result.best.cost
+
+
+@pytest.mark.parametrize("yaml_text, message", [
+    ("ruleset: arith\nschedule: {k_multi: one}\n", "schedule.k_multi: error: expected an int ≥ 0, got 'one'"),
+    ("ruleset: arith\nschedule: {kmulti: 1}\n", "schedule.kmulti: error: unknown key"),
+    ("ruleset: arith\nextract: {method: ilp}\n", "extract.method: error: expected one of greedy, greedy-dag, cpsat"),
+    ("schedule: {}\n", "ruleset: error: missing required key"),
+    ("ruleset: arith\nprogram: {file: none.eqr}\n", "cannot read program file"),
+    ("ruleset: nosuch\n", "unknown ruleset 'nosuch'"),
+    ("ruleset: [\n", "invalid YAML"),
+    ("ruleset: arith\nprogram: {text: 'program p: root nope(1)'}\n", "unknown operator or name 'nope'"),
+    ("ruleset: arith\nprogram: {text: 'program p: root num(1)'}\nschedule: {node_limit: 0}\n",
+     "schedule.node_limit: error: expected an int ≥ 1, got 0"),
+])
+def test_bad_config_is_a_clean_error(tmp_path, run_cli, yaml_text, message):
+    cfg = tmp_path / "c.yaml"
+    cfg.write_text(yaml_text)
+    code, out, err = run_cli("run", cfg, "--output", tmp_path / "out", "--quiet")
+    assert code == 2
+    assert message in err, err
+    assert "Traceback" not in err
+    assert not (tmp_path / "out").exists()  # nothing half-written
+
+
+def test_ill_shaped_input_program_is_rejected(tmp_path, run_cli):
+    shutil.copy(EXAMPLES / "sharing" / "sharing.eqr", tmp_path / "sharing.eqr")
+    (tmp_path / "p.eqr").write_text('program p:\n  root matmul(input("x", 2, 3), weight("w", 4, 5))\n')
+    (tmp_path / "c.yaml").write_text("ruleset: sharing.eqr\nprogram: p.eqr\n")
+    code, _, err = run_cli("run", tmp_path / "c.yaml", "--output", tmp_path / "out", "--quiet")
+    assert code == 2 and "ill-shaped" in err and "matmul" in err
+
+
+def test_unsound_rule_merging_shapes_is_reported(tmp_path, run_cli):
+    """A rule that unions terms of different shapes trips egglog's :no-merge: a clean error."""
+    text = (EXAMPLES / "sharing" / "sharing.eqr").read_text()
+    text += "\nrule bad: matmul(?x, ?w) => ?x\n"
+    (tmp_path / "bad.eqr").write_text(text)
+    (tmp_path / "c.yaml").write_text(
+        "ruleset: bad.eqr\nprogram: {text: 'program p: root matmul(input(\"x\", 2, 3), weight(\"w\", 3, 5))'}\n")
+    code, _, err = run_cli("run", tmp_path / "c.yaml", "--output", tmp_path / "out", "--quiet")
+    assert code == 2 and "egglog failed" in err and "different shapes" in err

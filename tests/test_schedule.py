@@ -1,0 +1,71 @@
+"""Stop reasons for every limit, the hard node limit, k_multi, per-iteration reports."""
+from __future__ import annotations
+
+import pytest
+
+from conftest import EXAMPLES
+from eqdsl.check import load_language, load_program_file
+from eqdsl.diagnostics import EqdslError
+from eqdsl.engine import EGraphSession
+from eqdsl.lower.egglog import lower_language
+from eqdsl.schedule.runner import Limits, StopReason
+from eqdsl.schedule.saturate import SaturateScheduler
+
+
+def session_for(ruleset, program_file):
+    lang = load_language(ruleset)
+    program = next(iter(load_program_file(program_file, lang).values()))
+    session = EGraphSession(lower_language(lang))
+    session.load(program)
+    return session
+
+
+def arith():
+    return session_for("arith", EXAMPLES / "arith" / "input.eqr")
+
+
+def sharing():
+    return session_for(EXAMPLES / "sharing" / "sharing.eqr", EXAMPLES / "sharing" / "input.eqr")
+
+
+def test_saturated():
+    outcome = SaturateScheduler(Limits(10, 1000, 60), k_multi=1).run(sharing())
+    assert outcome.stop is StopReason.SATURATED
+    assert [r.ruleset for r in outcome.iterations] == ["all", "single"]
+    assert outcome.iterations[0].matches == {"merge-matmuls": 2}
+
+
+def test_iteration_limit():
+    outcome = SaturateScheduler(Limits(3, 10_000, 60)).run(arith())
+    assert outcome.stop is StopReason.ITERATION_LIMIT
+    assert len(outcome.iterations) == 3
+    first = outcome.iterations[0]
+    assert first.nodes > outcome.start_nodes and first.classes and first.seconds >= 0
+    assert set(first.matches) <= {"mul-two", "reassoc", "div-self", "mul-one", "mul-comm"}
+
+
+@pytest.mark.parametrize("node_limit", [6, 12, 20, 40])
+def test_node_limit_is_hard(node_limit):
+    session = arith()
+    outcome = SaturateScheduler(Limits(50, node_limit, 60)).run(session)
+    assert outcome.stop is StopReason.NODE_LIMIT
+    assert outcome.iterations[-1].rolled_back
+    assert outcome.iterations[-1].nodes > node_limit
+    assert session.size() == outcome.nodes <= node_limit
+
+
+def test_time_limit():
+    outcome = SaturateScheduler(Limits(10_000, 10**9, 0.05)).run(arith())
+    assert outcome.stop is StopReason.TIME_LIMIT
+
+
+def test_k_multi_zero_never_runs_multi_pattern_rules():
+    outcome = SaturateScheduler(Limits(5, 1000, 60), k_multi=0).run(sharing())
+    assert outcome.stop is StopReason.SATURATED
+    assert all(r.ruleset == "single" for r in outcome.iterations)
+    assert outcome.nodes == outcome.start_nodes
+
+
+def test_input_larger_than_node_limit_is_an_error():
+    with pytest.raises(EqdslError, match="node limit"):
+        SaturateScheduler(Limits(5, 2, 60)).run(arith())
