@@ -113,7 +113,7 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("egraph")
     c.add_argument("--extractor", choices=["greedy", "greedy-dag", "cpsat"], default="cpsat")
     c.add_argument("--time-limit", type=float, default=60.0, help="seconds (cpsat)")
-    c.add_argument("--acyclic", choices=["lazy", "order", "filter-list"], default="lazy")
+    c.add_argument("--acyclic", choices=["order", "lazy", "filter-list"], default="order")
     c.add_argument("--warm-start", choices=["greedy", "greedy-dag"], default="greedy-dag")
     c.add_argument("--workers", type=int, default=2)
     c.add_argument("--out", help="write the chosen nodes as JSON here")

@@ -182,3 +182,24 @@ def test_cpsat_matches_brute_force(data):
         assert dag_cost(p, cp.selection) == cp.cost
     assert GreedyExtractor().extract(p).cost >= best
     assert GreedyDagExtractor().extract(p).cost >= best
+
+
+def test_time_limit_returns_a_labelled_valid_program():
+    from eqdsl.extract.synthetic import tensat_like
+
+    p = problem_from_json(tensat_like(200, seed=3, partners=4))
+    e = CpSatExtractor(time_limit_s=0.001).extract(p)
+    assert e.status in (ExtractStatus.FEASIBLE, ExtractStatus.OPTIMAL)
+    assert dag_cost(p, e.selection) == e.cost  # complete and acyclic
+    if e.status is ExtractStatus.FEASIBLE:
+        assert e.bound is not None and e.bound <= e.cost and e.gap is not None
+
+
+def test_pruned_model_agrees_with_plain_model():
+    from eqdsl.extract.synthetic import tensat_like
+
+    p = problem_from_json(tensat_like(60, seed=5, partners=3))
+    ours = CpSatExtractor(time_limit_s=20).extract(p)
+    plain = CpSatExtractor(time_limit_s=20, plain=True).extract(p)
+    assert ours.status is plain.status is ExtractStatus.OPTIMAL
+    assert ours.cost == pytest.approx(plain.cost)

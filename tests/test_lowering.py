@@ -18,8 +18,10 @@ CASES = {"arith": "arith", "sharing": str(EXAMPLES / "sharing" / "sharing.eqr")}
 def test_snapshot(name):
     text = lower_language(load_language(CASES[name])).text
     snap = SNAPSHOTS / f"{name}.egg"
-    if os.environ.get("UPDATE_SNAPSHOTS") or not snap.exists():
+    if os.environ.get("UPDATE_SNAPSHOTS"):
         snap.write_text(text)
+    assert snap.exists(), f"no snapshot {snap.name}; create it with UPDATE_SNAPSHOTS=1"
+
     assert text == snap.read_text(), "regenerate with UPDATE_SNAPSHOTS=1 if the change is intended"
 
 

@@ -58,13 +58,19 @@ def usable_nodes(problem: ExtractionProblem) -> dict[int, list[int]]:
     return {c: by_class[c] for c in needed}
 
 
+def all_nodes(problem: ExtractionProblem) -> dict[int, list[int]]:
+    usable_nodes(problem)  # only to raise the unsatisfiable error the same way
+    return {c: [i for i in nodes if problem.allowed(i)] for c, nodes in enumerate(problem.class_nodes)}
+
+
 def _scale(costs: list[float]) -> float:
     if all(c == int(c) for c in costs) and max(costs, default=0) <= 1e9:
         return 1.0
     return 1e7 / max(max(costs), 1e-12)
 
 
-def _build(problem: ExtractionProblem, class_nodes: dict[int, list[int]], acyclic: str) -> _Model:
+def _build(problem: ExtractionProblem, class_nodes: dict[int, list[int]], acyclic: str,
+           plain: bool = False) -> _Model:
     m = cp_model.CpModel()
     x = {i: m.NewBoolVar(f"n{i}") for nodes in class_nodes.values() for i in nodes}
     for c, nodes in class_nodes.items():
@@ -78,18 +84,69 @@ def _build(problem: ExtractionProblem, class_nodes: dict[int, list[int]], acycli
     scale = _scale([problem.nodes[i].cost for i in x])
     m.Minimize(sum(round(problem.nodes[i].cost * scale) * var for i, var in x.items()))
     if acyclic == "order":
-        _add_order(m, problem, class_nodes, x)
+        _add_order(m, problem, class_nodes, x, plain)
     else:
         _forbid_two_cycles(m, problem, class_nodes, x)
     return _Model(m, x, class_nodes, scale)
 
 
-def _add_order(m, problem, class_nodes, x) -> None:
-    t = {c: m.NewIntVar(0, len(class_nodes) - 1, f"t{c}") for c in class_nodes}
+def _add_order(m, problem, class_nodes, x, plain: bool = False) -> None:
+    """Topological positions; only classes on a cycle of the class graph need one (unless plain)."""
+    component = {c: 0 for c in class_nodes} if plain else cyclic_components(problem, class_nodes)
+    sizes: dict[int, int] = {}
+    for comp in component.values():
+        sizes[comp] = sizes.get(comp, 0) + 1
+    t = {c: m.NewIntVar(0, sizes[comp] - 1, f"t{c}") for c, comp in component.items()}
     for i, var in x.items():
         node = problem.nodes[i]
         for child in set(node.children):
-            m.Add(t[node.eclass] > t[child]).OnlyEnforceIf(var)
+            if child in component and component.get(node.eclass) == component[child]:
+                m.Add(t[node.eclass] > t[child]).OnlyEnforceIf(var)
+
+
+def cyclic_components(problem: ExtractionProblem, class_nodes: dict[int, list[int]]) -> dict[int, int]:
+    """Class → id of its strongly connected component, for classes in components of size > 1."""
+    edges = {c: sorted({k for i in nodes for k in problem.nodes[i].children if k in class_nodes})
+             for c, nodes in class_nodes.items()}
+    index: dict[int, int] = {}
+    low: dict[int, int] = {}
+    on_stack: set[int] = set()
+    stack: list[int] = []
+    result: dict[int, int] = {}
+    counter = 0
+    for start in edges:
+        if start in index:
+            continue
+        work = [(start, 0)]
+        while work:
+            c, k = work.pop()
+            if k == 0:
+                index[c] = low[c] = counter
+                counter += 1
+                stack.append(c)
+                on_stack.add(c)
+            if k < len(edges[c]):
+                work.append((c, k + 1))
+                child = edges[c][k]
+                if child not in index:
+                    work.append((child, 0))
+                elif child in on_stack:
+                    low[c] = min(low[c], index[child])
+                continue
+            if low[c] == index[c]:
+                members = []
+                while True:
+                    v = stack.pop()
+                    on_stack.discard(v)
+                    members.append(v)
+                    if v == c:
+                        break
+                if len(members) > 1:
+                    result.update((v, c) for v in members)
+            if work:
+                parent = work[-1][0]
+                low[parent] = min(low[parent], low[c])
+    return result
 
 
 def _forbid_two_cycles(m, problem, class_nodes, x) -> None:
@@ -133,17 +190,18 @@ def find_cycles(problem: ExtractionProblem, choice: Selection) -> list[list[int]
 class CpSatExtractor:
     name = "cpsat"
 
-    def __init__(self, time_limit_s: float = 60.0, acyclic: str = "lazy",
-                 warm_start: str | None = "greedy-dag", workers: int = 2) -> None:
+    def __init__(self, time_limit_s: float = 60.0, acyclic: str = "order",
+                 warm_start: str | None = "greedy-dag", workers: int = 2, plain: bool = False) -> None:
+        """`plain`: the baseline model of DESIGN §5 (no pruning, order variables on every class)."""
         self.time_limit_s, self.acyclic = time_limit_s, acyclic
-        self.warm_start, self.workers = warm_start, workers
+        self.warm_start, self.workers, self.plain = warm_start, workers, plain
 
     def extract(self, problem: ExtractionProblem) -> Extraction:
         t0 = time.perf_counter()
         deadline = t0 + self.time_limit_s
-        class_nodes = usable_nodes(problem)
+        class_nodes = all_nodes(problem) if self.plain else usable_nodes(problem)
         warm = self._warm(problem)
-        built = _build(problem, class_nodes, self.acyclic)
+        built = _build(problem, class_nodes, self.acyclic, self.plain)
         best, best_cost = warm.selection, warm.cost
         bound, proven, rounds, cuts, from_solver = 0.0, False, 0, 0, False
         while (remaining := deadline - time.perf_counter()) > 0:

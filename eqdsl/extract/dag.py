@@ -7,36 +7,24 @@ from __future__ import annotations
 
 import math
 import time
-from collections import deque
 
 from eqdsl.extract.egraph import CyclicSelection, ExtractionProblem, Selection, dag_cost, restrict
-from eqdsl.extract.greedy import parents_of, tree_greedy, unreachable_roots_error
+from eqdsl.extract.greedy import knuth_order, tree_greedy, unreachable_roots_error
 from eqdsl.extract.result import Extraction, ExtractStatus
 
 
 def dag_greedy(problem: ExtractionProblem) -> Selection:
-    costs: list[dict[int, float] | None] = [None] * problem.num_classes
-    totals = [math.inf] * problem.num_classes
-    choice: Selection = {}
-    parents = parents_of(problem)
-    queue = deque(i for i, n in enumerate(problem.nodes) if not n.children and problem.allowed(i))
-    queued = set(queue)
-    while queue:
-        i = queue.popleft()
-        queued.discard(i)
+    node_sets: dict[int, dict[int, float]] = {}  # node → {class: cost} of the term it roots
+
+    def price(i: int, best: list[float], choice: Selection) -> float | None:
         node = problem.nodes[i]
-        if any(costs[c] is None for c in node.children):
-            continue
-        merged = _merge(node.eclass, node.cost, [costs[c] for c in node.children])
+        merged = _merge(node.eclass, node.cost, [node_sets[choice[c]] for c in set(node.children)])
         if merged is None:
-            continue
-        total = sum(merged.values())
-        if total < totals[node.eclass]:
-            totals[node.eclass], costs[node.eclass], choice[node.eclass] = total, merged, i
-            for p in parents[node.eclass]:
-                if p not in queued and problem.allowed(p):
-                    queue.append(p)
-                    queued.add(p)
+            return None
+        node_sets[i] = merged
+        return sum(merged.values())
+
+    choice, _ = knuth_order(problem, price)
     return choice
 
 

@@ -5,9 +5,9 @@ worse DAG than the optimum (examples/sharing shows it).
 """
 from __future__ import annotations
 
+import heapq
 import math
 import time
-from collections import deque
 
 from eqdsl.diagnostics import EqdslError
 from eqdsl.extract.egraph import ExtractionProblem, Selection, dag_cost, restrict
@@ -22,26 +22,44 @@ def parents_of(problem: ExtractionProblem) -> list[list[int]]:
     return parents
 
 
-def tree_greedy(problem: ExtractionProblem) -> tuple[Selection, list[float]]:
-    """Fixpoint of best tree cost per class (worklist over parents); strict improvement only."""
+def knuth_order(problem: ExtractionProblem, node_cost) -> tuple[Selection, list[float]]:
+    """Knuth's generalisation of Dijkstra: classes are settled cheapest first; a node is priced
+    once, when the last of its child classes settles. `node_cost(i, best, choice)` prices node i
+    from the settled classes' costs and choices, or returns None to reject it. Valid because a node never
+    costs less than any of its children (costs are ≥ 0).
+    """
     best = [math.inf] * problem.num_classes
     choice: Selection = {}
+    waiting = [len(set(n.children)) for n in problem.nodes]
     parents = parents_of(problem)
-    queue = deque(i for i, n in enumerate(problem.nodes) if not n.children and problem.allowed(i))
-    queued = set(queue)
-    while queue:
-        i = queue.popleft()
-        queued.discard(i)
-        node = problem.nodes[i]
-        cost = node.cost + sum(best[c] for c in node.children)
-        if cost < best[node.eclass]:
-            best[node.eclass] = cost
-            choice[node.eclass] = i
-            for p in parents[node.eclass]:
-                if p not in queued and problem.allowed(p):
-                    queue.append(p)
-                    queued.add(p)
+    heap = []
+    for i, n in enumerate(problem.nodes):
+        if not n.children and problem.allowed(i):
+            cost = node_cost(i, best, choice)
+            if cost is not None:
+                heapq.heappush(heap, (cost, i))
+    while heap:
+        cost, i = heapq.heappop(heap)
+        c = problem.nodes[i].eclass
+        if c in choice:
+            continue
+        best[c], choice[c] = cost, i
+        for p in parents[c]:
+            waiting[p] -= 1
+            if waiting[p] == 0 and problem.allowed(p) and problem.nodes[p].eclass not in choice:
+                price = node_cost(p, best, choice)
+                if price is not None:
+                    heapq.heappush(heap, (price, p))
     return choice, best
+
+
+def tree_greedy(problem: ExtractionProblem) -> tuple[Selection, list[float]]:
+    """Cheapest tree cost per class."""
+    def price(i: int, best: list[float], choice: Selection) -> float:
+        node = problem.nodes[i]
+        return node.cost + sum(best[c] for c in node.children)
+
+    return knuth_order(problem, price)
 
 
 def unreachable_roots_error(problem: ExtractionProblem, best: list[float]) -> EqdslError:

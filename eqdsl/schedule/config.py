@@ -34,7 +34,7 @@ class ScheduleConfig:
 class ExtractConfig:
     method: str = "cpsat"
     time_limit_s: float = 60.0
-    acyclic: str = "lazy"
+    acyclic: str = "order"
     warm_start: str | None = "greedy-dag"
     compare: tuple[str, ...] = ("greedy", "greedy-dag")
     workers: int = 2
