@@ -147,6 +147,10 @@ def _rule(name, lhs_src, rhs_src, d: ast.RuleDecl, ops, sorts, sink) -> ir.Rule 
     scope = _rule_scope(ctx.var_types, sorts, f"rule '{name}'")
     wheres = []
     for b in d.wheres:
+        if b.name in ctx.var_types or b.name in ctx.bound:
+            sink.error(f"'{b.name}' is already bound in rule '{name}' (as ?{b.name} or an earlier "
+                       "`where`); expected a new name", b.span)
+            return None
         value = resolve(b.value, scope, sink)
         if value is None:
             return None

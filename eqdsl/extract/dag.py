@@ -5,11 +5,10 @@ is skipped.
 """
 from __future__ import annotations
 
-import math
 import time
 
 from eqdsl.extract.egraph import CyclicSelection, ExtractionProblem, Selection, dag_cost, restrict
-from eqdsl.extract.greedy import knuth_order, tree_greedy, unreachable_roots_error
+from eqdsl.extract.greedy import knuth_order, tree_selection
 from eqdsl.extract.result import Extraction, ExtractStatus
 
 
@@ -51,10 +50,7 @@ class GreedyDagExtractor:
     def extract(self, problem: ExtractionProblem) -> Extraction:
         """The sharing-aware choice, or tree greedy's where that is cheaper as a DAG (never worse)."""
         t0 = time.perf_counter()
-        tree_choice, best = tree_greedy(problem)
-        if any(math.isinf(best[r]) for r in problem.roots):
-            raise unreachable_roots_error(problem, best)
-        selection = restrict(problem, tree_choice)
+        selection = tree_selection(problem)
         cost, note = dag_cost(problem, selection), "tree greedy was cheaper"
         choice = dag_greedy(problem)
         try:

@@ -69,14 +69,19 @@ def unreachable_roots_error(problem: ExtractionProblem, best: list[float]) -> Eq
                           "blocked node)")
 
 
+def tree_selection(problem: ExtractionProblem) -> Selection:
+    """Tree greedy's choice for the classes the roots need; raises if a root has no finite term."""
+    choice, best = tree_greedy(problem)
+    if any(math.isinf(best[r]) for r in problem.roots):
+        raise unreachable_roots_error(problem, best)
+    return restrict(problem, choice)
+
+
 class GreedyExtractor:
     name = "greedy"
 
     def extract(self, problem: ExtractionProblem) -> Extraction:
         t0 = time.perf_counter()
-        choice, best = tree_greedy(problem)
-        if any(math.isinf(best[r]) for r in problem.roots):
-            raise unreachable_roots_error(problem, best)
-        selection = restrict(problem, choice)
+        selection = tree_selection(problem)
         return Extraction(self.name, selection, dag_cost(problem, selection),
                           ExtractStatus.HEURISTIC, time.perf_counter() - t0)
