@@ -95,6 +95,24 @@ def cmd_extract(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_import(args: argparse.Namespace) -> int:
+    from eqdsl.check import check_modules
+    from eqdsl.lang.tensat_import import import_rules
+    from eqdsl.syntax.parse import parse_text
+    from eqdsl.check import load_modules, resolve_ruleset
+
+    text = import_rules(Path(args.rules), Path(args.multi) if args.multi else None,
+                        Path(args.predefined) if args.predefined else None)
+    out = Path(args.output)
+    # check before writing: a file that does not check is never written
+    modules = load_modules(resolve_ruleset("tensor"))
+    lang = check_modules(modules + [parse_text(text, str(out))])
+    out.write_text(text)
+    print(f"wrote {out}: {len(lang.single_rules)} single-pattern and {len(lang.multi_rules)} "
+          "multi-pattern rules")
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="eqdsl", description="Equality saturation for tensor programs.")
     sub = p.add_subparsers(dest="command", required=True)
@@ -118,6 +136,13 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("--workers", type=int, default=2)
     c.add_argument("--out", help="write the chosen nodes as JSON here")
     c.set_defaults(fn=cmd_extract)
+    c = sub.add_parser("import", help="import rules from another system's files")
+    c.add_argument("system", choices=["tensat"])
+    c.add_argument("rules", help="TENSAT single-pattern rules (converted.txt)")
+    c.add_argument("--multi", help="TENSAT multi-pattern rules (converted_multi.txt)")
+    c.add_argument("--predefined", help="TENSAT's predefined rules (predefined.txt)")
+    c.add_argument("-o", "--output", required=True, help="the .eqr file to write")
+    c.set_defaults(fn=cmd_import)
     return p
 
 

@@ -45,6 +45,7 @@ class Operator:
     params: tuple[Param, ...]
     result: str
     span: Span
+    const: bool = False  # its values are known ahead of time (weights): see extract.live
 
     @property
     def arity(self) -> int:
@@ -71,6 +72,14 @@ class ShapeOf:
     """`shape(?x)` in a rule: the analysis value of the e-class bound to ?x."""
 
     var: str
+    type: Prim
+
+
+@dataclass(frozen=True)
+class ShapeOfTerm:
+    """`shape(t)` in a rule, for a term t built from pattern variables (a right-side subterm)."""
+
+    pattern: Pattern
     type: Prim
 
 
@@ -127,7 +136,7 @@ class Replace:
     type: Prim = Prim.INTS
 
 
-Expr = Const | Ref | ShapeOf | Builtin | BinOp | UnOp | ListOf | IndexOf | SliceOf | Replace
+Expr = Const | Ref | ShapeOf | ShapeOfTerm | Builtin | BinOp | UnOp | ListOf | IndexOf | SliceOf | Replace
 
 
 # ---- patterns and rules ----

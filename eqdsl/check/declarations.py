@@ -72,7 +72,7 @@ def check_ops(decls: list[ast.OpDecl], sorts: dict[str, ir.Sort], sink: Diagnost
             sink.error(f"operator result must be a declared sort; found '{d.result}'", d.result_span)
             continue
         if all(p.type is not None for p in params):
-            ops[d.name] = ir.Operator(d.name, tuple(params), d.result, d.span)
+            ops[d.name] = ir.Operator(d.name, tuple(params), d.result, d.span, d.const)
     return ops
 
 

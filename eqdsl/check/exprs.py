@@ -6,7 +6,7 @@ one diagnostic to `sink`. Types are `Prim`: Int, Str, Bool and [Int] (a shape).
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import assert_never
+from typing import Callable, assert_never
 
 from eqdsl import ir
 from eqdsl.diagnostics import DiagnosticSink
@@ -32,6 +32,8 @@ class Scope:
     value_vars: dict[str, Prim] = field(default_factory=dict)  # ?k of a primitive type
     shape_vars: dict[str, Prim | None] = field(default_factory=dict)  # ?x of a user sort
     what: str = "expression"
+    # resolves `shape(term)` for a term over pattern variables; None where terms are not allowed
+    term_shape: Callable[[ast.Expr], ir.Expr | None] | None = None
 
 
 def resolve(e: ast.Expr, scope: Scope, sink: DiagnosticSink) -> ir.Expr | None:
@@ -120,6 +122,8 @@ def _shape_of(e: ast.Call, scope: Scope, sink: DiagnosticSink) -> ir.Expr | None
         case (ast.Var(name=v, span=span),):
             sink.error(f"shape(?{v}): ?{v} is not bound to a term of a user sort here", span)
             return None
+        case (ast.Call() as t,) if scope.term_shape is not None:
+            return scope.term_shape(t)
         case _:
             sink.error("shape(...) expects one pattern variable, e.g. shape(?x)", e.span)
             return None

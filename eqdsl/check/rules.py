@@ -145,6 +145,7 @@ def _rule(name, lhs_src, rhs_src, d: ast.RuleDecl, ops, sorts, sink) -> ir.Rule 
     if None in lhs:
         return None
     scope = _rule_scope(ctx.var_types, sorts, f"rule '{name}'")
+    scope.term_shape = lambda t: _term_shape(t, ctx, sorts)
     wheres = []
     for b in d.wheres:
         if b.name in ctx.var_types or b.name in ctx.bound:
@@ -180,6 +181,22 @@ def _rule_scope(var_types: dict[str, ir.ValueType], sorts: dict[str, ir.Sort], w
             case Prim() as p:
                 scope.value_vars[v] = p
     return scope
+
+
+def _term_shape(t: ast.Expr, ctx: _PatternContext, sorts: dict[str, ir.Sort]) -> ir.Expr | None:
+    binding, ctx.binding = ctx.binding, False
+    try:
+        pattern = _pattern(t, ANY_SORT, ctx)
+    finally:
+        ctx.binding = binding
+    if pattern is None:
+        return None
+    sort = pattern_sort(pattern, ctx.ops)
+    shape_type = sorts[sort.name].shape_type if isinstance(sort, ir.SortType) else None
+    if shape_type is None:
+        ctx.sink.error(f"shape(...) of a term whose sort declares no shape", t.span)
+        return None
+    return ir.ShapeOfTerm(pattern, shape_type)
 
 
 def _is_term(e: ast.Expr, ctx: _PatternContext) -> bool:

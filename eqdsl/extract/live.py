@@ -63,11 +63,45 @@ def live_problem(data: dict, lowered: Lowered) -> LiveEGraph:
     for row in rows:
         if row[1] in lang.ops:
             row[4] = _node_cost(lang, row, nodes, values, shapes)
+    constant = constant_classes(lang, rows, nodes)
+    for row in rows:
+        if _folded(lang, row, nodes, constant):
+            row[4] = 0.0
     problem = build_problem([tuple(r) for r in rows], [cid for _, cid in sorted(roots)])
     return LiveEGraph(problem, values, shapes)
 
 
 _VALUE_OPS = ("vec-of", "vec-empty")
+
+
+def _operand_classes(lang: ir.Language, row, nodes: dict) -> list[str]:
+    """Classes of a node's operands of a user sort (its parameters are not operands)."""
+    op = lang.ops[row[1]]
+    return [nodes[kid]["eclass"] for kid, p in zip(row[3], op.params) if isinstance(p.type, ir.SortType)]
+
+
+def constant_classes(lang: ir.Language, rows, nodes: dict) -> set[str]:
+    """Classes computable before the program runs: a `const` operator's, or any class with a node
+    whose operands are all constant (TENSAT/TASO fold such subgraphs at inference time)."""
+    constant: set[str] = set()
+    changed = True
+    while changed:
+        changed = False
+        for row in rows:
+            if row[1] not in lang.ops or row[2] in constant:
+                continue
+            operands = _operand_classes(lang, row, nodes)
+            if lang.ops[row[1]].const or (operands and all(c in constant for c in operands)):
+                constant.add(row[2])
+                changed = True
+    return constant
+
+
+def _folded(lang: ir.Language, row, nodes: dict, constant: set[str]) -> bool:
+    if row[1] not in lang.ops or lang.ops[row[1]].const:
+        return False
+    operands = _operand_classes(lang, row, nodes)
+    return bool(operands) and all(c in constant for c in operands)
 
 
 def _is_value(op: str) -> bool:

@@ -19,7 +19,7 @@ from egglog import bindings
 
 from eqdsl import ir
 from eqdsl.diagnostics import EqdslError
-from eqdsl.lower.exprs import Unlowerable, facts, literal, shape_key, term
+from eqdsl.lower.exprs import Unlowerable, facts, literal, shape_key, term, term_shape_key
 
 VEC_SORT = "IVec"
 PRIM_SORTS = {ir.Prim.INT: "i64", ir.Prim.STR: "String", ir.Prim.BOOL: "bool", ir.Prim.INTS: VEC_SORT}
@@ -255,13 +255,19 @@ def _var_sorts(rule: ir.Rule) -> dict[str, str]:
 
 def _bind_shapes(lw: _RuleLowering, e: ir.Expr, var_sorts: dict[str, str]) -> None:
     for var in _shape_vars(e):
-        lw.shape_of_var(var, var_sorts[var])
+        if isinstance(var, ir.ShapeOfTerm):
+            lw.env[term_shape_key(var)] = _check_shape(lw, var.pattern)
+        else:
+            lw.shape_of_var(var, var_sorts[var])
 
 
-def _shape_vars(e: ir.Expr) -> list[str]:
+def _shape_vars(e: ir.Expr) -> list[str | ir.ShapeOfTerm]:
+    """Pattern variables (and right-side terms) whose shapes `e` reads."""
     match e:
         case ir.ShapeOf(var=v):
             return [v]
+        case ir.ShapeOfTerm():
+            return [e]
         case ir.Const() | ir.Ref():
             return []
         case ir.Builtin(args=args) | ir.ListOf(items=args):

@@ -24,6 +24,10 @@ def shape_key(var: str) -> str:
     return f"shape(?{var})"
 
 
+def term_shape_key(e: ir.ShapeOfTerm) -> str:
+    return f"shape({e.pattern!r})"
+
+
 def literal(value: int | str | bool | tuple[int, ...]) -> str:
     match value:
         case tuple():
@@ -79,6 +83,8 @@ def term(e: ir.Expr, env: dict[str, str]) -> str:
             return env[n]
         case ir.ShapeOf(var=v):
             return env[shape_key(v)]
+        case ir.ShapeOfTerm():
+            return env[term_shape_key(e)]
         case ir.Builtin(fn="len", args=(a,)):
             return f"(vec-length {term(a, env)})"
         case ir.Builtin(fn="min" | "max" as fn, args=(a, b)):

@@ -150,6 +150,7 @@ class OpDecl:
     result: str
     span: Span
     result_span: Span
+    const: bool = False  # `-> T const`: a value known before the program runs (a weight)
 
 
 @dataclass(frozen=True)

@@ -118,8 +118,10 @@ class _ToAst(Transformer):
         return ast.TypeRef(str(c[0]), True, self._s(meta))
 
     def op(self, meta, c):
-        params = tuple(p for p in c[1:-1] if p is not None)
-        return ast.OpDecl(str(c[0]), params, str(c[-1]), self._s(meta), self._s(c[-1]))
+        *head, result, const = c
+        params = tuple(p for p in head[1:] if p is not None)
+        return ast.OpDecl(str(c[0]), params, str(result), self._s(meta), self._s(result),
+                          const is not None)
 
     def rule(self, meta, c):
         name, lhs, arrow, rhs, *clauses = c

@@ -1,0 +1,1 @@
+"""Per-language Python: importers, model builders (and, with the soundness issue, semantics)."""
