@@ -76,6 +76,10 @@ def make_extractor(method: str, cfg: ExtractConfig) -> Extractor:
 
 
 def select_program(ref: ProgramRef, lang: ir.Language) -> ir.Program:
+    if ref.builder is not None:
+        from eqdsl.lang.models import build_model
+
+        return build_model(lang, ref.builder, **dict(ref.params))
     programs = dict(lang.programs)
     if ref.file is not None:
         programs = load_program_file(ref.file, lang)

@@ -45,6 +45,8 @@ class ProgramRef:
     file: Path | None
     name: str | None
     text: str | None
+    builder: str | None = None  # a Python model builder (eqdsl.lang.models), with `params`
+    params: tuple[tuple[str, Any], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -142,6 +144,12 @@ def _extract(data: Any) -> ExtractConfig:
 def _program(data: Any, base: Path) -> ProgramRef:
     if isinstance(data, str):
         return ProgramRef(base / data, None, None)
+    if isinstance(data, dict) and "builder" in data:
+        builder = data["builder"]
+        if not isinstance(builder, str):
+            raise _fail("program.builder", "a model name", builder)
+        params = tuple((str(k), v) for k, v in data.items() if k != "builder")
+        return ProgramRef(None, None, None, builder, params)
     r = _Reader(data, "program")
     is_str = lambda v: isinstance(v, str) and v != ""  # noqa: E731
     file = r.get("file", None, is_str, "a path to a .eqr file holding `program` blocks")

@@ -1,0 +1,134 @@
+"""TENSAT: the tensor language, the imported TASO rules, the model builders, constant folding."""
+from __future__ import annotations
+
+import pytest
+
+from conftest import ROOT
+from eqdsl.check import load_language
+from eqdsl.diagnostics import EqdslError
+from eqdsl.lang.models import MODELS, build_model
+from eqdsl.lang.tensat_import import import_rules
+
+DATA = ROOT.parent / "shared" / "data" / "tensat-rules"
+
+
+@pytest.fixture(scope="module")
+def tensat():
+    return load_language("tensat")
+
+
+def test_shipped_ruleset_has_all_taso_rules(tensat, run_cli):
+    assert len(tensat.single_rules) == 124 and len(tensat.multi_rules) == 15
+    code, out, _ = run_cli("check", "tensat")
+    assert code == 0 and "124 single, 15 multi" in out
+
+
+@pytest.mark.skipif(not DATA.exists(), reason="TENSAT rule files not present")
+def test_importer_reproduces_the_shipped_ruleset(tmp_path, run_cli):
+    out = tmp_path / "t.eqr"
+    code, text, err = run_cli("import", "tensat", DATA / "converted.txt", "--multi",
+                              DATA / "converted_multi.txt", "--predefined", DATA / "predefined.txt",
+                              "-o", out)
+    assert code == 0, err
+    assert "124 single-pattern and 15 multi-pattern" in text
+    assert out.read_text() == (ROOT / "rulesets" / "tensat.eqr").read_text()
+
+
+def test_importer_split_point_comes_from_the_concat(tmp_path):
+    single = tmp_path / "s.txt"
+    single.write_text("")
+    multi = tmp_path / "m.txt"
+    multi.write_text("(relu ?input_1)=>(split_0 (split 1 (relu (concat 1 2 ?input_1 ?input_2))))\n"
+                     "(relu ?input_2)=>(split_1 (split 1 (relu (concat 1 2 ?input_1 ?input_2))))\n")
+    text = import_rules(single, multi, None)
+    assert "split0(split(1, k, relu(concat(1, ?t1, ?t2))))" in text
+    assert "where k = shape(?t1)[1]" in text
+    assert "if ?t1 != ?t2" in text
+
+
+def test_importer_reports_malformed_lines(tmp_path, run_cli):
+    bad = tmp_path / "bad.txt"
+    bad.write_text("(matmul 0 ?input_1 ?input_2)=>(matmul 0 ?input_1\n")
+    code, _, err = run_cli("import", "tensat", bad, "-o", tmp_path / "o.eqr")
+    assert code == 2 and "bad.txt:1:" in err and "expected ')'" in err
+    assert not (tmp_path / "o.eqr").exists()
+    bad.write_text("(frobnicate ?input_1)=>(relu ?input_1)\n")
+    code, _, err = run_cli("import", "tensat", bad, "-o", tmp_path / "o.eqr")
+    assert code == 2 and "unknown TENSAT operator 'frobnicate'" in err
+
+
+EXPECTED_OUTPUT = {
+    "bert": (64, 1024), "nasrnn": (1, 512), "vgg19": (1, 512, 7, 7), "squeezenet": (1, 1000, 14, 14),
+    "resnet50": (1, 2048, 7, 7), "resnext50": (1, 2048, 7, 7), "mobilenetv2": (1, 1280, 7, 7),
+}
+
+
+def test_every_model_has_an_expected_output_shape():
+    assert set(EXPECTED_OUTPUT) == set(MODELS)
+
+
+def test_model_structure(tensat):
+    resnet = build_model(tensat, "resnet50")
+    convs = sum(1 for n in resnet.nodes if n.op == "conv2d")
+    assert convs == 1 + 16 * 3 + 4  # stem, 16 bottlenecks of 3 convs, 4 projection shortcuts
+    bert = build_model(tensat, "bert")
+    assert sum(1 for n in bert.nodes if n.op == "matmul") == 8 * 6
+    resnext = build_model(tensat, "resnext50")
+    grouped = [n for n in resnext.nodes if n.op == "weight" and n.args[1][1] * 32 in (128, 256, 512, 1024)]
+    assert len(grouped) == 16
+
+
+def test_builder_rejects_inconsistent_sizes(tensat):
+    with pytest.raises(EqdslError, match="multiple of heads"):
+        build_model(tensat, "bert", hidden=1000, heads=16)
+    with pytest.raises(EqdslError, match="unknown parameter"):
+        build_model(tensat, "bert", depth=3)
+    with pytest.raises(EqdslError, match="violates a requirement"):
+        build_model(tensat, "vgg19", size=8)  # five VALID 2x2 pools need at least 32 pixels
+
+
+def test_output_shapes(tensat):
+    from eqdsl.lang.graph import GraphBuilder
+
+    for name, shape in EXPECTED_OUTPUT.items():
+        program = build_model(tensat, name)
+        g = GraphBuilder(tensat)
+        # rebuild node by node to read the computed shapes
+        shapes = {}
+        for i, node in enumerate(program.nodes):
+            args = [g_arg(shapes, a) for a in node.args]
+            shapes[i] = g.op(node.op, *args)
+        assert shapes[program.roots[0]].shape == shape, name
+
+
+def g_arg(built, a):
+    from eqdsl.ir import Child
+
+    return built[a.index] if isinstance(a, Child) else a
+
+
+def test_small_nasrnn_end_to_end(tmp_path, run_cli):
+    cfg = tmp_path / "c.yaml"
+    cfg.write_text("ruleset: tensat\nprogram: {builder: nasrnn, steps: 1, hidden: 16}\n"
+                   "schedule: {iter_limit: 3, node_limit: 5000}\n"
+                   "extract: {method: cpsat, time_limit_s: 10, compare: [greedy]}\n")
+    code, out, err = run_cli("run", cfg, "--output", tmp_path / "out", "--quiet")
+    assert code == 0, err
+    import json
+
+    report = json.loads((tmp_path / "out" / "report.json").read_text())
+    assert report["best_cost"] <= report["original_cost"]
+    assert report["schedule"]["iterations"][0]["matches"]
+
+
+def test_weight_only_subterms_cost_nothing(tmp_path):
+    from eqdsl.pipeline import run_pipeline
+    from eqdsl.schedule.config import load_config
+
+    cfg = tmp_path / "c.yaml"
+    cfg.write_text("ruleset: tensat\nprogram: {text: 'program p: root matmul(0, input(\"x\", [2, 4]), "
+                   "concat(1, weight(\"a\", [4, 3]), weight(\"b\", [4, 5])))'}\n"
+                   "schedule: {iter_limit: 0}\nextract: {method: greedy, compare: []}\n")
+    result = run_pipeline(load_config(cfg))
+    # only the matmul is paid for: 2*2*8*4 flops + 8 + 32 + 16 elements moved
+    assert result.original_cost == 2 * 16 * 4 + 8 + 32 + 16
