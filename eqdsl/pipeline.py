@@ -106,7 +106,7 @@ def run_pipeline(config: RunConfig, progress: ProgressFn | None = None) -> RunRe
         session = EGraphSession(result.lowered)
     with _stage(result, "load"):
         session.load(program)
-        result.original_cost = _check_input(session, result.lowered, program)
+        result.original_cost = check_input(session, result.lowered, program)
     with _stage(result, "schedule"):
         result.outcome = make_scheduler(config.schedule).run(session, progress)
     with _stage(result, "serialize"):
@@ -118,7 +118,7 @@ def run_pipeline(config: RunConfig, progress: ProgressFn | None = None) -> RunRe
     return result
 
 
-def _check_input(session: EGraphSession, lowered: Lowered, program: ir.Program) -> float:
+def check_input(session: EGraphSession, lowered: Lowered, program: ir.Program) -> float:
     """Reject an ill-shaped input program; return its DAG cost (each class holds one node now)."""
     live = live_problem(session.serialize(), lowered)
     p = live.problem

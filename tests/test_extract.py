@@ -203,3 +203,21 @@ def test_pruned_model_agrees_with_plain_model():
     plain = CpSatExtractor(time_limit_s=20, plain=True).extract(p)
     assert ours.status is plain.status is ExtractStatus.OPTIMAL
     assert ours.cost == pytest.approx(plain.cost)
+
+
+def test_dfs_filter_list_leaves_an_acyclic_graph():
+    from eqdsl.extract.cpsat import dfs_filter_list, find_cycles, usable_nodes
+    from eqdsl.extract.synthetic import tensat_like
+
+    p = problem_from_json(tensat_like(80, seed=2, partners=3))
+    class_nodes = usable_nodes(p)
+    blocked = dfs_filter_list(p, class_nodes)
+    assert blocked
+    filtered = problem_from_json(tensat_like(80, seed=2, partners=3))
+    filtered = type(filtered)(filtered.class_ids, filtered.nodes, filtered.class_nodes,
+                              filtered.roots, frozenset(blocked))
+    lazy = CpSatExtractor(time_limit_s=20, acyclic="filter-list").extract(filtered)
+    optimum = CpSatExtractor(time_limit_s=20, acyclic="order").extract(p)
+    assert "cycle cuts=0" in lazy.note  # nothing left to cut: the filtered graph is acyclic
+    assert lazy.cost >= optimum.cost - 1e-9
+    assert find_cycles(p, lazy.selection) == []

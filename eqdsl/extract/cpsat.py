@@ -58,6 +58,63 @@ def usable_nodes(problem: ExtractionProblem) -> dict[int, list[int]]:
     return {c: by_class[c] for c in needed}
 
 
+def dfs_filter_list(problem: ExtractionProblem, class_nodes: dict[int, list[int]]) -> set[int]:
+    """TENSAT-style cycle filter. Depth-first walks from the roots (each class's nodes cheapest
+    tree cost first); when an edge closes a cycle, the last node on the cycle that is not part of
+    tree greedy's program is filtered, so that program always survives. Walks repeat until one
+    finds no cycle: what remains is acyclic and every root keeps a program."""
+    _, best = tree_greedy(problem)
+    keep = set(tree_greedy(problem)[0].values())
+    blocked: set[int] = set()
+    while _filter_pass(problem, class_nodes, best, keep, blocked):
+        pass
+    return blocked
+
+
+def _filter_pass(problem, class_nodes, best, keep: set[int], blocked: set[int]) -> bool:
+    def tree_cost(node: int) -> float:
+        n = problem.nodes[node]
+        return n.cost + sum(best[c] for c in n.children)
+
+    def edges(c: int):
+        for node in sorted(class_nodes.get(c, []), key=tree_cost):
+            for child in sorted(set(problem.nodes[node].children)):
+                yield node, child
+
+    found = False
+    state: dict[int, int] = {}  # 1: on the stack, 2: finished
+    for root in problem.roots:
+        if root in state:
+            continue
+        state[root] = 1
+        stack = [(root, edges(root), -1)]  # (class, its edge walk, the parent's node used to enter)
+        while stack:
+            c, walk, _ = stack[-1]
+            step = next(walk, None)
+            if step is None:
+                state[c] = 2
+                stack.pop()
+                continue
+            node, child = step
+            if node in blocked:
+                continue
+            if state.get(child) == 1:
+                at = next(k for k, frame in enumerate(stack) if frame[0] == child)
+                cycle = [frame[2] for frame in stack[at + 1:]] + [node]
+                victim = next(n for n in reversed(cycle) if n not in keep)
+                blocked.add(victim)
+                found = True
+                if victim != node:  # stop walking below the filtered node
+                    cut = next(k for k in range(at + 1, len(stack)) if stack[k][2] == victim)
+                    for frame in stack[cut:]:
+                        state.pop(frame[0], None)
+                    del stack[cut:]
+            elif child not in state:
+                state[child] = 1
+                stack.append((child, edges(child), node))
+    return found
+
+
 def all_nodes(problem: ExtractionProblem) -> dict[int, list[int]]:
     usable_nodes(problem)  # only to raise the unsatisfiable error the same way
     return {c: [i for i in nodes if problem.allowed(i)] for c, nodes in enumerate(problem.class_nodes)}
@@ -187,6 +244,18 @@ def find_cycles(problem: ExtractionProblem, choice: Selection) -> list[list[int]
     return cycles
 
 
+def _apply_filter(problem: ExtractionProblem, class_nodes: dict[int, list[int]]):
+    """Block the DFS filter list; keep the unfiltered nodes if the filter would leave a root
+    without any program (the lazy cuts then keep the result acyclic)."""
+    blocked = dfs_filter_list(problem, class_nodes)
+    pruned = ExtractionProblem(problem.class_ids, problem.nodes, problem.class_nodes, problem.roots,
+                               problem.blocked | frozenset(blocked))
+    try:
+        return usable_nodes(pruned), len(blocked)
+    except EqdslError:
+        return class_nodes, 0
+
+
 class CpSatExtractor:
     name = "cpsat"
 
@@ -200,6 +269,9 @@ class CpSatExtractor:
         t0 = time.perf_counter()
         deadline = t0 + self.time_limit_s
         class_nodes = all_nodes(problem) if self.plain else usable_nodes(problem)
+        filtered = 0
+        if self.acyclic == "filter-list":
+            class_nodes, filtered = _apply_filter(problem, class_nodes)
         warm = self._warm(problem)
         built = _build(problem, class_nodes, self.acyclic, self.plain)
         best, best_cost = warm.selection, warm.cost
@@ -228,8 +300,13 @@ class CpSatExtractor:
                 best, best_cost, from_solver = selection, cost, True
             proven = status == cp_model.OPTIMAL
             break
-        return self._result(problem, best, best_cost, bound, proven, from_solver,
-                            time.perf_counter() - t0, rounds, cuts)
+        result = self._result(problem, best, best_cost, bound, proven, from_solver,
+                              time.perf_counter() - t0, rounds, cuts)
+        if self.acyclic == "filter-list":
+            note = f"{result.note}; filtered {filtered} node(s): optimal within the filtered e-graph"
+            result = Extraction(result.method, result.selection, result.cost, result.status,
+                                result.seconds, result.bound, note)
+        return result
 
     def _warm(self, problem: ExtractionProblem) -> Extraction:
         if self.warm_start == "greedy":
