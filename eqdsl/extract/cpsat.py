@@ -63,8 +63,8 @@ def dfs_filter_list(problem: ExtractionProblem, class_nodes: dict[int, list[int]
     tree cost first); when an edge closes a cycle, the last node on the cycle that is not part of
     tree greedy's program is filtered, so that program always survives. Walks repeat until one
     finds no cycle: what remains is acyclic and every root keeps a program."""
-    _, best = tree_greedy(problem)
-    keep = set(tree_greedy(problem)[0].values())
+    choice, best = tree_greedy(problem)
+    keep = set(choice.values())
     blocked: set[int] = set()
     while _filter_pass(problem, class_nodes, best, keep, blocked):
         pass
