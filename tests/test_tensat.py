@@ -9,7 +9,7 @@ from eqdsl.diagnostics import EqdslError
 from eqdsl.lang.models import MODELS, build_model
 from eqdsl.lang.tensat_import import import_rules
 
-DATA = ROOT.parent / "shared" / "data" / "tensat-rules"
+DATA = ROOT / "tests" / "data" / "tensat-rules"  # copied from ../shared/data (MIT, TENSAT)
 
 
 @pytest.fixture(scope="module")
