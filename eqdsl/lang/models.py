@@ -10,14 +10,14 @@ import inspect
 
 from eqdsl import ir
 from eqdsl.diagnostics import EqdslError
-from eqdsl.lang.nets import RELU, SIGMOID, TANH, VALID, Net, NONE
+from eqdsl.lang.nets import NONE, RELU, VALID, Net
 
 
 def bert(lang: ir.Language, seq: int = 64, hidden: int = 1024, layers: int = 8, heads: int = 16) -> ir.Program:
     if hidden % heads:
         raise EqdslError.one(f"bert: hidden ({hidden}) must be a multiple of heads ({heads})",
                              path="program.hidden")
-    n, g = Net(lang), None
+    n = Net(lang)
     g = n.g
     x = n.input("x", [seq, hidden])
     d = hidden // heads
@@ -139,6 +139,3 @@ def build_model(lang: ir.Language, name: str, **params) -> ir.Program:
         if not isinstance(value, int) or isinstance(value, bool) or value < 1:
             raise EqdslError.one(f"expected an int ≥ 1, got {value!r}", path=f"program.{key}")
     return builder(lang, **params)
-
-
-__all__ = ["build_model", "MODELS", "SIGMOID", "TANH"]
