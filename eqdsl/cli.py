@@ -96,10 +96,9 @@ def cmd_extract(args: argparse.Namespace) -> int:
 
 
 def cmd_import(args: argparse.Namespace) -> int:
-    from eqdsl.check import check_modules
+    from eqdsl.check import check_modules, load_modules, resolve_ruleset
     from eqdsl.lang.tensat_import import import_rules
     from eqdsl.syntax.parse import parse_text
-    from eqdsl.check import load_modules, resolve_ruleset
 
     text = import_rules(Path(args.rules), Path(args.multi) if args.multi else None,
                         Path(args.predefined) if args.predefined else None)

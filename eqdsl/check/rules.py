@@ -194,7 +194,7 @@ def _term_shape(t: ast.Expr, ctx: _PatternContext, sorts: dict[str, ir.Sort]) ->
     sort = pattern_sort(pattern, ctx.ops)
     shape_type = sorts[sort.name].shape_type if isinstance(sort, ir.SortType) else None
     if shape_type is None:
-        ctx.sink.error(f"shape(...) of a term whose sort declares no shape", t.span)
+        ctx.sink.error("shape(...) of a term whose sort declares no shape", t.span)
         return None
     return ir.ShapeOfTerm(pattern, shape_type)
 

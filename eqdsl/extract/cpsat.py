@@ -21,7 +21,7 @@ from ortools.sat.python import cp_model
 
 from eqdsl.diagnostics import EqdslError
 from eqdsl.extract.dag import GreedyDagExtractor
-from eqdsl.extract.egraph import CyclicSelection, ExtractionProblem, Selection, dag_cost, restrict
+from eqdsl.extract.egraph import ExtractionProblem, Selection, dag_cost, restrict
 from eqdsl.extract.greedy import GreedyExtractor, tree_greedy, unreachable_roots_error
 from eqdsl.extract.result import Extraction, ExtractStatus
 
@@ -116,7 +116,9 @@ def _filter_pass(problem, class_nodes, best, keep: set[int], blocked: set[int]) 
 
 
 def all_nodes(problem: ExtractionProblem) -> dict[int, list[int]]:
-    usable_nodes(problem)  # only to raise the unsatisfiable error the same way
+    _, best = tree_greedy(problem)
+    if any(math.isinf(best[r]) for r in problem.roots):
+        raise unreachable_roots_error(problem, best)
     return {c: [i for i in nodes if problem.allowed(i)] for c, nodes in enumerate(problem.class_nodes)}
 
 

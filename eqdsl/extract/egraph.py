@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -104,7 +104,6 @@ def problem_from_json(data: Any, source: str = "<json>", roots: list[str] | None
 
 
 def _prefixed(d, source: str):
-    from dataclasses import replace
     return replace(d, path=f"{source}: {d.path}" if d.path else source)
 
 

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 
 from eqdsl.diagnostics import EqdslError
 from eqdsl.engine import EGraphSession
-from eqdsl.schedule.runner import Limits, LimitedLoop, ProgressFn, ScheduleOutcome, StopReason
+from eqdsl.schedule.runner import Limits, LimitedLoop, ProgressFn, ScheduleOutcome
 
 
 @dataclass(frozen=True)
