@@ -132,7 +132,7 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("--time-limit", type=float, default=60.0, help="seconds (cpsat)")
     c.add_argument("--acyclic", choices=["order", "lazy", "filter-list"], default="order")
     c.add_argument("--warm-start", choices=["greedy", "greedy-dag"], default="greedy-dag")
-    c.add_argument("--workers", type=int, default=2)
+    c.add_argument("--workers", type=int, default=1)
     c.add_argument("--out", help="write the chosen nodes as JSON here")
     c.set_defaults(fn=cmd_extract)
     c = sub.add_parser("import", help="import rules from another system's files")

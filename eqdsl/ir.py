@@ -211,6 +211,13 @@ class ShapeRule:
 
 
 @dataclass(frozen=True)
+class TargetParam:
+    name: str
+    type: Prim
+    span: Span
+
+
+@dataclass(frozen=True)
 class CostRule:
     op: str
     params: tuple[str, ...]
@@ -253,6 +260,7 @@ class Language:
     shapes: dict[str, ShapeRule]
     costs: dict[str, CostRule]
     programs: dict[str, Program] = field(default_factory=dict)
+    params: dict[str, TargetParam] = field(default_factory=dict)  # set by a target
 
     @property
     def single_rules(self) -> tuple[Rule, ...]:

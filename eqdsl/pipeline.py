@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 
 from eqdsl import ir
 from eqdsl.check import load_language, load_program_file, load_program_text
+from eqdsl.cost.targets import bind_target, load_target
 from eqdsl.diagnostics import EqdslError
 from eqdsl.engine import EGraphSession
 from eqdsl.extract.cpsat import CpSatExtractor
@@ -36,6 +37,7 @@ class RunResult:
     extractions: dict[str, Extraction] = field(default_factory=dict)
     live: LiveEGraph | None = None
     lowered: Lowered | None = None
+    params: dict[str, int] = field(default_factory=dict)  # the target's values for the cost rules
 
     @property
     def best(self) -> Extraction:
@@ -58,7 +60,7 @@ def make_scheduler(cfg: ScheduleConfig) -> Scheduler:
     limits = Limits(cfg.iter_limit, cfg.node_limit, cfg.time_limit_s)
     match cfg.kind:
         case "saturate":
-            return SaturateScheduler(limits, cfg.k_multi, cfg.class_counts)
+            return SaturateScheduler(limits, cfg.k_multi, cfg.class_counts, cfg.cycle_filter)
         case _:
             raise EqdslError.one(f"unknown schedule kind {cfg.kind!r}", path="schedule.kind")
 
@@ -100,17 +102,19 @@ def run_pipeline(config: RunConfig, progress: ProgressFn | None = None) -> RunRe
     t_check = time.perf_counter()
     lang = load_language(config.ruleset, config.source.parent)
     program = select_program(config.program, lang)
-    result = RunResult(config, lang, program, {"check": time.perf_counter() - t_check})
+    target = load_target(config.target, config.source.parent) if config.target else None
+    result = RunResult(config, lang, program, {"check": time.perf_counter() - t_check},
+                       params=bind_target(lang, target))
     with _stage(result, "lower"):
         result.lowered = lower_language(lang)
         session = EGraphSession(result.lowered)
     with _stage(result, "load"):
         session.load(program)
-        result.original_cost = check_input(session, result.lowered, program)
+        result.original_cost = check_input(session, result.lowered, program, result.params)
     with _stage(result, "schedule"):
         result.outcome = make_scheduler(config.schedule).run(session, progress)
     with _stage(result, "serialize"):
-        result.live = live_problem(session.serialize(), result.lowered)
+        result.live = live_problem(session.serialize(), result.lowered, result.params)
     methods = [config.extract.method] + [m for m in config.extract.compare if m != config.extract.method]
     for method in methods:
         with _stage(result, f"extract:{method}"):
@@ -118,9 +122,10 @@ def run_pipeline(config: RunConfig, progress: ProgressFn | None = None) -> RunRe
     return result
 
 
-def check_input(session: EGraphSession, lowered: Lowered, program: ir.Program) -> float:
+def check_input(session: EGraphSession, lowered: Lowered, program: ir.Program,
+                params: dict[str, int] | None = None) -> float:
     """Reject an ill-shaped input program; return its DAG cost (each class holds one node now)."""
-    live = live_problem(session.serialize(), lowered)
+    live = live_problem(session.serialize(), lowered, params)
     p = live.problem
     lang = lowered.language
     for node in p.nodes:

@@ -109,8 +109,8 @@ def g_arg(built, a):
 
 def test_small_nasrnn_end_to_end(tmp_path, run_cli):
     cfg = tmp_path / "c.yaml"
-    cfg.write_text("ruleset: tensat\nprogram: {builder: nasrnn, steps: 1, hidden: 16}\n"
-                   "schedule: {iter_limit: 3, node_limit: 5000}\n"
+    cfg.write_text("ruleset: tensat\ntarget: t4\nprogram: {builder: nasrnn, steps: 1, hidden: 16}\n"
+                   "schedule: {iter_limit: 3, node_limit: 5000, cycle_filter: efficient}\n"
                    "extract: {method: cpsat, time_limit_s: 10, compare: [greedy]}\n")
     code, out, err = run_cli("run", cfg, "--output", tmp_path / "out", "--quiet")
     assert code == 0, err
@@ -125,10 +125,12 @@ def test_weight_only_subterms_cost_nothing(tmp_path):
     from eqdsl.pipeline import run_pipeline
     from eqdsl.schedule.config import load_config
 
+    (tmp_path / "unit.yaml").write_text("name: unit\nparams: {gflops: 1, gbps: 1, launch_ns: 1}\n")
     cfg = tmp_path / "c.yaml"
-    cfg.write_text("ruleset: tensat\nprogram: {text: 'program p: root matmul(0, input(\"x\", [2, 4]), "
+    cfg.write_text("ruleset: tensat\ntarget: unit.yaml\n"
+                   "program: {text: 'program p: root matmul(0, input(\"x\", [2, 4]), "
                    "concat(1, weight(\"a\", [4, 3]), weight(\"b\", [4, 5])))'}\n"
                    "schedule: {iter_limit: 0}\nextract: {method: greedy, compare: []}\n")
     result = run_pipeline(load_config(cfg))
-    # only the matmul is paid for: 2*2*8*4 flops + 8 + 32 + 16 elements moved
-    assert result.original_cost == 2 * 16 * 4 + 8 + 32 + 16
+    # only the matmul is paid for (the weights' concat is folded): launch + max(flops, bytes)
+    assert result.original_cost == 1 + max(2 * 16 * 4, 4 * (8 + 32 + 16))

@@ -9,7 +9,7 @@ from importlib import resources
 from pathlib import Path
 
 from eqdsl import ir
-from eqdsl.check.declarations import check_costs, check_ops, check_shapes, check_sorts
+from eqdsl.check.declarations import check_costs, check_ops, check_params, check_shapes, check_sorts
 from eqdsl.check.rules import check_program, check_rules
 from eqdsl.diagnostics import DiagnosticSink, EqdslError, Span
 from eqdsl.syntax import ast
@@ -78,7 +78,8 @@ def check_modules(modules: list[ast.Module]) -> ir.Language:
     sorts = check_sorts(of(ast.SortDecl), sink)
     ops = check_ops(of(ast.OpDecl), sorts, sink)
     shapes = check_shapes(of(ast.ShapeDecl), ops, sorts, sink)
-    costs = check_costs(of(ast.CostDecl), ops, sorts, sink)
+    params = check_params(of(ast.TargetParamDecl), sink)
+    costs = check_costs(of(ast.CostDecl), ops, sorts, sink, params)
     rules = check_rules(of(ast.RuleDecl), ops, sorts, sink)
     programs: dict[str, ir.Program] = {}
     for decl in of(ast.ProgramDecl):
@@ -89,7 +90,7 @@ def check_modules(modules: list[ast.Module]) -> ir.Language:
         if program is not None:
             programs[decl.name] = program
     sink.raise_if_any()
-    return ir.Language(name, sorts, ops, tuple(rules), shapes, costs, programs)
+    return ir.Language(name, sorts, ops, tuple(rules), shapes, costs, programs, params)
 
 
 def load_language(ref: str | Path, base: Path | None = None) -> ir.Language:

@@ -138,8 +138,22 @@ def check_shapes(decls: list[ast.ShapeDecl], ops: dict[str, ir.Operator], sorts:
     return shapes
 
 
+def check_params(decls: list[ast.TargetParamDecl], sink: DiagnosticSink) -> dict[str, ir.TargetParam]:
+    params: dict[str, ir.TargetParam] = {}
+    for d in decls:
+        if d.name in params:
+            sink.error(f"duplicate param '{d.name}' (first declared at {params[d.name].span})", d.span)
+        elif d.name in _RESERVED:
+            sink.error(f"'{d.name}' is reserved; expected another param name", d.span)
+        elif d.type.is_list or d.type.name != "Int":
+            sink.error(f"a target param is an Int; found {d.type}", d.type.span)
+        else:
+            params[d.name] = ir.TargetParam(d.name, Prim.INT, d.span)
+    return params
+
+
 def check_costs(decls: list[ast.CostDecl], ops: dict[str, ir.Operator], sorts: dict[str, ir.Sort],
-                sink: DiagnosticSink) -> dict[str, ir.CostRule]:
+                sink: DiagnosticSink, params: dict[str, ir.TargetParam] | None = None) -> dict[str, ir.CostRule]:
     costs: dict[str, ir.CostRule] = {}
     declared = {name for d in decls for name in d.ops}
     for d in decls:
@@ -152,7 +166,7 @@ def check_costs(decls: list[ast.CostDecl], ops: dict[str, ir.Operator], sorts: d
             if op_name in costs:
                 sink.error(f"duplicate cost rule for '{op_name}' (first at {costs[op_name].span})", d.span)
                 continue
-            rule = _cost_rule(d, op, names, sorts, sink)
+            rule = _cost_rule(d, op, names, sorts, sink, params or {})
             if rule is not None:
                 costs[op_name] = rule
     for op in ops.values():
@@ -162,8 +176,10 @@ def check_costs(decls: list[ast.CostDecl], ops: dict[str, ir.Operator], sorts: d
 
 
 def _cost_rule(d: ast.CostDecl, op: ir.Operator, names: tuple[str, ...], sorts: dict[str, ir.Sort],
-               sink: DiagnosticSink) -> ir.CostRule | None:
+               sink: DiagnosticSink, params: dict[str, ir.TargetParam]) -> ir.CostRule | None:
     scope = _op_scope(op, names if d.params is not None else (), sorts, f"the cost rule of '{op.name}'")
+    for p in params.values():  # an operator's own parameter names shadow target params
+        scope.names.setdefault(p.name, p.type)
     out_type = sorts[op.result].shape_type
     if out_type is not None and d.params is not None:
         scope.names.setdefault("out", out_type)

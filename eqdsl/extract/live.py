@@ -39,7 +39,8 @@ def _decode_value(node_id: str, nodes: dict) -> Value:
     return int(op)
 
 
-def live_problem(data: dict, lowered: Lowered) -> LiveEGraph:
+def live_problem(data: dict, lowered: Lowered, params: dict[str, int] | None = None) -> LiveEGraph:
+    """`params`: the target values the cost rules read (`eqdsl.cost.targets.bind_target`)."""
     nodes = data["nodes"]
     lang = lowered.language
     roots: list[tuple[int, str]] = []
@@ -62,7 +63,7 @@ def live_problem(data: dict, lowered: Lowered) -> LiveEGraph:
         raise EqdslError.one("the e-graph has no roots: load a program with at least one `root`")
     for row in rows:
         if row[1] in lang.ops:
-            row[4] = _node_cost(lang, row, nodes, values, shapes)
+            row[4] = _node_cost(lang, row, nodes, values, shapes, params or {})
     constant = constant_classes(lang, rows, nodes)
     for row in rows:
         if _folded(lang, row, nodes, constant):
@@ -108,12 +109,13 @@ def _is_value(op: str) -> bool:
     return op in _VALUE_OPS or op in ("true", "false") or op.startswith('"') or op.lstrip("-").isdigit()
 
 
-def _node_cost(lang: ir.Language, row, nodes: dict, values: dict, shapes: dict) -> float:
+def _node_cost(lang: ir.Language, row, nodes: dict, values: dict, shapes: dict,
+               params: dict[str, int]) -> float:
     _, op_name, eclass, kids, _, _ = row
     rule, op = lang.costs[op_name], lang.ops[op_name]
     if rule.constant is not None:
         return rule.constant
-    env: dict[str, Value] = {}
+    env: dict[str, Value] = dict(params)
     for name, param, kid in zip(rule.params, op.params, kids):
         kid_class = nodes[kid]["eclass"]
         env[name] = shapes.get(kid_class) if isinstance(param.type, ir.SortType) else values[kid_class]

@@ -18,6 +18,7 @@ from eqdsl.diagnostics import EqdslError
 SCHEDULE_KINDS = ("saturate",)
 EXTRACTORS = ("greedy", "greedy-dag", "cpsat")
 ACYCLIC = ("order", "lazy", "filter-list")
+CYCLE_FILTERS = ("none", "efficient", "vanilla")
 
 
 @dataclass(frozen=True)
@@ -28,6 +29,7 @@ class ScheduleConfig:
     time_limit_s: float = 60.0
     k_multi: int = 1
     class_counts: bool = True  # count e-classes every iteration (costs a freeze of the e-graph)
+    cycle_filter: str = "none"
 
 
 @dataclass(frozen=True)
@@ -37,7 +39,7 @@ class ExtractConfig:
     acyclic: str = "order"
     warm_start: str | None = "greedy-dag"
     compare: tuple[str, ...] = ("greedy", "greedy-dag")
-    workers: int = 2
+    workers: int = 1  # one CP-SAT worker with the full LP relaxation proves DAG optima fastest here
 
 
 @dataclass(frozen=True)
@@ -58,6 +60,7 @@ class RunConfig:
     extract: ExtractConfig
     output: Path
     raw: dict
+    target: str | None = None  # a shipped target name or a .yaml path (eqdsl.cost.targets)
 
 
 def _fail(path: str, expected: str, got: Any) -> EqdslError:
@@ -118,6 +121,8 @@ def _schedule(data: Any) -> ScheduleConfig:
         time_limit_s=float(r.get("time_limit_s", d.time_limit_s, _positive_number, "a number > 0")),
         k_multi=r.get("k_multi", d.k_multi, _int_at_least(0), "an int ≥ 0"),
         class_counts=r.get("class_counts", d.class_counts, lambda v: isinstance(v, bool), "true or false"),
+        cycle_filter=r.get("cycle_filter", d.cycle_filter, _one_of(CYCLE_FILTERS),
+                           f"one of {', '.join(CYCLE_FILTERS)}"),
     )
     r.finish()
     return cfg
@@ -171,8 +176,9 @@ def parse_config(data: Any, source: Path) -> RunConfig:
     schedule = _schedule(r.get("schedule", None, lambda v: v is None or isinstance(v, dict), "a mapping"))
     extract = _extract(r.get("extract", None, lambda v: v is None or isinstance(v, dict), "a mapping"))
     output = r.get("output", f"results/{source.stem}", is_str, "an output folder path")
+    target = r.get("target", None, lambda v: v is None or is_str(v), "a target name or a .yaml path")
     r.finish()
-    return RunConfig(source, ruleset, program, schedule, extract, Path(output), data)
+    return RunConfig(source, ruleset, program, schedule, extract, Path(output), data, target)
 
 
 def load_config(path: Path) -> RunConfig:

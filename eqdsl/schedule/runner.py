@@ -14,6 +14,7 @@ from enum import Enum
 from typing import Callable, Protocol
 
 from eqdsl.engine import EGraphSession
+from eqdsl.schedule.cycles import CycleFilter
 
 
 class StopReason(Enum):
@@ -39,6 +40,8 @@ class IterationReport:
     matches: dict[str, int]
     seconds: float
     rolled_back: bool = False  # the iteration overshot the node limit and was undone
+    filtered: int = 0  # nodes subsumed by cycle filtering in this iteration
+    filter_seconds: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -83,18 +86,25 @@ class LimitedLoop:
             return StopReason.TIME_LIMIT
         return None
 
-    def iterate(self, ruleset: str) -> StopReason | None:
-        """One iteration; returns why the loop must stop now, or None to go on."""
+    def iterate(self, ruleset: str, cycle_filter: CycleFilter | None = None) -> StopReason | None:
+        """One iteration (then a cycle-filter pass, if given); returns why the loop must stop
+        now, or None to go on."""
         t0 = time.perf_counter()
         self.session.push()
         step = self.session.step(ruleset)
+        filtered, filter_s = 0, 0.0
+        if cycle_filter is not None:
+            t1 = time.perf_counter()
+            filtered = cycle_filter.apply(self.session).removed
+            filter_s = time.perf_counter() - t1
         nodes = self.session.size()
         over = nodes > self.limits.node_limit
         if over:
             self.session.pop()
         classes = self.session.count_classes() if self.count_classes and not over else None
         self.reports.append(IterationReport(len(self.reports) + 1, ruleset, nodes, classes,
-                                            step.matches, time.perf_counter() - t0, over))
+                                            step.matches, time.perf_counter() - t0, over,
+                                            filtered, filter_s))
         if over:
             return StopReason.NODE_LIMIT
         if not step.updated:

@@ -2,6 +2,9 @@
 
 Multi-pattern rules run only in the first `k_multi` iterations (TENSAT: they keep firing on
 their own output and blow the e-graph up).
+
+Cycle filtering (`cycle_filter`: none | efficient | vanilla) runs after every iteration; see
+`eqdsl.schedule.cycles` for the two algorithms.
 """
 from __future__ import annotations
 
@@ -9,6 +12,7 @@ from dataclasses import dataclass
 
 from eqdsl.diagnostics import EqdslError
 from eqdsl.engine import EGraphSession
+from eqdsl.schedule.cycles import CycleFilter
 from eqdsl.schedule.runner import Limits, LimitedLoop, ProgressFn, ScheduleOutcome
 
 
@@ -17,9 +21,11 @@ class SaturateScheduler:
     limits: Limits
     k_multi: int = 1
     count_classes: bool = True
+    cycle_filter: str = "none"
 
     def ruleset_for(self, iteration: int) -> str:
         return "all" if iteration <= self.k_multi else "single"
+
 
     def run(self, session: EGraphSession, progress: ProgressFn | None = None) -> ScheduleOutcome:
         start_nodes = session.size()
@@ -28,9 +34,12 @@ class SaturateScheduler:
             raise EqdslError.one(f"expected a node limit of at least the input program's "
                                  f"{start_nodes} e-nodes, got {self.limits.node_limit}",
                                  path="schedule.node_limit")
+        filt = None if self.cycle_filter == "none" else CycleFilter(self.cycle_filter == "vanilla")
+        if filt is not None:
+            filt.apply(session)  # the input program may already hold cycles (rare)
         stop = loop.check_before()
         while stop is None:
-            stop = loop.iterate(self.ruleset_for(len(loop.reports) + 1))
+            stop = loop.iterate(self.ruleset_for(len(loop.reports) + 1), filt)
             if progress is not None:
                 progress(loop.reports[-1])
             stop = stop or loop.check_before()

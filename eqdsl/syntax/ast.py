@@ -137,6 +137,15 @@ class IncludeDecl:
 
 
 @dataclass(frozen=True)
+class TargetParamDecl:
+    """`param NAME: Int` — a number the cost rules read, given by the run's target file."""
+
+    name: str
+    type: TypeRef
+    span: Span
+
+
+@dataclass(frozen=True)
 class SortDecl:
     name: str
     fields: tuple[Param, ...]

@@ -117,6 +117,9 @@ class _ToAst(Transformer):
     def list_type(self, meta, c):
         return ast.TypeRef(str(c[0]), True, self._s(meta))
 
+    def target_param(self, meta, c):
+        return ast.TargetParamDecl(str(c[0]), c[1], self._s(meta))
+
     def op(self, meta, c):
         *head, result, const = c
         params = tuple(p for p in head[1:] if p is not None)

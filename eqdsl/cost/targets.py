@@ -1,0 +1,84 @@
+"""Hardware targets: YAML files giving values to a language's `param`s (read by its cost rules).
+
+Contract: `load_target(ref, base)` reads a shipped target by name (`t4`, `a100`, `h100`) or a
+`.yaml` path; `bind_target(language, target)` returns the values of exactly the params the
+language declares, or raises `EqdslError` naming the missing or unknown param (with the file).
+A language without params needs no target.
+
+Target file:
+    name: T4
+    description: free text (where the numbers come from)
+    params: {gflops: 8141, gbps: 320, launch_ns: 5000}
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from importlib import resources
+from pathlib import Path
+
+import yaml
+
+from eqdsl import ir
+from eqdsl.diagnostics import EqdslError
+
+
+@dataclass(frozen=True)
+class Target:
+    name: str
+    description: str
+    params: dict[str, int]
+    source: str
+
+
+def shipped_targets() -> list[str]:
+    folder = resources.files("eqdsl.targets")
+    return sorted(p.name[:-5] for p in folder.iterdir() if p.name.endswith(".yaml"))
+
+
+def _resolve(ref: str, base: Path | None) -> Path:
+    candidate = (base / ref) if base is not None and not Path(ref).is_absolute() else Path(ref)
+    if candidate.suffix in (".yaml", ".yml"):
+        if not candidate.is_file():
+            raise EqdslError.one(f"target file not found: {candidate}", path="target")
+        return candidate
+    shipped = resources.files("eqdsl.targets").joinpath(ref.lower() + ".yaml")
+    if not shipped.is_file():
+        raise EqdslError.one(f"unknown target {ref!r}; expected a .yaml path or one of: "
+                             f"{', '.join(shipped_targets())}", path="target")
+    return Path(str(shipped))
+
+
+def load_target(ref: str, base: Path | None = None) -> Target:
+    path = _resolve(ref, base)
+    try:
+        data = yaml.safe_load(path.read_text())
+    except (OSError, UnicodeDecodeError, yaml.YAMLError) as err:
+        raise EqdslError.one(f"cannot read target {path}: {err}") from None
+    where = f"{path}: "
+    if not isinstance(data, dict) or not isinstance(data.get("params"), dict):
+        raise EqdslError.one("expected a mapping with `params: {name: int, ...}`", path=f"{where}params")
+    params = {}
+    for key, value in data["params"].items():
+        if not isinstance(value, int) or isinstance(value, bool) or value <= 0:
+            raise EqdslError.one(f"expected a positive int, got {value!r}", path=f"{where}params.{key}")
+        params[str(key)] = value
+    return Target(str(data.get("name", path.stem)), str(data.get("description", "")), params, str(path))
+
+
+def bind_target(language: ir.Language, target: Target | None) -> dict[str, int]:
+    if not language.params:
+        return {}
+    declared = ", ".join(language.params)
+    if target is None:
+        raise EqdslError.one(f"the cost rules of '{language.name}' read target params ({declared}); "
+                             f"set `target:` to one of {', '.join(shipped_targets())} or a .yaml file",
+                             path="target")
+    missing = [p for p in language.params if p not in target.params]
+    unknown = [p for p in target.params if p not in language.params]
+    if missing:
+        raise EqdslError.one(f"target {target.name} gives no value for param '{missing[0]}' "
+                             f"(the language declares {declared})", path=f"{target.source}: params")
+    if unknown:
+        raise EqdslError.one(f"unknown param '{unknown[0]}' (the language declares {declared})",
+                             path=f"{target.source}: params.{unknown[0]}")
+    return {p: target.params[p] for p in language.params}

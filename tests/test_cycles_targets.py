@@ -1,0 +1,90 @@
+"""Cycle filtering during exploration (efficient / vanilla) and hardware targets for cost rules."""
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from eqdsl.check import load_language
+from eqdsl.dfs import filter_cycles
+from eqdsl.engine import EGraphSession
+from eqdsl.extract.cpsat import cyclic_components, usable_nodes
+from eqdsl.extract.live import live_problem
+from eqdsl.lang.models import build_model
+from eqdsl.lower.egglog import lower_language
+from eqdsl.schedule.runner import Limits
+from eqdsl.schedule.saturate import SaturateScheduler
+
+
+def test_filter_removes_the_youngest_node_of_each_cycle():
+    # classes a→b→c→a through nodes; node "n3" (age 3) is the youngest on the cycle
+    edges = {"a": [("n1", "b")], "b": [("n2", "c"), ("n4", "d")], "c": [("n3", "a")], "d": []}
+    age = {"n1": 1, "n2": 1, "n3": 3, "n4": 1}
+    cut = filter_cycles(["a"], lambda c: edges[c], lambda cyc: max(cyc, key=age.get))
+    assert cut == {"n3"}
+    age["n3"], age["n1"] = 1, 5
+    assert filter_cycles(["a"], lambda c: edges[c], lambda cyc: max(cyc, key=age.get)) == {"n1"}
+
+
+@pytest.fixture(scope="module")
+def tensat():
+    lang = load_language("tensat")
+    return lang, lower_language(lang)
+
+
+@pytest.mark.parametrize("mode", ["efficient", "vanilla"])
+def test_filtered_egraph_is_acyclic_and_keeps_the_program(tensat, mode):
+    lang, lowered = tensat
+    unfiltered = _explore(lang, lowered, "none")
+    assert cyclic_components(unfiltered, usable_nodes(unfiltered)), "the test needs cycles to remove"
+    problem = _explore(lang, lowered, mode)
+    assert problem.blocked, "some nodes must have been subsumed"
+    assert not cyclic_components(problem, usable_nodes(problem))
+
+
+def _explore(lang, lowered, mode: str):
+    session = EGraphSession(lowered)
+    session.load(build_model(lang, "nasrnn", steps=2, hidden=16))
+    outcome = SaturateScheduler(Limits(3, 20_000, 60), 1, False, mode).run(session)
+    assert (sum(r.filtered for r in outcome.iterations) > 0) == (mode != "none")
+    return live_problem(session.serialize(), lowered, {"gflops": 1, "gbps": 1, "launch_ns": 1}).problem
+
+
+def _config(tmp_path, target_line: str) -> str:
+    cfg = tmp_path / "c.yaml"
+    cfg.write_text(f"ruleset: tensat\n{target_line}\nprogram: {{builder: nasrnn, steps: 1, hidden: 16}}\n"
+                   "schedule: {iter_limit: 1}\nextract: {method: greedy, compare: []}\n")
+    return cfg
+
+
+@pytest.mark.parametrize("target_line, message", [
+    ("target: tpu9", "target: error: unknown target 'tpu9'; expected a .yaml path or one of: a100, h100, t4"),
+    ("", "set `target:` to one of a100, h100, t4"),
+    ("target: missing.yaml", "target file not found"),
+])
+def test_target_errors_name_the_key(tmp_path, run_cli, target_line, message):
+    code, _, err = run_cli("run", _config(tmp_path, target_line), "--output", tmp_path / "out")
+    assert code != 0 and message in err and "Traceback" not in err
+    assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.parametrize("params, message", [
+    ("{gflops: 1, gbps: 1}", "gives no value for param 'launch_ns'"),
+    ("{gflops: 1, gbps: 1, launch_ns: 1, watts: 70}", "params.watts: error: unknown param 'watts'"),
+    ("{gflops: 1.5, gbps: 1, launch_ns: 1}", "params.gflops: error: expected a positive int, got 1.5"),
+])
+def test_bad_target_files(tmp_path, run_cli, params, message):
+    (tmp_path / "gpu.yaml").write_text(f"name: gpu\nparams: {params}\n")
+    code, _, err = run_cli("run", _config(tmp_path, "target: gpu.yaml"), "--output", tmp_path / "out")
+    assert code != 0 and message in err, err
+    assert not (tmp_path / "out").exists()
+
+
+def test_costs_follow_the_target(tmp_path, run_cli):
+    costs = {}
+    for target in ("t4", "h100"):
+        out = tmp_path / target
+        code, _, err = run_cli("run", _config(tmp_path, f"target: {target}"), "--output", out, "--quiet")
+        assert code == 0, err
+        costs[target] = json.loads((out / "report.json").read_text())["original_cost"]
+    assert costs["h100"] < costs["t4"]  # lower launch overhead, more bandwidth and FLOP/s
