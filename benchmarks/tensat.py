@@ -1,74 +1,94 @@
-"""TENSAT's models under TENSAT's settings, one row per model, TENSAT's published numbers beside.
+"""TENSAT's models under TENSAT's settings, one row per model and setting, TENSAT's numbers beside.
 
-Usage: python benchmarks/tensat.py [--models bert,nasrnn,...] [--k-multi 1] [--extract-limit 60]
-       [--node-limit 50000] [--iter-limit 15]
-Prints per model: e-graph nodes/classes, iterations, stop reason, exploration and extraction
-seconds, extraction status and gap, original and optimized cost (eqdsl's work model), speedup %,
-and TENSAT's Table 1 search time and speedup (T4 measured costs: not comparable to our cost model).
+Usage: python benchmarks/tensat.py [--models bert,nasrnn,...] [--k-multi 1[,2,3]]
+       [--cycle-filter efficient[,vanilla,none]] [--acyclic order] [--target t4]
+       [--extract-limit 60] [--node-limit 50000] [--iter-limit 15] [--explore-limit 3600]
+Runs the same pipeline as `eqdsl run` (config built in code). Prints per run: e-graph nodes and
+classes, iterations, stop reason, exploration / extraction / total seconds, CP-SAT status and gap,
+original and optimized cost (roofline ms on the target), speedup %, matmul and conv2d counts
+before → after (multi-pattern merges show as fewer of them), and TENSAT's Table 1 search time
+and speedup (measured on a real T4: our costs are analytic, so speedups compare only loosely).
 """
 from __future__ import annotations
 
 import argparse
+import itertools
 import platform
 import sys
-import time
+from collections import Counter
+from pathlib import Path
 
-from eqdsl.check import load_language
-from eqdsl.engine import EGraphSession
-from eqdsl.extract.cpsat import CpSatExtractor
-from eqdsl.extract.live import live_problem
-from eqdsl.lang.models import build_model
-from eqdsl.lower.egglog import lower_language
-from eqdsl.pipeline import check_input
-from eqdsl.schedule.runner import Limits
-from eqdsl.schedule.saturate import SaturateScheduler
+from eqdsl.extract.egraph import reachable
+from eqdsl.pipeline import RunResult, run_pipeline
+from eqdsl.schedule.config import parse_config
 
 TENSAT_TABLE1 = {  # model: (search seconds, speedup %), TENSAT Table 1, k_multi = 1
     "nasrnn": (0.5, 68.9), "bert": (1.4, 9.2), "resnext50": (0.7, 8.8), "nasneta": (10.6, 7.3),
     "squeezenet": (0.3, 24.5), "vgg19": (0.4, 8.9), "inceptionv3": (5.1, 10.0),
 }
+ALL = "nasrnn,bert,resnext50,nasneta,squeezenet,vgg19,inceptionv3,resnet50,mobilenetv2"
 
 
-def run_model(lang, lowered, name: str, args) -> dict:
-    program = build_model(lang, name)
-    session = EGraphSession(lowered)
-    session.load(program)
-    original = check_input(session, lowered, program)
-    scheduler = SaturateScheduler(Limits(args.iter_limit, args.node_limit, 3600), args.k_multi, False)
-    t0 = time.perf_counter()
-    outcome = scheduler.run(session)
-    explore = time.perf_counter() - t0
-    t1 = time.perf_counter()
-    problem = live_problem(session.serialize(), lowered).problem
-    e = CpSatExtractor(args.extract_limit, "order").extract(problem)
-    extract = time.perf_counter() - t1
-    return {"model": name, "nodes": len(problem.nodes), "classes": problem.num_classes,
-            "iters": len(outcome.iterations), "stop": outcome.stop.value, "explore_s": explore,
-            "extract_s": extract, "status": e.status.value, "gap": e.gap, "original": original,
-            "optimized": e.cost, "speedup": 100 * (original / e.cost - 1) if e.cost else 0.0}
+def run_model(name: str, k_multi: int, cycle_filter: str, args) -> RunResult:
+    data = {"ruleset": "tensat", "target": args.target, "program": {"builder": name},
+            "schedule": {"iter_limit": args.iter_limit, "node_limit": args.node_limit,
+                         "time_limit_s": args.explore_limit, "k_multi": k_multi,
+                         "cycle_filter": cycle_filter, "class_counts": False},
+            "extract": {"method": "cpsat", "time_limit_s": args.extract_limit,
+                        "acyclic": args.acyclic, "compare": []}}
+    return run_pipeline(parse_config(data, Path(__file__)))
+
+
+def compute_ops(result: RunResult, original: bool) -> Counter:
+    """matmul/conv2d nodes that run (not folded into constants) in the input or the output."""
+    p = result.live.problem
+    if original:
+        return Counter(n.op for n in result.program.nodes if n.op in ("matmul", "conv2d")) - \
+            Counter()  # the builders never emit weight-only matmuls/convs
+    chosen = [p.nodes[result.best.selection[c]] for c in reachable(p, result.best.selection)]
+    return Counter(n.op for n in chosen if n.op in ("matmul", "conv2d") and n.cost > 0)
+
+
+def row(name: str, k: int, filt: str, r: RunResult) -> str:
+    o, e = r.outcome, r.best
+    explore = r.stages["schedule"]
+    extract = r.stages["serialize"] + r.stages["extract:cpsat"]
+    gap = "" if e.gap is None else f"{100 * e.gap:.1f}%"
+    before, after = compute_ops(r, True), compute_ops(r, False)
+    ops = " ".join(f"{op} {before[op]}→{after[op]}" for op in ("matmul", "conv2d") if before[op])
+    ref = TENSAT_TABLE1.get(name)
+    return (f"{name:<12} {k:>2} {filt:<9} {len(e_nodes(r)):>6} {r.live.problem.num_classes:>7} "
+            f"{len(o.iterations):>3} {o.stop.value:<15} {explore:>8.2f} {extract:>8.2f} "
+            f"{explore + extract:>8.2f} {e.status.value:<8} {gap:>6} {r.original_cost / 1e6:>8.3f} "
+            f"{e.cost / 1e6:>8.3f} {100 * (r.original_cost / e.cost - 1):>7.2f}% {ops:<22} | "
+            + (f"{ref[0]} s / {ref[1]} %" if ref else "-"))
+
+
+def e_nodes(r: RunResult):
+    return [i for i in range(len(r.live.problem.nodes)) if r.live.problem.allowed(i)]
 
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--models", default="nasrnn,bert,resnext50,squeezenet,vgg19,resnet50,mobilenetv2")
-    ap.add_argument("--k-multi", type=int, default=1)
+    ap.add_argument("--models", default=ALL)
+    ap.add_argument("--k-multi", default="1")
+    ap.add_argument("--cycle-filter", default="efficient")
+    ap.add_argument("--acyclic", default="order", choices=("order", "lazy", "filter-list"))
+    ap.add_argument("--target", default="t4")
     ap.add_argument("--extract-limit", type=float, default=60.0)
+    ap.add_argument("--explore-limit", type=float, default=3600.0)
     ap.add_argument("--node-limit", type=int, default=50_000)
     ap.add_argument("--iter-limit", type=int, default=15)
     args = ap.parse_args()
-    lang = load_language("tensat")
-    lowered = lower_language(lang)
-    print(f"# {platform.machine()}, python {sys.version.split()[0]}, k_multi {args.k_multi}, "
-          f"node limit {args.node_limit}, iter limit {args.iter_limit}, CP-SAT {args.extract_limit:g} s")
-    print(f"{'model':<12} {'nodes':>6} {'classes':>7} {'it':>3} {'stop':<15} {'explore s':>9} "
-          f"{'extract s':>9} {'status':<9} {'gap':>7} {'speedup':>8} | TENSAT s / %")
-    for name in args.models.split(","):
-        r = run_model(lang, lowered, name, args)
-        ref = TENSAT_TABLE1.get(name)
-        gap = "" if r["gap"] is None else f"{100 * r['gap']:.1f}%"
-        print(f"{name:<12} {r['nodes']:>6} {r['classes']:>7} {r['iters']:>3} {r['stop']:<15} "
-              f"{r['explore_s']:>9.2f} {r['extract_s']:>9.2f} {r['status']:<9} {gap:>7} "
-              f"{r['speedup']:>7.2f}% | " + (f"{ref[0]} / {ref[1]}" if ref else "-"), flush=True)
+    print(f"# {platform.machine()}, python {sys.version.split()[0]}, target {args.target}, node limit "
+          f"{args.node_limit}, iter limit {args.iter_limit}, CP-SAT {args.extract_limit:g} s, "
+          f"acyclic {args.acyclic}")
+    print(f"{'model':<12} {'k':>2} {'filter':<9} {'nodes':>6} {'classes':>7} {'it':>3} {'stop':<15} "
+          f"{'explore':>8} {'extract':>8} {'total s':>8} {'status':<8} {'gap':>6} {'orig ms':>8} "
+          f"{'opt ms':>8} {'speedup':>8} {'ops before→after':<22} | TENSAT Table 1")
+    for name, k, filt in itertools.product(args.models.split(","), map(int, args.k_multi.split(",")),
+                                           args.cycle_filter.split(",")):
+        print(row(name, k, filt, run_model(name, k, filt, args)), flush=True)
     return 0
 
 

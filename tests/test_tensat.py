@@ -60,6 +60,7 @@ def test_importer_reports_malformed_lines(tmp_path, run_cli):
 EXPECTED_OUTPUT = {
     "bert": (64, 1024), "nasrnn": (1, 512), "vgg19": (1, 512, 7, 7), "squeezenet": (1, 1000, 14, 14),
     "resnet50": (1, 2048, 7, 7), "resnext50": (1, 2048, 7, 7), "mobilenetv2": (1, 1280, 7, 7),
+    "inceptionv3": (1, 1000), "nasneta": (1, 5 * 1024, 7, 7),
 }
 
 
@@ -76,6 +77,13 @@ def test_model_structure(tensat):
     resnext = build_model(tensat, "resnext50")
     grouped = [n for n in resnext.nodes if n.op == "weight" and n.args[1][1] * 32 in (128, 256, 512, 1024)]
     assert len(grouped) == 16
+    inception = build_model(tensat, "inceptionv3")
+    assert sum(1 for n in inception.nodes if n.op == "conv2d") == 94  # torchvision's count
+    nasnet = build_model(tensat, "nasneta")
+    cells = sum(1 for n in nasnet.nodes if n.op == "concat5")
+    assert cells == 3 * (5 + 1)
+    # every cell: squeeze, fit and 5 separable convolutions (depthwise + pointwise)
+    assert sum(1 for n in nasnet.nodes if n.op == "conv2d") == 1 + 3 * 6 * (2 + 5 * 2)
 
 
 def test_builder_rejects_inconsistent_sizes(tensat):
@@ -85,6 +93,10 @@ def test_builder_rejects_inconsistent_sizes(tensat):
         build_model(tensat, "bert", depth=3)
     with pytest.raises(EqdslError, match="violates a requirement"):
         build_model(tensat, "vgg19", size=8)  # five VALID 2x2 pools need at least 32 pixels
+    with pytest.raises(EqdslError, match="at least 75"):
+        build_model(tensat, "inceptionv3", size=64)
+    with pytest.raises(EqdslError, match="multiple of 32"):
+        build_model(tensat, "nasneta", size=100)
 
 
 def test_output_shapes(tensat):

@@ -10,6 +10,7 @@ import inspect
 
 from eqdsl import ir
 from eqdsl.diagnostics import EqdslError
+from eqdsl.lang.cells import inceptionv3, nasneta
 from eqdsl.lang.nets import NONE, RELU, VALID, Net
 
 
@@ -123,7 +124,8 @@ def mobilenetv2(lang: ir.Language, size: int = 224) -> ir.Program:
 
 
 MODELS = {"bert": bert, "nasrnn": nasrnn, "vgg19": vgg19, "squeezenet": squeezenet,
-          "resnet50": resnet50, "resnext50": resnext50, "mobilenetv2": mobilenetv2}
+          "resnet50": resnet50, "resnext50": resnext50, "mobilenetv2": mobilenetv2,
+          "inceptionv3": inceptionv3, "nasneta": nasneta}
 
 
 def build_model(lang: ir.Language, name: str, **params) -> ir.Program:
