@@ -12,6 +12,7 @@ operator's `require` conditions are added to the query, so an ill-shaped term is
 from __future__ import annotations
 
 import functools
+import re
 from dataclasses import dataclass, field
 from typing import assert_never
 
@@ -138,9 +139,26 @@ class _RuleLowering:
     env: dict[str, str] = field(default_factory=dict)
     counter: int = 0
     rhs_shapes: dict[str, str | None] = field(default_factory=dict)  # right-side term → its shape
+    # Left-side nodes exist, so their shape requirements hold: with `assuming`, requirements only
+    # feed `same` (a union-find of equal shape variables) and right-side ones they imply are dropped
+    # — equalities between shape variables make egglog's planner join shape tables first.
+    assuming: bool = False
+    same: dict[str, str] = field(default_factory=dict)
+    assumed: set[str] = field(default_factory=set)  # left-side shape variables: droppable if unread
+
+    def find(self, v: str) -> str:
+        while self.same.get(v, v) != v:
+            v = self.same[v]
+        return v
 
     def require(self, fact: str) -> None:
-        if fact not in self.query:
+        pair = _var_equality(fact)
+        if pair is not None:
+            a, b = map(self.find, pair)
+            if a == b:
+                return
+            self.same[a] = b
+        if not self.assuming and fact not in self.query:
             self.query.append(fact)
 
     def fresh(self, prefix: str) -> str:
@@ -153,6 +171,36 @@ class _RuleLowering:
             self.env[key] = f"_s_{var}"
             self.query.append(f"(= _s_{var} ({shape_fn(sort)} ?{var}))")
         return self.env[key]
+
+
+def _var_equality(fact: str) -> tuple[str, str] | None:
+    parts = fact[1:-1].split(" ") if fact.startswith("(= ") and fact.endswith(")") else []
+    if len(parts) == 3 and all(_is_var(x) for x in parts[1:]):
+        return parts[1], parts[2]
+    return None
+
+
+def _is_var(token: str) -> bool:
+    return token.startswith(("_", "?")) and "(" not in token and ")" not in token
+
+
+def _prune_unused(query: list[str], actions: list[str], assumed: set[str]) -> list[str]:
+    """Drop shape lookups (`_s_x`) and left-side shapes nothing reads. A right-side shape stays even
+    if unread: computing it may fail, and that failure keeps an ill-shaped node out."""
+    while True:
+        text = " ".join(query + actions)
+        unused = [f for f in query if (m := _BINDING.fullmatch(f)) and _token_count(text, m.group(1)) == 1
+                  and (m.group(1).startswith("_s_") or m.group(1) in assumed)]
+        if not unused:
+            return query
+        query = [f for f in query if f not in unused]
+
+
+_BINDING = re.compile(r"\(= (_(?:s|r)[A-Za-z0-9_]*) \(.*\)\)")
+
+
+def _token_count(text: str, token: str) -> int:
+    return len(re.findall(rf"(?<![A-Za-z0-9_]){re.escape(token)}(?![A-Za-z0-9_])", text))
 
 
 def _pattern_text(p: ir.Pattern) -> str:
@@ -176,13 +224,18 @@ def _rewrite(lang: ir.Language, rule: ir.Rule) -> str:
     lw.query += [f"(= {r} {_pattern_text(p)})" for r, p in zip(roots, rule.lhs)]
     try:
         _conditions(lw, rule)
+        lw.assuming = True
+        for lhs in rule.lhs:
+            _check_shape(lw, lhs)
+        lw.assuming = False
         for rhs in rule.rhs:
             if isinstance(rhs, ir.PApp):  # a bare ?x on the right exists already: nothing to check
                 _check_shape(lw, rhs)
     except Unlowerable as err:
         raise _lowering_error(f"rule '{rule.name}'", err, rule.span) from None
     actions = [f"(union {r} {_pattern_text(p)})" for r, p in zip(roots, rule.rhs)]
-    return (f"(rule ({' '.join(lw.query)})\n      ({' '.join(actions)})\n"
+    query = _prune_unused(lw.query, actions, lw.assumed)
+    return (f"(rule ({' '.join(query)})\n      ({' '.join(actions)})\n"
             f"      :ruleset {ruleset_of(rule)} :name \"{rule.name}\")")
 
 
@@ -311,8 +364,13 @@ def _check_app_shape(lw: _RuleLowering, op_name: str, args: tuple[ir.Pattern, ..
     for req in rule.requires:
         for fact in facts(req, env):
             lw.require(fact)
+    body = term(rule.body, env)
+    if _is_var(body):
+        return body
     shape_var = lw.fresh("r")
-    lw.query.append(f"(= {shape_var} {term(rule.body, env)})")
+    lw.query.append(f"(= {shape_var} {body})")
+    if lw.assuming:
+        lw.assumed.add(shape_var)
     return shape_var
 
 
