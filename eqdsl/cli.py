@@ -25,7 +25,8 @@ def cmd_check(args: argparse.Namespace) -> int:
     print(f"ok: language {lang.name}: {len(lang.sorts)} sort(s), {len(lang.ops)} operator(s), "
           f"{len(lang.rules)} rule(s) ({single} single, {multi} multi), "
           f"{len(lang.shapes)} shape rule(s), {len(lang.costs)} cost rule(s), "
-          f"{len(lang.programs)} program(s)")
+          f"{len(lang.programs)} program(s)"
+          + (f", target params: {', '.join(lang.params)}" if lang.params else ""))
     return 0
 
 
