@@ -70,7 +70,7 @@ def main() -> int:
     args = ap.parse_args()
     print(f"# {platform.node()} {platform.processor() or platform.machine()}, python "
           f"{sys.version.split()[0]}, seed {args.seed}, partners {args.partners}, "
-          f"CP-SAT limit {args.time_limit:g} s, 2 workers")
+          f"CP-SAT limit {args.time_limit:g} s, {CpSatExtractor().workers} worker(s), linearization 2")
     rows = run([int(s) for s in args.sizes.split(",")], args.partners, args.time_limit, args.seed)
     print_table(rows)
     if args.json:

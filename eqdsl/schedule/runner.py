@@ -92,15 +92,15 @@ class LimitedLoop:
         t0 = time.perf_counter()
         self.session.push()
         step = self.session.step(ruleset)
+        nodes = self.session.size()  # subsumed nodes still count: filtering cannot change it
+        over = nodes > self.limits.node_limit
         filtered, filter_s = 0, 0.0
-        if cycle_filter is not None:
+        if over:
+            self.session.pop()
+        elif cycle_filter is not None:  # no filtering of an iteration that is rolled back
             t1 = time.perf_counter()
             filtered = cycle_filter.apply(self.session).removed
             filter_s = time.perf_counter() - t1
-        nodes = self.session.size()
-        over = nodes > self.limits.node_limit
-        if over:
-            self.session.pop()
         classes = self.session.count_classes() if self.count_classes and not over else None
         self.reports.append(IterationReport(len(self.reports) + 1, ruleset, nodes, classes,
                                             step.matches, time.perf_counter() - t0, over,
