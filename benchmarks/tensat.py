@@ -41,10 +41,9 @@ def run_model(name: str, k_multi: int, cycle_filter: str, args) -> RunResult:
 
 def compute_ops(result: RunResult, original: bool) -> Counter:
     """matmul/conv2d nodes that run (not folded into constants) in the input or the output."""
+    if original:  # the builders never emit weight-only matmuls/convs
+        return Counter(n.op for n in result.program.nodes if n.op in ("matmul", "conv2d"))
     p = result.live.problem
-    if original:
-        return Counter(n.op for n in result.program.nodes if n.op in ("matmul", "conv2d")) - \
-            Counter()  # the builders never emit weight-only matmuls/convs
     chosen = [p.nodes[result.best.selection[c]] for c in reachable(p, result.best.selection)]
     return Counter(n.op for n in chosen if n.op in ("matmul", "conv2d") and n.cost > 0)
 
@@ -57,15 +56,12 @@ def row(name: str, k: int, filt: str, r: RunResult) -> str:
     before, after = compute_ops(r, True), compute_ops(r, False)
     ops = " ".join(f"{op} {before[op]}→{after[op]}" for op in ("matmul", "conv2d") if before[op])
     ref = TENSAT_TABLE1.get(name)
-    return (f"{name:<12} {k:>2} {filt:<9} {len(e_nodes(r)):>6} {r.live.problem.num_classes:>7} "
+    usable = len(r.live.problem.nodes) - len(r.live.problem.blocked)
+    return (f"{name:<12} {k:>2} {filt:<9} {usable:>6} {r.live.problem.num_classes:>7} "
             f"{len(o.iterations):>3} {o.stop.value:<15} {explore:>8.2f} {extract:>8.2f} "
             f"{explore + extract:>8.2f} {e.status.value:<8} {gap:>6} {r.original_cost / 1e6:>8.3f} "
             f"{e.cost / 1e6:>8.3f} {100 * (r.original_cost / e.cost - 1):>7.2f}% {ops:<22} | "
             + (f"{ref[0]} s / {ref[1]} %" if ref else "-"))
-
-
-def e_nodes(r: RunResult):
-    return [i for i in range(len(r.live.problem.nodes)) if r.live.problem.allowed(i)]
 
 
 def main() -> int:

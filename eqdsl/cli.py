@@ -12,6 +12,7 @@ from pathlib import Path
 from rich.console import Console
 
 from eqdsl.diagnostics import EqdslError
+from eqdsl.schedule.config import ExtractConfig
 
 stderr = Console(stderr=True, highlight=False)
 stdout = Console(highlight=False, soft_wrap=True)
@@ -78,7 +79,6 @@ def cmd_extract(args: argparse.Namespace) -> int:
     from eqdsl.extract.egraph import read_problem
     from eqdsl.pipeline import make_extractor
     from eqdsl.report import extraction_json
-    from eqdsl.schedule.config import ExtractConfig
 
     problem = read_problem(Path(args.egraph))
     cfg = ExtractConfig(method=args.extractor, time_limit_s=args.time_limit, acyclic=args.acyclic,
@@ -133,7 +133,7 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("--time-limit", type=float, default=60.0, help="seconds (cpsat)")
     c.add_argument("--acyclic", choices=["order", "lazy", "filter-list"], default="order")
     c.add_argument("--warm-start", choices=["greedy", "greedy-dag"], default="greedy-dag")
-    c.add_argument("--workers", type=int, default=1)
+    c.add_argument("--workers", type=int, default=ExtractConfig.workers)
     c.add_argument("--out", help="write the chosen nodes as JSON here")
     c.set_defaults(fn=cmd_extract)
     c = sub.add_parser("import", help="import rules from another system's files")

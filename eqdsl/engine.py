@@ -156,7 +156,11 @@ class _HandleWriter:
         return self.session._handles.get(key) or self.new.get(key)
 
     def term(self, node: FrozenNode) -> str:
+        """The node as an egglog term over class names (defining the names it needs first)."""
         self._define(node.children)
+        return self._render(node)
+
+    def _render(self, node: FrozenNode) -> str:
         args = [self.name_of(f"{s}:{v}") if s in self.session._class_sorts else self.literal(s, v)
                 for s, v in node.args]
         return f"({node.fn}{''.join(' ' + a for a in args)})"
@@ -174,9 +178,7 @@ class _HandleWriter:
                 stack += [(k, False) for k in node.children if not self.name_of(k)]
                 continue
             name = f"$h{len(self.session._handles) + len(self.new)}"
-            args = [self.name_of(f"{s}:{v}") if s in self.session._class_sorts else self.literal(s, v)
-                    for s, v in node.args]
-            self.lets.append(f"(let {name} ({node.fn}{''.join(' ' + a for a in args)}))")
+            self.lets.append(f"(let {name} {self._render(node)})")
             self.new[key] = name
 
     def literal(self, sort: str, value) -> str:

@@ -153,7 +153,7 @@ def check_params(decls: list[ast.TargetParamDecl], sink: DiagnosticSink) -> dict
 
 
 def check_costs(decls: list[ast.CostDecl], ops: dict[str, ir.Operator], sorts: dict[str, ir.Sort],
-                sink: DiagnosticSink, params: dict[str, ir.TargetParam] | None = None) -> dict[str, ir.CostRule]:
+                sink: DiagnosticSink, params: dict[str, ir.TargetParam]) -> dict[str, ir.CostRule]:
     costs: dict[str, ir.CostRule] = {}
     declared = {name for d in decls for name in d.ops}
     for d in decls:
@@ -166,7 +166,7 @@ def check_costs(decls: list[ast.CostDecl], ops: dict[str, ir.Operator], sorts: d
             if op_name in costs:
                 sink.error(f"duplicate cost rule for '{op_name}' (first at {costs[op_name].span})", d.span)
                 continue
-            rule = _cost_rule(d, op, names, sorts, sink, params or {})
+            rule = _cost_rule(d, op, names, sorts, sink, params)
             if rule is not None:
                 costs[op_name] = rule
     for op in ops.values():

@@ -28,7 +28,6 @@ from eqdsl.engine import EGraphSession, FrozenGraph
 class FilterReport:
     removed: int  # nodes subsumed by this pass
     kept: int  # back-edge nodes kept so that their class stays extractable
-    seconds: float = 0.0
 
 
 @dataclass
