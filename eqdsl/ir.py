@@ -18,6 +18,8 @@ class Prim(Enum):
     INTS = "[Int]"
 
 
+MAX_RANK = 8  # shape builtins (prod, broadcasts, permute, is_perm) unroll to this many axes in egglog
+
 @dataclass(frozen=True)
 class SortType:
     name: str

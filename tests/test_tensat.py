@@ -146,3 +146,20 @@ def test_weight_only_subterms_cost_nothing(tmp_path):
     result = run_pipeline(load_config(cfg))
     # only the matmul is paid for (the weights' concat is folded): launch + max(flops, bytes)
     assert result.original_cost == 1 + max(2 * 16 * 4, 4 * (8 + 32 + 16))
+
+
+def test_elementwise_broadcasting_transpose_and_reshape_shapes(tensat):
+    from eqdsl.lang.graph import GraphBuilder
+    g = GraphBuilder(tensat)
+    x = g.input("x", [2, 3, 4, 5])
+    assert g.ewadd(x, g.weight("bias", [5])).shape == (2, 3, 4, 5)
+    assert g.ewmul(x, g.weight("s", [3, 1, 1])).shape == (2, 3, 4, 5)
+    assert g.transpose(x, [3, 0, 2, 1]).shape == (5, 2, 4, 3)
+    assert g.reshape(x, [6, 20]).shape == (6, 20)
+    for bad in (lambda: g.ewadd(x, g.weight("b2", [4])),           # 4 is not 1 or 5
+                lambda: g.ewadd(g.weight("b3", [5]), x),           # the left operand fixes the shape
+                lambda: g.transpose(x, [0, 1, 1, 2]),
+                lambda: g.transpose(x, [0, 1, 2]),
+                lambda: g.reshape(x, [7, 20])):
+        with pytest.raises(EqdslError, match="violates a requirement"):
+            bad()

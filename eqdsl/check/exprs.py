@@ -19,6 +19,10 @@ BUILTINS: dict[str, tuple[tuple[Prim, ...], Prim]] = {
     "sum": ((Prim.INTS,), Prim.INT),
     "min": ((Prim.INT, Prim.INT), Prim.INT),
     "max": ((Prim.INT, Prim.INT), Prim.INT),
+    # shape builtins for ranks up to MAX_RANK (8): egglog has no loops over a vec
+    "broadcasts": ((Prim.INTS, Prim.INTS), Prim.BOOL),  # b broadcasts to a, numpy rules
+    "permute": ((Prim.INTS, Prim.INTS), Prim.INTS),     # [x[p[0]], ..., x[p[n-1]]]
+    "is_perm": ((Prim.INTS,), Prim.BOOL),               # p is a permutation of 0..len(p)-1
 }
 ARITH = {"add", "sub", "mul", "div", "mod"}
 CMP_NAMES = {"==": "eq", "!=": "ne", "<": "lt", "<=": "le", ">": "gt", ">=": "ge"}

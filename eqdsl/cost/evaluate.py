@@ -38,7 +38,35 @@ _BIN = {
     "eq": lambda a, b: a == b, "ne": lambda a, b: a != b, "lt": lambda a, b: a < b,
     "le": lambda a, b: a <= b, "gt": lambda a, b: a > b, "ge": lambda a, b: a >= b,
 }
-_BUILTIN = {"len": len, "prod": math.prod, "sum": sum, "min": min, "max": max}
+def _ranked(shape: tuple[int, ...]) -> tuple[int, ...]:
+    if len(shape) > ir.MAX_RANK:
+        raise EvalError(f"a shape of rank {len(shape)}: shape builtins support ranks up to {ir.MAX_RANK}")
+    return shape
+
+
+def broadcasts(b: tuple[int, ...], a: tuple[int, ...]) -> bool:
+    """True when b broadcasts to a's shape (numpy: right-aligned, each dim 1 or equal); b has
+    rank >= 1 (egglog's lowering re-checks b's first axis past its rank)."""
+    _ranked(b)
+    return 1 <= len(b) <= len(a) and all(d in (1, a[len(a) - len(b) + i]) for i, d in enumerate(b))
+
+
+def is_perm(p: tuple[int, ...]) -> bool:
+    return sorted(_ranked(p)) == list(range(len(p)))
+
+
+def permute(x: tuple[int, ...], p: tuple[int, ...]) -> tuple[int, ...]:
+    if len(p) != len(x) or not is_perm(p):
+        raise EvalError(f"{list(p)} is not a permutation of the axes of a rank-{len(x)} shape")
+    return tuple(x[i] for i in p)
+
+
+def prod(x: tuple[int, ...]) -> int:
+    return math.prod(_ranked(x))
+
+
+_BUILTIN = {"len": len, "prod": prod, "sum": sum, "min": min, "max": max,
+            "broadcasts": broadcasts, "permute": permute, "is_perm": is_perm}
 
 
 def _at(seq: tuple[int, ...], i: int) -> int:

@@ -145,6 +145,7 @@ class _RuleLowering:
     assuming: bool = False
     same: dict[str, str] = field(default_factory=dict)
     assumed: set[str] = field(default_factory=set)  # left-side shape variables: droppable if unread
+    known: set[str] = field(default_factory=set)  # left-side requirement facts, canonical (`same`)
 
     def find(self, v: str) -> str:
         while self.same.get(v, v) != v:
@@ -158,8 +159,22 @@ class _RuleLowering:
             if a == b:
                 return
             self.same[a] = b
-        if not self.assuming and fact not in self.query:
+        canon = self.canonical(fact)
+        if self.assuming:
+            self.known.add(canon)
+        elif canon not in self.known and fact not in self.query:
             self.query.append(fact)
+
+    def canonical(self, fact: str) -> str:
+        return _VAR_TOKEN.sub(lambda m: self.find(m.group(0)), fact)
+
+    def trivially_true(self, req: ir.Expr, env: dict[str, str]) -> bool:
+        """broadcasts(x, x): a shape broadcasts to itself."""
+        match req:
+            case ir.Builtin(fn="broadcasts", args=(ir.Ref(name=b), ir.Ref(name=a))):
+                return b in env and a in env and self.find(env[b]) == self.find(env[a])
+            case _:
+                return False
 
     def fresh(self, prefix: str) -> str:
         self.counter += 1
@@ -171,6 +186,9 @@ class _RuleLowering:
             self.env[key] = f"_s_{var}"
             self.query.append(f"(= _s_{var} ({shape_fn(sort)} ?{var}))")
         return self.env[key]
+
+
+_VAR_TOKEN = re.compile(r"(?<![A-Za-z0-9_\-])[_?][A-Za-z0-9_]+")
 
 
 def _var_equality(fact: str) -> tuple[str, str] | None:
@@ -362,6 +380,8 @@ def _check_app_shape(lw: _RuleLowering, op_name: str, args: tuple[ir.Pattern, ..
         return None
     env = {name: e for name, e in zip(rule.params, child_exprs) if e is not None}
     for req in rule.requires:
+        if lw.trivially_true(req, env):
+            continue
         for fact in facts(req, env):
             lw.require(fact)
     body = term(rule.body, env)

@@ -2,8 +2,11 @@
 
 Contract: `term(e, env)` gives an egglog expression string; `facts(cond, env)` gives query facts
 that hold exactly when the Bool expression `cond` is true. `env` maps `Ref` names and
-`shape(?x)` keys to egglog expressions. An expression egglog cannot compute (`prod`, `sum`) raises
+`shape(?x)` keys to egglog expressions. An expression egglog cannot compute (`sum`) raises
 `Unlowerable`; out-of-range indices and division by zero make the query fail, never panic.
+egglog has no loops over a vec, so `prod`, `broadcasts`, `permute` and `is_perm` unroll to
+MAX_RANK positions; a shape of higher rank makes the query fail (an index out of range), so a
+rule can never fire on a result it did not check.
 """
 from __future__ import annotations
 
@@ -11,6 +14,7 @@ from typing import assert_never
 
 from eqdsl import ir
 
+MAX_RANK = ir.MAX_RANK
 _ARITH = {"add": "+", "sub": "-", "mul": "*", "div": "/", "mod": "%"}
 _CMP_FACT = {"eq": "=", "ne": "!=", "lt": "<", "le": "<=", "gt": ">", "ge": ">="}
 _CMP_BOOL = {"eq": "bool-=", "lt": "bool-<", "le": "bool-<=", "gt": "bool->", "ge": "bool->="}
@@ -75,6 +79,65 @@ def _slice(base: str, lo: int | None, hi: int | None) -> str:
     return result
 
 
+def _rank_guard(base: str) -> str:
+    """1 when len(base) <= MAX_RANK; otherwise an out-of-range vec-get fails the query."""
+    return f"(vec-get (vec-of 1) (max 0 (- (vec-length {base}) {MAX_RANK})))"
+
+
+def _from_end(base: str, k: int) -> str:
+    """base[-k] after left-padding base with MAX_RANK ones (so it is 1 beyond base's rank)."""
+    padded = f"(vec-append (vec-of {' '.join(['1'] * MAX_RANK)}) {base})"
+    return f"(vec-get {padded} (- (vec-length {padded}) {k}))"
+
+
+def _prod(base: str) -> str:
+    factors = [_rank_guard(base)] + [_from_end(base, k) for k in range(1, MAX_RANK + 1)]
+    return "(* " * (len(factors) - 1) + factors[0] + "".join(f" {f})" for f in factors[1:])
+
+
+def _all(conds: list[str]) -> str:
+    return "(and " * (len(conds) - 1) + conds[0] + "".join(f" {c})" for c in conds[1:])
+
+
+def _broadcasts(b: str, a: str) -> str:
+    return _all(_broadcasts_conds(b, a))
+
+
+def _broadcasts_conds(b: str, a: str) -> list[str]:
+    """b[-k] is 1 or a[-k] for k = 1..len(b); past len(b) the last pair is checked again."""
+    nb, na = f"(vec-length {b})", f"(vec-length {a})"
+    conds = [f"(bool-<= {nb} {na})", f"(bool-= {_rank_guard(b)} 1)"]
+    for k in range(1, MAX_RANK + 1):
+        at_b = f"(max 0 (- {nb} {k}))"
+        bk, ak = f"(vec-get {b} {at_b})", f"(vec-get {a} (+ (- {na} {nb}) {at_b}))"
+        conds.append(f"(or (bool-= {bk} 1) (bool-= {bk} {ak}))")
+    return conds
+
+
+def _clamped(i: int, base: str) -> str:
+    """min(i, len(base) - 1): positions past the end repeat the last one (idempotent sets)."""
+    return f"(min {i} (- (vec-length {base}) 1))"
+
+
+def _permute(x: str, p: str) -> str:
+    result = x
+    for i in range(MAX_RANK):
+        at = _clamped(i, x) if i else f"(+ (- {_rank_guard(x)} 1) {_clamped(0, x)})"
+        result = f"(vec-set {result} {at} (vec-get {x} (vec-get {p} {at})))"
+    return result
+
+
+def _is_perm(p: str) -> str:
+    """Every entry in [0, n) and the entries' bits cover all n: a permutation (n <= MAX_RANK)."""
+    n = f"(vec-length {p})"
+    entries = [f"(vec-get {p} {_clamped(i, p)})" for i in range(MAX_RANK)]
+    mask = "(| " * (MAX_RANK - 1) + f"(<< 1 {entries[0]})" + "".join(f" (<< 1 {e}))" for e in entries[1:])
+    conds = [f"(bool-= {_rank_guard(p)} 1)", f"(bool->= {n} 1)",
+             f"(bool-= {mask} (- (<< 1 {n}) 1))"]
+    conds += [f"(bool-<= 0 {e})" for e in entries] + [f"(bool-< {e} {n})" for e in entries]
+    return _all(conds)
+
+
 def term(e: ir.Expr, env: dict[str, str]) -> str:
     match e:
         case ir.Const(value=v):
@@ -89,6 +152,14 @@ def term(e: ir.Expr, env: dict[str, str]) -> str:
             return f"(vec-length {term(a, env)})"
         case ir.Builtin(fn="min" | "max" as fn, args=(a, b)):
             return f"({fn} {term(a, env)} {term(b, env)})"
+        case ir.Builtin(fn="prod", args=(a,)):
+            return _prod(term(a, env))
+        case ir.Builtin(fn="broadcasts", args=(b, a)):
+            return _broadcasts(term(b, env), term(a, env))
+        case ir.Builtin(fn="permute", args=(x, p)):
+            return _permute(term(x, env), term(p, env))
+        case ir.Builtin(fn="is_perm", args=(p,)):
+            return _is_perm(term(p, env))
         case ir.Builtin(fn=fn):
             raise Unlowerable(f"{fn}(...) is only available in cost rules")
         case ir.BinOp(op=op, left=l, right=r):
@@ -140,5 +211,7 @@ def facts(cond: ir.Expr, env: dict[str, str]) -> list[str]:
             return [f"({_CMP_FACT[op]} {term(l, env)} {term(r, env)})"]
         case ir.Const(value=True):
             return []
+        case ir.Builtin(fn="broadcasts", args=(b, a)):
+            return [f"(= true {c})" for c in _broadcasts_conds(term(b, env), term(a, env))]
         case _:
             return [f"(= true {term(cond, env)})"]
