@@ -263,6 +263,9 @@ class Language:
     costs: dict[str, CostRule]
     programs: dict[str, Program] = field(default_factory=dict)
     params: dict[str, TargetParam] = field(default_factory=dict)  # set by a target
+    # (language name, .eqr file) of this language and every language it includes, included first:
+    # where reference semantics are looked up (eqdsl.verify.semantics)
+    lineage: tuple[tuple[str, str], ...] = ()
 
     @property
     def single_rules(self) -> tuple[Rule, ...]:

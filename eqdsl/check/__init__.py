@@ -90,7 +90,9 @@ def check_modules(modules: list[ast.Module]) -> ir.Language:
         if program is not None:
             programs[decl.name] = program
     sink.raise_if_any()
-    return ir.Language(name, sorts, ops, tuple(rules), shapes, costs, programs, params)
+    lineage = tuple((decl.name, m.file) for m in modules for decl in m.items
+                    if isinstance(decl, ast.LanguageDecl))
+    return ir.Language(name, sorts, ops, tuple(rules), shapes, costs, programs, params, lineage)
 
 
 def load_language(ref: str | Path, base: Path | None = None) -> ir.Language:

@@ -23,6 +23,7 @@ BUILTINS: dict[str, tuple[tuple[Prim, ...], Prim]] = {
     "broadcasts": ((Prim.INTS, Prim.INTS), Prim.BOOL),  # b broadcasts to a, numpy rules
     "permute": ((Prim.INTS, Prim.INTS), Prim.INTS),     # [x[p[0]], ..., x[p[n-1]]]
     "is_perm": ((Prim.INTS,), Prim.BOOL),               # p is a permutation of 0..len(p)-1
+    "positive": ((Prim.INTS,), Prim.BOOL),              # len(x) >= 1 and every x[i] >= 1
 }
 ARITH = {"add", "sub", "mul", "div", "mod"}
 CMP_NAMES = {"==": "eq", "!=": "ne", "<": "lt", "<=": "le", ">": "gt", ">=": "ge"}

@@ -65,7 +65,11 @@ def prod(x: tuple[int, ...]) -> int:
     return math.prod(_ranked(x))
 
 
-_BUILTIN = {"len": len, "prod": prod, "sum": sum, "min": min, "max": max,
+def positive(x: tuple[int, ...]) -> bool:
+    return len(_ranked(x)) >= 1 and all(d >= 1 for d in x)
+
+
+_BUILTIN = {"len": len, "prod": prod, "positive": positive, "sum": sum, "min": min, "max": max,
             "broadcasts": broadcasts, "permute": permute, "is_perm": is_perm}
 
 

@@ -8,7 +8,9 @@ file lines 2k and 2k+1 form one rule. Differences from TENSAT, made explicit her
   x — `split(axis, k, x) where k = shape(first)[concat axis]`;
 - `split_0`/`split_1` → `split0`/`split1`;
 - a multi-pattern rule requires its two matches to differ (`if ?a != ?b` on the first pair of
-  variables private to each side), so a pattern is not merged with itself.
+  variables private to each side), so a pattern is not merged with itself;
+- TASO's unstated assumptions (equal shapes for element-wise ops, convolution grouping, odd
+  kernels for `enlarge`, `merge` of all groups) become `if` conditions: see taso_assumptions.py.
 Contract: `import_rules(...)` returns `.eqr` text; malformed input raises `EqdslError` with
 file:line:col.
 """
@@ -19,6 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from eqdsl.diagnostics import EqdslError, Span
+from eqdsl.lang.taso_assumptions import assumptions
 
 # TENSAT operator → (eqdsl operator, which TENSAT arguments to keep, in eqdsl's order)
 OPERATORS: dict[str, tuple[str, tuple[int, ...]]] = {
@@ -179,7 +182,9 @@ def single_rule(name: str, line: _Line) -> str:
     if unbound:
         raise EqdslError.one(f"right side uses {', '.join(sorted(unbound))}, not bound on the left", line.span)
     where = f"\n    where {', '.join(conv.wheres)}" if conv.wheres else ""
-    return f"rule {name}: {lhs}\n    => {rhs}{where}"
+    conds = assumptions([line.lhs], [line.rhs], conv.convert)
+    cond = f"\n    if {', '.join(conds)}" if conds else ""
+    return f"rule {name}: {lhs}\n    => {rhs}{where}{cond}"
 
 
 def multi_rule(name: str, first: _Line, second: _Line) -> str:
@@ -195,8 +200,10 @@ def multi_rule(name: str, first: _Line, second: _Line) -> str:
     clauses = []
     if conv.wheres:
         clauses.append(f"    where {', '.join(conv.wheres)}")
-    if only_first and only_second:
-        clauses.append(f"    if {_var(only_first[0])} != {_var(only_second[0])}")
+    conds = [f"{_var(only_first[0])} != {_var(only_second[0])}"] if only_first and only_second else []
+    conds += assumptions([first.lhs, second.lhs], [first.rhs, second.rhs], conv.convert)
+    if conds:
+        clauses.append(f"    if {', '.join(conds)}")
     return (f"rule {name}:\n    {lhs[0]},\n    {lhs[1]}\n => {rhs[0]},\n    {rhs[1]}"
             + "".join("\n" + c for c in clauses))
 

@@ -127,6 +127,12 @@ def _permute(x: str, p: str) -> str:
     return result
 
 
+def _positive(x: str) -> str:
+    conds = [f"(bool-= {_rank_guard(x)} 1)", f"(bool->= (vec-length {x}) 1)"]
+    conds += [f"(bool->= (vec-get {x} {_clamped(i, x)}) 1)" for i in range(MAX_RANK)]
+    return _all(conds)
+
+
 def _is_perm(p: str) -> str:
     """Every entry in [0, n) and the entries' bits cover all n: a permutation (n <= MAX_RANK)."""
     n = f"(vec-length {p})"
@@ -160,6 +166,8 @@ def term(e: ir.Expr, env: dict[str, str]) -> str:
             return _permute(term(x, env), term(p, env))
         case ir.Builtin(fn="is_perm", args=(p,)):
             return _is_perm(term(p, env))
+        case ir.Builtin(fn="positive", args=(x,)):
+            return _positive(term(x, env))
         case ir.Builtin(fn=fn):
             raise Unlowerable(f"{fn}(...) is only available in cost rules")
         case ir.BinOp(op=op, left=l, right=r):

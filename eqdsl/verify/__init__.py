@@ -1,0 +1,1 @@
+"""Soundness: reference semantics, rule verification (`eqdsl verify`), translation validation."""

@@ -1,0 +1,235 @@
+"""Valid example sizes for a rule, constructed from the shape rules rather than rejected into being.
+
+Contract: `ExampleSpace(lang, rule)` knows the rule's pattern variables and every shape
+requirement of both sides (each operator application's `require`s, `where` bindings, `if`
+conditions over values). `rank_choices` lists the rank assignments no requirement rules out
+(found with `NullBackend`, ranks 1..max_rank); `solve(ranks, hints)` asks CP-SAT for sizes that
+meet every requirement, near `hints` (so Hypothesis controls, and shrinks, the sizes), and
+`concrete(assignment)` re-checks the result with the builder's evaluator and returns the
+`where` values, or None if the requirements fail (never trusted blindly).
+"""
+from __future__ import annotations
+
+import itertools
+from dataclasses import dataclass
+from functools import cached_property
+from typing import Any
+
+from ortools.sat.python import cp_model
+
+from eqdsl import ir
+from eqdsl.cost.evaluate import EvalError, evaluate
+from eqdsl.lower.exprs import shape_key, term_shape_key
+from eqdsl.verify.symbolic import CpBackend, Infeasible, NullBackend, SymEval
+
+INT_RANGE = (-1, 8)  # Int pattern variables: small, including one invalid value
+
+
+@dataclass(frozen=True)
+class Assignment:
+    sizes: dict[str, tuple[int, ...]]  # shape-sorted and [Int] variables → their lists
+    ints: dict[str, int]  # Int variables
+
+
+@dataclass(frozen=True)
+class Concrete:
+    wheres: dict[str, Any]
+    env: dict[str, Any]  # also `shape(<PApp repr>)` → that application's shape
+
+    def shape_of(self, p: ir.PApp) -> Any:
+        return self.env.get(f"shape({p!r})")
+
+
+class ExampleSpace:
+    def __init__(self, lang: ir.Language, rule: ir.Rule, max_rank: int = 4, max_dim: int = 6) -> None:
+        self.lang, self.rule = lang, rule
+        self.max_rank, self.max_dim = max_rank, max_dim
+        self.vars: dict[str, ir.ValueType] = {}
+        for p in rule.lhs:
+            _collect_vars(p, self.vars)
+        self.sized = sorted(v for v, t in self.vars.items() if self._has_size(t))
+        self.int_vars = sorted(v for v, t in self.vars.items() if t == ir.Prim.INT)
+        self._models: dict[tuple[int, ...], tuple[CpBackend, list]] = {}
+
+    def _has_size(self, t: ir.ValueType) -> bool:
+        if isinstance(t, ir.SortType):
+            return self.lang.sorts[t.name].shape_type is not None
+        return t == ir.Prim.INTS
+
+    @cached_property
+    def rank_choices(self) -> list[tuple[int, ...]]:
+        ok = []
+        for ranks in itertools.product(range(1, self.max_rank + 1), repeat=len(self.sized)):
+            ev = SymEval(NullBackend())
+            env = self._env({v: [None] * r for v, r in zip(self.sized, ranks)},
+                            {v: None for v in self.int_vars})
+            try:
+                self._requirements(ev, env)
+            except Infeasible:
+                continue
+            ok.append(ranks)
+        return ok
+
+    def solve(self, ranks: tuple[int, ...], hints: list[int]) -> Assignment | None:
+        backend, unknowns = self._model(ranks)
+        model = backend.model
+        model.clear_hints()
+        for var, hint in zip(unknowns, hints):
+            model.add_hint(var, hint)
+        solver = cp_model.CpSolver()
+        solver.parameters.num_workers = 1
+        solver.parameters.max_time_in_seconds = 2.0
+        if solver.solve(model) not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
+            return None
+        values = [int(solver.value(v)) for v in unknowns]
+        sizes, at = {}, 0
+        for v, r in zip(self.sized, ranks):
+            sizes[v], at = tuple(values[at:at + r]), at + r
+        return Assignment(sizes, dict(zip(self.int_vars, values[at:])))
+
+    def hint_count(self, ranks: tuple[int, ...]) -> int:
+        return sum(ranks) + len(self.int_vars)
+
+    def _model(self, ranks: tuple[int, ...]) -> tuple[CpBackend, list]:
+        if ranks not in self._models:
+            backend = CpBackend()
+            sizes = {}
+            for v, r in zip(self.sized, ranks):
+                lo, hi = (1, self.max_dim) if isinstance(self.vars[v], ir.SortType) else INT_RANGE
+                sizes[v] = [backend.int_var(lo, hi) for _ in range(r)]
+            ints = {v: backend.int_var(*INT_RANGE) for v in self.int_vars}
+            unknowns = [x for v in self.sized for x in sizes[v]] + [ints[v] for v in self.int_vars]
+            env = self._env(sizes, ints)
+            self._requirements(SymEval(backend), env)
+            self._models[ranks] = (backend, unknowns)
+        return self._models[ranks]
+
+    def _env(self, sizes: dict[str, Any], ints: dict[str, Any]) -> dict[str, Any]:
+        """Shape-sorted variables are read as `shape(?x)`, value variables as `?x`."""
+        env = {shape_key(v): s for v, s in sizes.items()}
+        env.update({"?" + v: s for v, s in sizes.items() if self.vars[v] == ir.Prim.INTS})
+        env.update({"?" + v: i for v, i in ints.items()})
+        return env
+
+    def _requirements(self, ev: SymEval, env: dict[str, Any]) -> None:
+        """Require every application's shape rule, then `where` values and `if` conditions."""
+        for side in (*self.rule.lhs, *self.rule.rhs):
+            self._shape_of(side, ev, env)
+        for name, expr in self.rule.wheres:
+            for node in _term_shapes(expr):
+                env[term_shape_key(node)] = self._shape_of(node.pattern, ev, env)
+            env[name] = ev.value(expr, env)
+            for side in self.rule.rhs:  # right sides may read the new binding
+                self._shape_of(side, ev, env)
+        for cond in self.rule.conds:
+            if isinstance(cond, ir.ExprCond):
+                ev.require(ev.value(cond.expr, env))
+
+    def _shape_of(self, p: ir.Pattern, ev: SymEval, env: dict[str, Any]) -> Any:
+        match p:
+            case ir.PVar(name=v, type=t):
+                return env.get(shape_key(v)) if isinstance(t, ir.SortType) else env.get("?" + v, env.get(shape_key(v)))
+            case ir.PLit(value=v):
+                return list(v) if isinstance(v, tuple) else v
+            case ir.PBound(name=n):
+                return env.get(n, _PENDING)
+            case ir.PApp(op=op, args=args):
+                return self._app_shape(p, op, args, ev, env)
+
+    def _app_shape(self, p: ir.PApp, op: str, args, ev: SymEval, env: dict[str, Any]) -> Any:
+        key = f"shape({p!r})"
+        if key in env:
+            return env[key]
+        children = [self._shape_of(a, ev, env) for a in args]
+        if any(c is _PENDING for c in children):
+            return _PENDING
+        rule = self.lang.shapes.get(op)
+        if rule is None:
+            return None
+        local = dict(zip(rule.params, children))
+        for req in rule.requires:
+            ev.require(ev.value(req, local))
+        env[key] = ev.value(rule.body, local)
+        return env[key]
+
+    def concrete(self, a: Assignment) -> Concrete | None:
+        """Check every requirement with the builder's evaluator: the `where` values and each
+        application's shape, or None if a requirement fails."""
+        env = self._env(a.sizes, a.ints)
+        try:
+            for side in (*self.rule.lhs, *self.rule.rhs):
+                if _concrete_shape(self.lang, side, env, {}) is _FAILED:
+                    return None
+            wheres = {}
+            for name, expr in self.rule.wheres:
+                for node in _term_shapes(expr):
+                    env[term_shape_key(node)] = _concrete_shape(self.lang, node.pattern, env, wheres)
+                env[name] = wheres[name] = evaluate(expr, env)
+            for side in self.rule.rhs:
+                if _concrete_shape(self.lang, side, env, wheres) is _FAILED:
+                    return None
+            if not all(evaluate(c.expr, env) for c in self.rule.conds if isinstance(c, ir.ExprCond)):
+                return None
+        except (EvalError, KeyError):
+            return None
+        return Concrete(wheres, env)
+
+
+_PENDING = object()  # a right side reads a `where` value not computed yet
+_FAILED = object()
+
+
+def _concrete_shape(lang: ir.Language, p: ir.Pattern, env: dict[str, Any], wheres: dict[str, Any]) -> Any:
+    match p:
+        case ir.PVar(name=v, type=t):
+            return env.get(shape_key(v)) if isinstance(t, ir.SortType) else env.get("?" + v)
+        case ir.PLit(value=v):
+            return v
+        case ir.PBound(name=n):
+            return wheres.get(n, _FAILED) if n in wheres else None
+        case ir.PApp(op=op, args=args):
+            children = [_concrete_shape(lang, a, env, wheres) for a in args]
+            if any(c is _FAILED for c in children):
+                return _FAILED
+            rule = lang.shapes.get(op)
+            if rule is None:
+                return None
+            local = dict(zip(rule.params, children))
+            if None in local.values():
+                return None  # waits for a `where` value
+            if not all(evaluate(r, local) for r in rule.requires):
+                return _FAILED
+            env[f"shape({p!r})"] = out = evaluate(rule.body, local)
+            return out
+
+
+def _collect_vars(p: ir.Pattern, out: dict[str, ir.ValueType]) -> None:
+    match p:
+        case ir.PVar(name=v, type=t):
+            out[v] = t
+        case ir.PApp(args=args):
+            for a in args:
+                _collect_vars(a, out)
+        case _:
+            pass
+
+
+def _term_shapes(e: ir.Expr) -> list[ir.ShapeOfTerm]:
+    """The `shape(term)` nodes inside an expression."""
+    match e:
+        case ir.ShapeOfTerm():
+            return [e]
+        case ir.Builtin(args=args) | ir.ListOf(items=args):
+            return [n for a in args for n in _term_shapes(a)]
+        case ir.BinOp(left=l, right=r):
+            return _term_shapes(l) + _term_shapes(r)
+        case ir.UnOp(arg=a):
+            return _term_shapes(a)
+        case ir.IndexOf(base=b, index=i):
+            return _term_shapes(b) + _term_shapes(i)
+        case ir.SliceOf(base=b):
+            return _term_shapes(b)
+        case ir.Replace(base=b, index=i, value=v):
+            return _term_shapes(b) + _term_shapes(i) + _term_shapes(v)
+        case _:
+            return []

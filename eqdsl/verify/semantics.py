@@ -1,0 +1,151 @@
+"""Reference semantics: one NumPy function per operator, found from the `.eqr` language.
+
+Contract: `load_semantics(lang)` returns {op: function or Leaf} covering every operator of `lang`
+or raises `EqdslError` naming the missing ones. A language's table is `SEMANTICS` in the module
+`eqdsl.lang.<name>_ref` (shipped languages) or in `<file>_ref.py` beside its `.eqr` file (a
+user's); an including language inherits the included ones' entries and may override them.
+Functions take the operator's arguments in declared order (arrays or floats for sort-typed ones,
+int / str / tuple for values) and return an array, a float, or a tuple for multi-output sorts.
+`evaluate_pattern` and `evaluate_program` run them; a NaN/Inf an operator makes from finite
+inputs raises `SemanticsError` naming the operator.
+"""
+from __future__ import annotations
+
+import importlib
+import importlib.util
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable, assert_never
+
+import numpy as np
+
+from eqdsl import ir
+from eqdsl.diagnostics import EqdslError
+
+
+@dataclass(frozen=True)
+class Leaf:
+    """An input operator (`input`, `weight`, `var`): its value is drawn at random, once per
+    distinct argument list, with the shape `shape(*args)` gives (() for a scalar)."""
+
+    shape: Callable[..., tuple[int, ...]]
+
+
+OpSemantics = Callable[..., Any] | Leaf
+
+
+class SemanticsError(Exception):
+    """An operator misbehaved on valid inputs (NaN/Inf, an exception); the message names it."""
+
+
+def load_semantics(lang: ir.Language) -> dict[str, OpSemantics]:
+    table: dict[str, OpSemantics] = {}
+    searched = []
+    for name, file in lang.lineage:
+        module, where = _find_module(name, file)
+        searched.append(where)
+        if module is not None:
+            table.update(getattr(module, "SEMANTICS", {}))
+    missing = sorted(op for op in lang.ops if op not in table)
+    if missing:
+        raise EqdslError.one(f"no reference semantics for operator(s) {', '.join(missing)} of language "
+                             f"{lang.name}; expected an entry in SEMANTICS in one of: {', '.join(searched)}")
+    return {op: table[op] for op in lang.ops}
+
+
+def _find_module(name: str, file: str):
+    shipped = f"eqdsl.lang.{name.replace('-', '_')}_ref"
+    if importlib.util.find_spec(shipped) is not None:
+        return importlib.import_module(shipped), shipped
+    sibling = Path(file).with_name(Path(file).stem + "_ref.py")
+    if not sibling.is_file():
+        return None, str(sibling)
+    spec = importlib.util.spec_from_file_location(f"eqdsl_user_ref_{name}", sibling)
+    module = importlib.util.module_from_spec(spec)
+    try:
+        spec.loader.exec_module(module)
+    except Exception as err:  # a user's file: report, don't crash
+        raise EqdslError.one(f"{sibling}: cannot load reference semantics: {err}") from None
+    return module, str(sibling)
+
+
+def apply(sem: dict[str, OpSemantics], op: str, args: list[Any]) -> Any:
+    fn = sem[op]
+    if isinstance(fn, Leaf):
+        raise SemanticsError(f"'{op}' is an input operator; its value must be drawn, not computed")
+    try:
+        with np.errstate(all="ignore"):
+            out = fn(*args)
+    except Exception as err:
+        raise SemanticsError(f"operator '{op}' raised {type(err).__name__}: {err}") from None
+    if not _finite(out) and all(_finite(a) for a in args if not isinstance(a, (str, tuple))):
+        raise SemanticsError(f"operator '{op}' produced NaN or Inf from finite inputs")
+    return out
+
+
+def _finite(v: Any) -> bool:
+    if isinstance(v, tuple):
+        return all(_finite(x) for x in v)
+    if isinstance(v, (np.ndarray, float, np.floating)):
+        return bool(np.all(np.isfinite(v)))
+    return True
+
+
+def evaluate_pattern(p: ir.Pattern, sem: dict[str, OpSemantics], env: dict[str, Any],
+                     memo: dict[ir.Pattern, Any] | None = None) -> Any:
+    """Value of a rule side; `env` maps pattern variables and `where` names to values."""
+    memo = {} if memo is None else memo
+    if p in memo:
+        return memo[p]
+    match p:
+        case ir.PVar(name=v) | ir.PBound(name=v):
+            value = env[v]
+        case ir.PLit(value=v):
+            value = v
+        case ir.PApp(op=op, args=args):
+            value = apply(sem, op, [evaluate_pattern(a, sem, env, memo) for a in args])
+        case _:
+            assert_never(p)
+    memo[p] = value
+    return value
+
+
+def evaluate_program(program: ir.Program, sem: dict[str, OpSemantics],
+                     rng: np.random.Generator) -> list[Any]:
+    """The values of a program's roots, its leaves drawn from `rng` (standard normal)."""
+    leaves: dict[ir.TermNode, Any] = {}
+    values: list[Any] = []
+    for node in program.nodes:
+        args = [values[a.index] if isinstance(a, ir.Child) else a for a in node.args]
+        fn = sem[node.op]
+        if isinstance(fn, Leaf):
+            if node not in leaves:
+                leaves[node] = draw(rng, fn.shape(*args))
+            values.append(leaves[node])
+        else:
+            values.append(apply(sem, node.op, args))
+    return [values[r] for r in program.roots]
+
+
+def draw(rng: np.random.Generator, shape: tuple[int, ...]) -> Any:
+    return float(rng.standard_normal()) if shape == () else rng.standard_normal(shape)
+
+
+def largest_difference(a: Any, b: Any) -> float:
+    """Max |a - b| over matching outputs; inf when structures or shapes differ."""
+    if isinstance(a, tuple) or isinstance(b, tuple):
+        if not (isinstance(a, tuple) and isinstance(b, tuple) and len(a) == len(b)):
+            return float("inf")
+        return max((largest_difference(x, y) for x, y in zip(a, b)), default=0.0)
+    a, b = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
+    if a.shape != b.shape:
+        return float("inf")
+    return float(np.max(np.abs(a - b))) if a.size else 0.0
+
+
+def agree(a: Any, b: Any, rtol: float = 1e-6, atol: float = 1e-8) -> bool:
+    if isinstance(a, tuple) or isinstance(b, tuple):
+        return (isinstance(a, tuple) and isinstance(b, tuple) and len(a) == len(b)
+                and all(agree(x, y, rtol, atol) for x, y in zip(a, b)))
+    a, b = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
+    return a.shape == b.shape and bool(np.allclose(a, b, rtol=rtol, atol=atol))
