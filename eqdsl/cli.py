@@ -7,12 +7,13 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 from rich.console import Console
 
 from eqdsl.diagnostics import EqdslError
-from eqdsl.schedule.config import ExtractConfig
+from eqdsl.schedule.config import ExtractConfig, ValidateConfig
 
 stderr = Console(stderr=True, highlight=False)
 stdout = Console(highlight=False, soft_wrap=True)
@@ -29,6 +30,39 @@ def cmd_check(args: argparse.Namespace) -> int:
           f"{len(lang.programs)} program(s)"
           + (f", target params: {', '.join(lang.params)}" if lang.params else ""))
     return 0
+
+
+def cmd_verify(args: argparse.Namespace) -> int:
+    from eqdsl.check import load_language
+    from eqdsl.verify.rules import Status, operator_rules, verify_rule
+    from eqdsl.verify.semantics import load_semantics
+
+    lang = load_language(args.file)
+    sem = load_semantics(lang)
+    rules = operator_rules(lang, sem) + list(lang.rules)
+    if args.rule:
+        rules = [r for r in rules if r.name in args.rule]
+        missing = sorted(set(args.rule) - {r.name for r in rules})
+        if missing:
+            raise EqdslError.one(f"no rule named {', '.join(missing)} in {args.file}")
+    failed = 0
+    for rule in rules:
+        res = verify_rule(lang, sem, rule, args.examples, args.seed)
+        stdout.print(f"{res.status.value:7} {res.name:24} {res.examples:5} examples  {res.seconds:6.2f} s",
+                     markup=False)
+        if res.status is not Status.PASSED:
+            failed += 1
+        if res.counterexample is not None:
+            c = res.counterexample
+            sizes = ", ".join(f"?{v}: {list(s)}" for v, s in sorted(c.sizes.items()))
+            values = ", ".join(f"{k} = {v}" for k, v in sorted(c.values.items()))
+            stdout.print(f"        {c.message}; max error {c.max_error:.3g}\n        shapes {sizes}"
+                         + (f"; values {values}" if values else ""), markup=False)
+        elif res.status is Status.VACUOUS:
+            stdout.print("        no valid example could be drawn: the rule never applies", markup=False)
+    stdout.print(f"{len(rules) - failed}/{len(rules)} rules (operator checks op:* included) passed, "
+                 f"seed {args.seed}", markup=False)
+    return 1 if failed else 0
 
 
 def cmd_compile(args: argparse.Namespace) -> int:
@@ -49,6 +83,8 @@ def cmd_run(args: argparse.Namespace) -> int:
     from eqdsl.schedule.config import load_config
 
     config = load_config(Path(args.config))
+    if args.validate and config.validate is None:
+        config = replace(config, validate=ValidateConfig())
 
     def progress(report) -> None:
         if not args.quiet:
@@ -64,7 +100,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     write_outputs(result, output)
     print_summary(result, stdout)
     stdout.print(f"report: {output / 'report.json'}")
-    return 0
+    return 0 if result.validation is None or result.validation.ok else 1
 
 
 class _null:
@@ -126,7 +162,15 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("config")
     c.add_argument("--output", help="output folder (default: the config's `output`)")
     c.add_argument("--quiet", action="store_true", help="no progress lines")
+    c.add_argument("--validate", action="store_true",
+                   help="check the extracted program against the input on random data")
     c.set_defaults(fn=cmd_run)
+    c = sub.add_parser("verify", help="check every rule of a .eqr file against the reference semantics")
+    c.add_argument("file", help="a .eqr path or a shipped ruleset name")
+    c.add_argument("--rule", action="append", help="only this rule (repeatable)")
+    c.add_argument("--examples", type=int, default=100, help="valid examples per rule (default 100)")
+    c.add_argument("--seed", type=int, default=0)
+    c.set_defaults(fn=cmd_verify)
     c = sub.add_parser("extract", help="extract from an egraph-serialize JSON file")
     c.add_argument("egraph")
     c.add_argument("--extractor", choices=["greedy", "greedy-dag", "cpsat"], default="cpsat")

@@ -24,6 +24,7 @@ from eqdsl.lower.egglog import Lowered, lower_language
 from eqdsl.schedule.config import ExtractConfig, ProgramRef, RunConfig, ScheduleConfig
 from eqdsl.schedule.runner import Limits, ProgressFn, ScheduleOutcome, Scheduler
 from eqdsl.schedule.saturate import SaturateScheduler
+from eqdsl.verify.validate import Validation, validate
 
 
 @dataclass
@@ -38,6 +39,7 @@ class RunResult:
     live: LiveEGraph | None = None
     lowered: Lowered | None = None
     params: dict[str, int] = field(default_factory=dict)  # the target's values for the cost rules
+    validation: Validation | None = None  # translation validation, when the config asks for it
 
     @property
     def best(self) -> Extraction:
@@ -119,6 +121,11 @@ def run_pipeline(config: RunConfig, progress: ProgressFn | None = None) -> RunRe
     for method in methods:
         with _stage(result, f"extract:{method}"):
             result.extractions[method] = make_extractor(method, config.extract).extract(result.live.problem)
+    if config.validate is not None:
+        with _stage(result, "validate"):
+            optimized = load_program_text(result.optimized_text, "<extracted program>", lang)["optimized"]
+            result.validation = validate(lang, program, optimized, config.validate.samples,
+                                         config.validate.seed)
     return result
 
 

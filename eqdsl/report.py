@@ -53,6 +53,9 @@ def report_json(result: RunResult) -> dict:
         "compare": {m: {k: v for k, v in extraction_json(e, problem).items() if k != "choices"}
                     for m, e in result.extractions.items()},
         "optimized_program": result.optimized_text,
+        "validation": None if result.validation is None else {
+            "samples": result.validation.samples, "ok": result.validation.ok,
+            "max_relative_error": result.validation.max_error, "message": result.validation.message},
     }
 
 
@@ -96,3 +99,6 @@ def print_summary(result: RunResult, console: Console) -> None:
                   f"({_improvement(result.original_cost, best.cost):.2f} % cheaper, {best.method}, "
                   f"{best.status.value})")
     console.print(result.optimized_text.rstrip())
+    if result.validation is not None:
+        style = "green" if result.validation.ok else "bold red"
+        console.print(f"[{style}]validation: {result.validation.message}[/]")

@@ -61,6 +61,15 @@ class RunConfig:
     output: Path
     raw: dict
     target: str | None = None  # a shipped target name or a .yaml path (eqdsl.cost.targets)
+    validate: ValidateConfig | None = None  # translation validation after extraction (off: None)
+
+
+@dataclass(frozen=True)
+class ValidateConfig:
+    """Run the input and the extracted program on the same random inputs (eqdsl.verify.validate)."""
+
+    samples: int = 3
+    seed: int = 0
 
 
 def _fail(path: str, expected: str, got: Any) -> EqdslError:
@@ -177,8 +186,22 @@ def parse_config(data: Any, source: Path) -> RunConfig:
     extract = _extract(r.get("extract", None, lambda v: v is None or isinstance(v, dict), "a mapping"))
     output = r.get("output", f"results/{source.stem}", is_str, "an output folder path")
     target = r.get("target", None, lambda v: v is None or is_str(v), "a target name or a .yaml path")
+    validate = _validate(r.get("validate", False, lambda v: isinstance(v, (bool, dict)),
+                               "true/false or a mapping with samples/seed"))
     r.finish()
-    return RunConfig(source, ruleset, program, schedule, extract, Path(output), data, target)
+    return RunConfig(source, ruleset, program, schedule, extract, Path(output), data, target, validate)
+
+
+def _validate(data: bool | dict) -> ValidateConfig | None:
+    if data is False:
+        return None
+    if data is True:
+        return ValidateConfig()
+    r = _Reader(data, "validate")
+    samples = r.get("samples", ValidateConfig.samples, _int_at_least(1), "an integer >= 1")
+    seed = r.get("seed", ValidateConfig.seed, _int_at_least(0), "an integer >= 0")
+    r.finish()
+    return ValidateConfig(samples, seed)
 
 
 def load_config(path: Path) -> RunConfig:

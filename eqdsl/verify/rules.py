@@ -81,6 +81,7 @@ def verify_rule(lang: ir.Language, sem: dict[str, OpSemantics], rule: ir.Rule,
 def _hypothesis_test(space: ExampleSpace, sem, tally: _Tally, examples: int, seed: int):
     config = settings(max_examples=examples, deadline=None, database=None, derandomize=False,
                       suppress_health_check=list(HealthCheck), print_blob=False,
+                      report_multiple_bugs=False,
                       phases=[Phase.generate, Phase.shrink])
 
     @hypothesis_seed(seed)

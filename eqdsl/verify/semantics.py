@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import importlib
 import importlib.util
+import zlib
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, assert_never
@@ -110,18 +111,20 @@ def evaluate_pattern(p: ir.Pattern, sem: dict[str, OpSemantics], env: dict[str, 
     return value
 
 
-def evaluate_program(program: ir.Program, sem: dict[str, OpSemantics],
-                     rng: np.random.Generator) -> list[Any]:
-    """The values of a program's roots, its leaves drawn from `rng` (standard normal)."""
-    leaves: dict[ir.TermNode, Any] = {}
+def evaluate_program(program: ir.Program, sem: dict[str, OpSemantics], seed: int) -> list[Any]:
+    """The values of a program's roots. Each leaf's value depends only on `seed` and the leaf's
+    own operator and arguments, so two programs over the same inputs see the same values whatever
+    their node order. Leaves are normal with variance 1 / fan-in (prod(shape) / shape[0], as for
+    [in, out] and [out, in, kh, kw] weights), so deep real models stay finite."""
     values: list[Any] = []
     for node in program.nodes:
         args = [values[a.index] if isinstance(a, ir.Child) else a for a in node.args]
         fn = sem[node.op]
         if isinstance(fn, Leaf):
-            if node not in leaves:
-                leaves[node] = draw(rng, fn.shape(*args))
-            values.append(leaves[node])
+            key = zlib.crc32(repr((node.op, node.args)).encode())
+            shape = fn.shape(*args)
+            fan_in = max(1, int(np.prod(shape[1:]))) if len(shape) > 1 else 1
+            values.append(draw(np.random.default_rng([seed, key]), shape) / np.sqrt(fan_in))
         else:
             values.append(apply(sem, node.op, args))
     return [values[r] for r in program.roots]
