@@ -54,12 +54,19 @@ def _equal_elementwise_operands(term, found: list[str], convert) -> None:
 def _conv_of_concatenated_weights(node, found: list[str], convert) -> None:
     """conv2d(x, concat(0, w1, w2)) on the right computes each output channel with its group
     only if the groups line up: for a shared input x, x must be ungrouped for w1 (TASO's
-    convolutions are); for x = concat(1, x1, x2), both halves must have equal outputs per group."""
-    if node.head != "conv2d" or _head(node.args[5]) != "concat" or node.args[5].args[0] != "0":
+    convolutions are); for x = concat(1, x1, x2), both halves must have equal outputs per group.
+    conv2d(concat(1, x1, x2), concat(1, w1, w2)) sums two convolutions only if both are ungrouped."""
+    if node.head != "conv2d" or _head(node.args[5]) != "concat":
         return
     x, weights = node.args[4], node.args[5]
     w1, w2 = weights.args[2], weights.args[3]
-    if _head(x) == "concat" and x.args[0] == "1":
+    if weights.args[0] == "1" and _head(x) == "concat":  # in-channels concatenated: sum of convs
+        x1, x2 = x.args[2], x.args[3]
+        found += [f"shape({convert(x1)})[1] == shape({convert(w1)})[1]",
+                  f"shape({convert(x2)})[1] == shape({convert(w2)})[1]"]
+    elif weights.args[0] != "0":
+        return
+    elif _head(x) == "concat" and x.args[0] == "1":
         x1, x2 = x.args[2], x.args[3]
         found.append(f"shape({convert(w1)})[0] * shape({convert(x2)})[1] == "
                      f"shape({convert(w2)})[0] * shape({convert(x1)})[1]")

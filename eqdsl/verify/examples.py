@@ -71,14 +71,16 @@ class ExampleSpace:
         return ok
 
     def solve(self, ranks: tuple[int, ...], hints: list[int]) -> Assignment | None:
-        backend, unknowns = self._model(ranks)
+        backend, unknowns, targets = self._model(ranks)
         model = backend.model
         model.clear_hints()
-        for var, hint in zip(unknowns, hints):
+        model.clear_assumptions()
+        for var, target, hint in zip(unknowns, targets, hints):
             model.add_hint(var, hint)
+            model.add_assumption(target[hint])  # the objective: sizes closest to the hints
         solver = cp_model.CpSolver()
         solver.parameters.num_workers = 1
-        solver.parameters.max_time_in_seconds = 2.0
+        solver.parameters.max_time_in_seconds = 0.1  # the nearest valid sizes need not be proven nearest
         if solver.solve(model) not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
             return None
         values = [int(solver.value(v)) for v in unknowns]
@@ -90,7 +92,11 @@ class ExampleSpace:
     def hint_count(self, ranks: tuple[int, ...]) -> int:
         return sum(ranks) + len(self.int_vars)
 
-    def _model(self, ranks: tuple[int, ...]) -> tuple[CpBackend, list]:
+    def _model(self, ranks: tuple[int, ...]) -> tuple[CpBackend, list, list]:
+        """The CP-SAT model of every requirement for these ranks (built once): the unknown
+        sizes, and per unknown a target (fixed to the hint by `solve`) and |size - target| in
+        the objective, so a hint that breaks a requirement still yields the nearest valid sizes.
+        A target is fixed by assuming one of its `target == v` literals (the model is not rebuilt)."""
         if ranks not in self._models:
             backend = CpBackend()
             sizes = {}
@@ -101,7 +107,16 @@ class ExampleSpace:
             unknowns = [x for v in self.sized for x in sizes[v]] + [ints[v] for v in self.int_vars]
             env = self._env(sizes, ints)
             self._requirements(SymEval(backend), env)
-            self._models[ranks] = (backend, unknowns)
+            targets, distances = [], []
+            for u in unknowns:
+                t = backend.int_var(1, self.max_dim)
+                targets.append({v: backend.compare("eq", t, v) for v in range(1, self.max_dim + 1)})
+                d = backend.int_var(0, 2 * self.max_dim + 2)
+                backend.model.add(d >= u - t)
+                backend.model.add(d >= t - u)
+                distances.append(d)
+            backend.model.minimize(sum(distances))
+            self._models[ranks] = (backend, unknowns, targets)
         return self._models[ranks]
 
     def _env(self, sizes: dict[str, Any], ints: dict[str, Any]) -> dict[str, Any]:
@@ -123,6 +138,8 @@ class ExampleSpace:
                 self._shape_of(side, ev, env)
         for cond in self.rule.conds:
             if isinstance(cond, ir.ExprCond):
+                for node in _term_shapes(cond.expr):
+                    env[term_shape_key(node)] = self._shape_of(node.pattern, ev, env)
                 ev.require(ev.value(cond.expr, env))
 
     def _shape_of(self, p: ir.Pattern, ev: SymEval, env: dict[str, Any]) -> Any:
@@ -168,8 +185,12 @@ class ExampleSpace:
             for side in self.rule.rhs:
                 if _concrete_shape(self.lang, side, env, wheres) is _FAILED:
                     return None
-            if not all(evaluate(c.expr, env) for c in self.rule.conds if isinstance(c, ir.ExprCond)):
-                return None
+            for cond in self.rule.conds:
+                if isinstance(cond, ir.ExprCond):
+                    for node in _term_shapes(cond.expr):
+                        env[term_shape_key(node)] = _concrete_shape(self.lang, node.pattern, env, wheres)
+                    if not evaluate(cond.expr, env):
+                        return None
         except (EvalError, KeyError):
             return None
         return Concrete(wheres, env)

@@ -1,0 +1,147 @@
+"""Soundness checks: shipped rules verify, mutants are rejected, reference semantics agree with
+shape rules, bad semantics are named, and translation validation catches a wrong optimization."""
+from __future__ import annotations
+
+import pytest
+
+from conftest import EXAMPLES, ROOT
+from eqdsl.check import load_language
+from eqdsl.diagnostics import EqdslError
+from eqdsl.verify.rules import Status, operator_rules, verify_rule
+from eqdsl.verify.semantics import load_semantics
+from mutants import mutants
+
+TRANSPOSE_LAWS = ROOT / "tests" / "data" / "transpose.eqr"
+
+
+def _language(ref):
+    lang = load_language(ref)
+    return lang, load_semantics(lang)
+
+
+def _verify_all(ref, examples: int) -> list:
+    lang, sem = _language(ref)
+    return [verify_rule(lang, sem, r, examples, seed=0) for r in operator_rules(lang, sem) + list(lang.rules)]
+
+
+@pytest.mark.parametrize("ref", ["arith", str(EXAMPLES / "sharing" / "sharing.eqr"), str(TRANSPOSE_LAWS)])
+def test_small_rulesets_verify_with_100_examples(ref):
+    results = _verify_all(ref, 100)
+    assert all(r.status is Status.PASSED and r.examples >= 100 for r in results), results
+
+
+def test_every_taso_rule_and_operator_verifies_quick():
+    """All 124 + 15 TASO rules and every tensor operator (shape rule vs semantics), 8 examples each
+    (the full 100 run is `make test-slow` and `eqdsl verify rulesets/tensat.eqr`)."""
+    results = _verify_all("tensat", 8)
+    assert len(results) == 139 + 24
+    assert [r.name for r in results if r.status is not Status.PASSED] == []
+
+
+@pytest.mark.slow
+def test_every_taso_rule_verifies_with_100_examples():
+    results = _verify_all("tensat", 100)
+    assert all(r.status is Status.PASSED and r.examples >= 100 for r in results)
+
+
+def _rejected(ref, rules, examples=30) -> list[str]:
+    lang, sem = _language(ref)
+    return [m.name for m in rules if verify_rule(lang, sem, m, examples, seed=1).status is Status.PASSED]
+
+
+def test_mutants_of_arith_sharing_and_transpose_laws_are_rejected():
+    for ref in ("arith", str(EXAMPLES / "sharing" / "sharing.eqr"), str(TRANSPOSE_LAWS)):
+        lang = load_language(ref)
+        found = mutants(lang.rules)
+        assert found, ref
+        assert _rejected(ref, found) == [], f"unsound mutants passed in {ref}"
+    kinds = {m.name.split("~")[1] for m in mutants(load_language(str(TRANSPOSE_LAWS)).rules)}
+    assert {"notranspose", "const"} <= kinds
+
+
+def test_mutants_of_taso_rules_are_rejected_sample():
+    lang = load_language("tensat")
+    found = mutants(lang.rules)
+    kinds = {m.name.split("~")[1] for m in found}
+    assert {"swap", "const", "splitpoint"} <= kinds
+    sample = found[::6] + [m for m in found if m.name.endswith("splitpoint")]
+    assert _rejected("tensat", sample, examples=20) == []
+
+
+@pytest.mark.slow
+def test_every_taso_mutant_is_rejected():
+    assert _rejected("tensat", mutants(load_language("tensat").rules), examples=50) == []
+
+
+def test_seeded_runs_are_reproducible():
+    lang, sem = _language("tensat")
+    bad = next(m for m in mutants(lang.rules) if m.name == "taso-s001~const")
+    first, second = (verify_rule(lang, sem, bad, 50, seed=7) for _ in range(2))
+    assert first.status is Status.FAILED
+    assert first.counterexample == second.counterexample and first.examples == second.examples
+
+
+def _user_language(tmp_path, semantics: str | None, extra: str = "") -> str:
+    eqr = tmp_path / "mine.eqr"
+    eqr.write_text("language mine\nsort V { shape: [Int] }\nop leaf(id: Str, n: Int) -> V\n"
+                   "op twice(x: V) -> V\nop half(x: V) -> V\n"
+                   "shape leaf(id, n) = [n]\nshape twice(x) = x  require len(x) == 1\n"
+                   "shape half(x) = x  require len(x) == 1\n"
+                   "rule undo: half(twice(?x)) => ?x\n" + extra + "cost leaf = 0\ncost twice, half = 1\n")
+    if semantics is not None:
+        (tmp_path / "mine_ref.py").write_text(
+            "from eqdsl.verify.semantics import Leaf\nSEMANTICS = {'leaf': Leaf(lambda id, n: (n,)),\n"
+            + semantics + "}\n")
+    return str(eqr)
+
+
+def test_user_semantics_beside_the_eqr_file(tmp_path, run_cli):
+    ref = _user_language(tmp_path, "'twice': lambda x: 2 * x, 'half': lambda x: x / 2")
+    code, out, _ = run_cli("verify", ref)
+    assert code == 0 and "pass    undo" in out
+
+
+def test_missing_semantics_names_the_operator(tmp_path, run_cli):
+    ref = _user_language(tmp_path, "'twice': lambda x: 2 * x")
+    code, _, err = run_cli("verify", ref)
+    assert code == 2 and "no reference semantics for operator(s) half" in err and "mine_ref.py" in err
+
+
+def test_shape_rule_disagreeing_with_semantics_is_named(tmp_path, run_cli):
+    ref = _user_language(tmp_path, "'twice': lambda x: np.concatenate([x, x]), 'half': lambda x: x / 2")
+    (tmp_path / "mine_ref.py").write_text("import numpy as np\n" + (tmp_path / "mine_ref.py").read_text())
+    code, out, _ = run_cli("verify", ref, "--rule", "op:twice")
+    assert code == 1 and "the shape rule and the semantics disagree" in out and "?a0: [1]" in out
+
+
+def test_nan_or_inf_from_an_operator_is_named(tmp_path, run_cli):
+    ref = _user_language(tmp_path, "'twice': lambda x: 2 * x, 'half': lambda x: x / 0.0")
+    code, out, _ = run_cli("verify", ref, "--rule", "undo")
+    assert code == 1 and "operator 'half' produced NaN or Inf" in out
+
+
+def test_unsound_rule_gets_a_shrunk_counterexample_and_vacuous_rule_fails(tmp_path, run_cli):
+    ref = _user_language(tmp_path, "'twice': lambda x: 2 * x, 'half': lambda x: x / 2",
+                         "rule wrong: twice(?x) => ?x\nrule never: twice(?x) => ?x  if 1 == 2\n")
+    code, out, _ = run_cli("verify", ref)
+    assert code == 1
+    assert "FAIL    wrong" in out and "left and right sides differ" in out and "?x: [1]" in out
+    assert "VACUOUS never" in out and "no valid example" in out
+
+
+def test_translation_validation_catches_an_unsound_optimization(tmp_path, run_cli):
+    ref = _user_language(tmp_path, "'twice': lambda x: 2 * x, 'half': lambda x: x / 2",
+                         "rule wrong: twice(?x) => ?x\n")
+    (tmp_path / "in.eqr").write_text("program p:\n  root twice(leaf(\"a\", 4))\n")
+    (tmp_path / "c.yaml").write_text(f"ruleset: {ref}\nprogram: in.eqr\nvalidate: true\n"
+                                     f"output: {tmp_path / 'out'}\n")
+    code, out, _ = run_cli("run", tmp_path / "c.yaml", "--quiet")
+    assert code == 1 and "DISAGREE" in out
+    code, out, _ = run_cli("run", EXAMPLES / "arith" / "config.yaml", "--quiet", "--output", tmp_path / "a")
+    assert code == 0 and "agree on 3 random input(s)" in out
+
+
+def test_bad_validate_key_names_the_yaml_path(tmp_path, run_cli):
+    (tmp_path / "c.yaml").write_text("ruleset: arith\nprogram: x.eqr\nvalidate: {samples: 0}\n")
+    code, _, err = run_cli("run", tmp_path / "c.yaml")
+    assert code == 2 and "validate.samples" in err
