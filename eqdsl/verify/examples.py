@@ -131,16 +131,18 @@ class ExampleSpace:
         for side in (*self.rule.lhs, *self.rule.rhs):
             self._shape_of(side, ev, env)
         for name, expr in self.rule.wheres:
-            for node in _term_shapes(expr):
-                env[term_shape_key(node)] = self._shape_of(node.pattern, ev, env)
-            env[name] = ev.value(expr, env)
+            env[name] = self._value_with_term_shapes(expr, ev, env)
             for side in self.rule.rhs:  # right sides may read the new binding
                 self._shape_of(side, ev, env)
         for cond in self.rule.conds:
             if isinstance(cond, ir.ExprCond):
-                for node in _term_shapes(cond.expr):
-                    env[term_shape_key(node)] = self._shape_of(node.pattern, ev, env)
-                ev.require(ev.value(cond.expr, env))
+                ev.require(self._value_with_term_shapes(cond.expr, ev, env))
+
+    def _value_with_term_shapes(self, expr: ir.Expr, ev: SymEval, env: dict[str, Any]) -> Any:
+        """`expr`'s value once the `shape(term)` nodes it reads are in `env`."""
+        for node in _term_shapes(expr):
+            env[term_shape_key(node)] = self._shape_of(node.pattern, ev, env)
+        return ev.value(expr, env)
 
     def _shape_of(self, p: ir.Pattern, ev: SymEval, env: dict[str, Any]) -> Any:
         match p:
@@ -179,21 +181,21 @@ class ExampleSpace:
                     return None
             wheres = {}
             for name, expr in self.rule.wheres:
-                for node in _term_shapes(expr):
-                    env[term_shape_key(node)] = _concrete_shape(self.lang, node.pattern, env, wheres)
-                env[name] = wheres[name] = evaluate(expr, env)
+                env[name] = wheres[name] = self._concrete_value(expr, env, wheres)
             for side in self.rule.rhs:
                 if _concrete_shape(self.lang, side, env, wheres) is _FAILED:
                     return None
-            for cond in self.rule.conds:
-                if isinstance(cond, ir.ExprCond):
-                    for node in _term_shapes(cond.expr):
-                        env[term_shape_key(node)] = _concrete_shape(self.lang, node.pattern, env, wheres)
-                    if not evaluate(cond.expr, env):
-                        return None
+            conds = [c.expr for c in self.rule.conds if isinstance(c, ir.ExprCond)]
+            if not all(self._concrete_value(c, env, wheres) for c in conds):
+                return None
         except (EvalError, KeyError):
             return None
         return Concrete(wheres, env)
+
+    def _concrete_value(self, expr: ir.Expr, env: dict[str, Any], wheres: dict[str, Any]) -> Any:
+        for node in _term_shapes(expr):
+            env[term_shape_key(node)] = _concrete_shape(self.lang, node.pattern, env, wheres)
+        return evaluate(expr, env)
 
 
 _PENDING = object()  # a right side reads a `where` value not computed yet
@@ -207,7 +209,7 @@ def _concrete_shape(lang: ir.Language, p: ir.Pattern, env: dict[str, Any], where
         case ir.PLit(value=v):
             return v
         case ir.PBound(name=n):
-            return wheres.get(n, _FAILED) if n in wheres else None
+            return wheres.get(n)  # None: not computed yet
         case ir.PApp(op=op, args=args):
             children = [_concrete_shape(lang, a, env, wheres) for a in args]
             if any(c is _FAILED for c in children):

@@ -40,9 +40,6 @@ class NullBackend:
     def both(self, a, b):
         return None
 
-    def either(self, a, b):
-        return None
-
     def negate(self, a):
         return None
 
@@ -101,9 +98,6 @@ class CpBackend:
         self.model.add_bool_or([~a, ~b]).only_enforce_if(~lit)
         return lit
 
-    def either(self, a, b):
-        return ~self.both(~a, ~b)
-
     def negate(self, a):
         return ~a
 
@@ -143,13 +137,7 @@ class SymEval:
         return None if x is None or y is None else self.b.both(x, y)
 
     def either(self, x, y):
-        if x is True or y is True:
-            return True
-        if x is False:
-            return y
-        if y is False:
-            return x
-        return None if x is None or y is None else self.b.either(x, y)
+        return self.negate(self.both(self.negate(x), self.negate(y)))
 
     def negate(self, x):
         return (not x) if isinstance(x, bool) else (None if x is None else self.b.negate(x))
