@@ -27,10 +27,14 @@ class StepResult:
 class EGraphSession:
     def __init__(self, lowered: Lowered) -> None:
         self.lowered = lowered
+        self.reset()
+
+    def reset(self) -> None:
+        """Start over with an empty e-graph of the same language (pulsed search's new epoch)."""
         self._egraph = bindings.EGraph()
-        self._execute(lowered.text, "declaring the language")
-        self._constructors = set(lowered.op_of_egg)
-        self._class_sorts = frozenset(lowered.language.sorts)
+        self._execute(self.lowered.text, "declaring the language")
+        self._constructors = set(self.lowered.op_of_egg)
+        self._class_sorts = frozenset(self.lowered.language.sorts)
         self._handles: dict[str, str] = {}  # class key → egglog global naming that class
         self._handle_log: list[list[str]] = []  # handles defined since each open push
         self.depth = 0
@@ -47,6 +51,11 @@ class EGraphSession:
     def load(self, program: ir.Program) -> None:
         self._execute(load_program(program, self.lowered), f"loading program '{program.name}'")
         self.saturate_analysis()
+
+    def define_ruleset(self, name: str, rules: list[str]) -> None:
+        """A ruleset running the named rules of the language together (a schedule's subset)."""
+        members = " ".join(self.lowered.rulesets[r] for r in rules)
+        self._execute(f"(unstable-combined-ruleset {name} {members})", f"defining ruleset {name}")
 
     def saturate_analysis(self) -> None:
         self._execute("(run-schedule (saturate analysis))", "computing shapes")

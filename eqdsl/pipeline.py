@@ -6,8 +6,9 @@ timed under its name. User mistakes raise `EqdslError`.
 from __future__ import annotations
 
 import time
+from pathlib import Path
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from eqdsl import ir
 from eqdsl.check import load_language, load_program_file, load_program_text
@@ -23,6 +24,7 @@ from eqdsl.extract.result import Extraction, Extractor
 from eqdsl.lower.egglog import Lowered, lower_language
 from eqdsl.schedule.config import ExtractConfig, ProgramRef, RunConfig, ScheduleConfig
 from eqdsl.schedule.runner import Limits, ProgressFn, ScheduleOutcome, Scheduler
+from eqdsl.schedule.pulsed import PulsedScheduler
 from eqdsl.schedule.saturate import SaturateScheduler
 from eqdsl.verify.validate import Validation, validate
 
@@ -58,11 +60,23 @@ def _stage(result: RunResult, name: str):
     result.stages[name] = result.stages.get(name, 0.0) + time.perf_counter() - t0
 
 
-def make_scheduler(cfg: ScheduleConfig) -> Scheduler:
-    limits = Limits(cfg.iter_limit, cfg.node_limit, cfg.time_limit_s)
+def make_scheduler(cfg: ScheduleConfig, extract: ExtractConfig, lang: ir.Language,
+                   params: dict[str, int]) -> Scheduler:
     match cfg.kind:
         case "saturate":
+            limits = Limits(cfg.iter_limit, cfg.node_limit, cfg.time_limit_s)
             return SaturateScheduler(limits, cfg.k_multi, cfg.class_counts, cfg.cycle_filter)
+        case "pulsed":
+            known = {r.name for r in lang.single_rules}
+            for name in cfg.rules or ():
+                if name not in known:
+                    raise EqdslError.one(f"unknown rule {name!r}; expected one of the language's "
+                                         f"single-pattern rules: {', '.join(sorted(known))}",
+                                         path="schedule.rules")
+            limits = Limits(cfg.explore_iter, cfg.node_limit, cfg.time_limit_s)
+            epoch_cfg = replace(extract, time_limit_s=cfg.epoch_time_limit_s)
+            return PulsedScheduler(limits, cfg.epochs, make_extractor(cfg.epoch_extract, epoch_cfg),
+                                   params, cfg.rules)
         case _:
             raise EqdslError.one(f"unknown schedule kind {cfg.kind!r}", path="schedule.kind")
 
@@ -79,7 +93,11 @@ def make_extractor(method: str, cfg: ExtractConfig) -> Extractor:
             raise EqdslError.one(f"unknown extractor {method!r}", path="extract.method")
 
 
-def select_program(ref: ProgramRef, lang: ir.Language) -> ir.Program:
+def select_program(ref: ProgramRef, lang: ir.Language, base: Path = Path(".")) -> ir.Program:
+    if ref.builder == "conv_layer":
+        from eqdsl.qgym.layer import build_layer_program
+
+        return build_layer_program(lang, dict(ref.params), base)
     if ref.builder is not None:
         from eqdsl.lang.models import build_model
 
@@ -103,7 +121,7 @@ def select_program(ref: ProgramRef, lang: ir.Language) -> ir.Program:
 def run_pipeline(config: RunConfig, progress: ProgressFn | None = None) -> RunResult:
     t_check = time.perf_counter()
     lang = load_language(config.ruleset, config.source.parent)
-    program = select_program(config.program, lang)
+    program = select_program(config.program, lang, config.source.parent)
     target = load_target(config.target, config.source.parent) if config.target else None
     result = RunResult(config, lang, program, {"check": time.perf_counter() - t_check},
                        params=bind_target(lang, target))
@@ -114,7 +132,8 @@ def run_pipeline(config: RunConfig, progress: ProgressFn | None = None) -> RunRe
         session.load(program)
         result.original_cost = check_input(session, result.lowered, program, result.params)
     with _stage(result, "schedule"):
-        result.outcome = make_scheduler(config.schedule).run(session, progress)
+        scheduler = make_scheduler(config.schedule, config.extract, lang, result.params)
+        result.outcome = scheduler.run(session, progress)
     with _stage(result, "serialize"):
         result.live = live_problem(session.serialize(), result.lowered, result.params)
     methods = [config.extract.method] + [m for m in config.extract.compare if m != config.extract.method]

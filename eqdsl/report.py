@@ -44,6 +44,9 @@ def report_json(result: RunResult) -> dict:
                 {"iteration": r.index, "ruleset": r.ruleset, "nodes": r.nodes, "classes": r.classes,
                  "matches": r.matches, "seconds": round(r.seconds, 6), "rolled_back": r.rolled_back}
                 for r in outcome.iterations],
+            "epochs": [
+                {"epoch": e.index, "cost": e.cost, "nodes": e.nodes, "extract_seconds": round(e.extract_seconds, 6),
+                 "stop": e.stop, "extraction": e.status} for e in outcome.epochs],
         },
         "egraph": {"classes": problem.num_classes, "nodes": len(problem.nodes)},
         "original_cost": result.original_cost,
@@ -85,6 +88,9 @@ def write_outputs(result: RunResult, folder: Path) -> None:
             shutil.rmtree(tmp, ignore_errors=True)
 
 
+SHOWN_LINES = 40
+
+
 def print_summary(result: RunResult, console: Console) -> None:
     outcome, best = result.outcome, result.best
     console.print(f"[bold]{result.language.name}[/] / program [bold]{result.program.name}[/]: "
@@ -95,10 +101,16 @@ def print_summary(result: RunResult, console: Console) -> None:
         table.add_row(method, f"{e.cost:.12g}", e.status.value, "" if e.bound is None else f"{e.bound:.12g}",
                       "" if e.gap is None else f"{100 * e.gap:.2f} %", f"{e.seconds:.3f}")
     console.print(table)
+    if outcome.epochs:
+        console.print("pulsed epochs (cost of the program extracted after each): " +
+                      ", ".join(f"{e.index}: {e.cost:.12g} ({e.stop})" for e in outcome.epochs))
     console.print(f"original cost {result.original_cost:.12g} → best {best.cost:.12g} "
                   f"({_improvement(result.original_cost, best.cost):.2f} % cheaper, {best.method}, "
                   f"{best.status.value})")
-    console.print(result.optimized_text.rstrip())
+    lines = result.optimized_text.rstrip().splitlines()
+    console.print("\n".join(lines[:SHOWN_LINES]), markup=False)
+    if len(lines) > SHOWN_LINES:
+        console.print(f"… {len(lines) - SHOWN_LINES} more line(s): the whole program is in the output folder")
     if result.validation is not None:
         style = "green" if result.validation.ok else "bold red"
         console.print(f"[{style}]validation: {result.validation.message}[/]")

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 from eqdsl import ir
 from eqdsl.cost.evaluate import EvalError, Value, evaluate
-from eqdsl.diagnostics import EqdslError
+from eqdsl.diagnostics import EqdslError, Span
 from eqdsl.extract.egraph import ExtractionProblem, Selection, build_problem, reachable
 from eqdsl.lower.egglog import Lowered
 
@@ -170,3 +170,25 @@ def program_text(live: LiveEGraph, selection: Selection, name: str = "optimized"
             text[c] = expr
     lines += [f"  root {text[r]}" for r in p.roots]
     return "\n".join(lines) + "\n"
+
+
+def selection_program(live: LiveEGraph, selection: Selection, name: str = "optimized") -> ir.Program:
+    """The selection as an `ir.Program` (what `program_text` prints, without the text round trip):
+    value classes become literal arguments, every other class one node."""
+    p = live.problem
+    index: dict[int, int] = {}
+    nodes: list[ir.TermNode] = []
+    for c in reachable(p, selection):
+        cid = p.class_ids[c]
+        if cid in live.values:
+            continue
+        node = p.nodes[selection[c]]
+        args = tuple(_literal_arg(live.values[p.class_ids[k]]) if p.class_ids[k] in live.values
+                     else ir.Child(index[k]) for k in node.children)
+        index[c] = len(nodes)
+        nodes.append(ir.TermNode(node.op, args))
+    return ir.Program(name, tuple(nodes), tuple(index[r] for r in p.roots), Span("<extracted>", 0, 0))
+
+
+def _literal_arg(value: Value):
+    return tuple(value) if isinstance(value, list) else value

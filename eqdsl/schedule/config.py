@@ -15,7 +15,7 @@ import yaml
 
 from eqdsl.diagnostics import EqdslError
 
-SCHEDULE_KINDS = ("saturate",)
+SCHEDULE_KINDS = ("saturate", "pulsed")
 EXTRACTORS = ("greedy", "greedy-dag", "cpsat")
 ACYCLIC = ("order", "lazy", "filter-list")
 CYCLE_FILTERS = ("none", "efficient", "vanilla")
@@ -30,6 +30,16 @@ class ScheduleConfig:
     k_multi: int = 1
     class_counts: bool = True  # count e-classes every iteration (costs a freeze of the e-graph)
     cycle_filter: str = "none"
+    # pulsed only (eqdsl.schedule.pulsed): epochs of `explore_iter` iterations, each ended by
+    # an extraction of every root with `epoch_extract` under `epoch_time_limit_s`
+    epochs: int = 4
+    explore_iter: int = 3
+    epoch_extract: str = "cpsat"
+    epoch_time_limit_s: float = 10.0
+    rules: tuple[str, ...] | None = None  # the rules exploration runs; None: all single-pattern
+
+
+PULSED_KEYS = ("epochs", "explore_iter", "epoch_extract", "epoch_time_limit_s", "rules")
 
 
 @dataclass(frozen=True)
@@ -132,9 +142,24 @@ def _schedule(data: Any) -> ScheduleConfig:
         class_counts=r.get("class_counts", d.class_counts, lambda v: isinstance(v, bool), "true or false"),
         cycle_filter=r.get("cycle_filter", d.cycle_filter, _one_of(CYCLE_FILTERS),
                            f"one of {', '.join(CYCLE_FILTERS)}"),
+        epochs=r.get("epochs", d.epochs, _int_at_least(1), "an int ≥ 1"),
+        explore_iter=r.get("explore_iter", d.explore_iter, _int_at_least(0), "an int ≥ 0"),
+        epoch_extract=r.get("epoch_extract", d.epoch_extract, _one_of(("cpsat", "greedy-dag")),
+                            "cpsat or greedy-dag"),
+        epoch_time_limit_s=float(r.get("epoch_time_limit_s", d.epoch_time_limit_s, _positive_number,
+                                       "a number > 0")),
+        rules=_rule_names(r.get("rules", None, lambda v: v is None or (
+            isinstance(v, list) and v and all(isinstance(x, str) for x in v)), "a list of rule names")),
     )
     r.finish()
+    if cfg.kind != "pulsed" and (given := [k for k in PULSED_KEYS if k in r.data]):
+        raise EqdslError.one(f"`{given[0]}` applies to `kind: pulsed` only; got kind {cfg.kind!r}",
+                             path=f"schedule.{given[0]}")
     return cfg
+
+
+def _rule_names(value: list[str] | None) -> tuple[str, ...] | None:
+    return None if value is None else tuple(value)
 
 
 def _extract(data: Any) -> ExtractConfig:

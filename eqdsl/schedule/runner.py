@@ -45,6 +45,18 @@ class IterationReport:
 
 
 @dataclass(frozen=True)
+class EpochReport:
+    """One epoch of a pulsed schedule: the cost of the program extracted at its end."""
+
+    index: int  # 1-based
+    cost: float
+    nodes: int  # e-graph size when extracted
+    extract_seconds: float
+    stop: str  # why exploration ended
+    status: str  # the extraction's status (optimal / feasible / heuristic)
+
+
+@dataclass(frozen=True)
 class ScheduleOutcome:
     stop: StopReason
     iterations: tuple[IterationReport, ...]
@@ -52,6 +64,7 @@ class ScheduleOutcome:
     seconds: float
     start_nodes: int = 0
     notes: tuple[str, ...] = field(default_factory=tuple)
+    epochs: tuple[EpochReport, ...] = ()  # pulsed schedules only
 
 
 ProgressFn = Callable[[IterationReport], None]
