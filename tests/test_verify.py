@@ -24,7 +24,7 @@ def _verify_all(ref, examples: int) -> list:
     return [verify_rule(lang, sem, r, examples, seed=0) for r in operator_rules(lang, sem) + list(lang.rules)]
 
 
-@pytest.mark.parametrize("ref", ["arith", str(EXAMPLES / "sharing" / "sharing.eqr"), str(TRANSPOSE_LAWS)])
+@pytest.mark.parametrize("ref", ["arith", "qgym", str(EXAMPLES / "sharing" / "sharing.eqr"), str(TRANSPOSE_LAWS)])
 def test_small_rulesets_verify_with_100_examples(ref):
     results = _verify_all(ref, 100)
     assert all(r.status is Status.PASSED and r.examples >= 100 for r in results), results

@@ -192,3 +192,4 @@ def selection_program(live: LiveEGraph, selection: Selection, name: str = "optim
 
 def _literal_arg(value: Value):
     return tuple(value) if isinstance(value, list) else value
+

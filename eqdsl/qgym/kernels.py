@@ -4,8 +4,8 @@ The program's roots are (j, k) for offsets j = 0..tpr and channels k (as `layer_
 orders them). Each kernel instance computes T = tpr + 1 horizontally adjacent output positions
 (h, w0 .. w0 + T − 1): leaf x(r, s, c) reads input[c, h + r, w0 + s], weights are literals in the
 code, every other node is one local. Stride 1, no padding ("valid"): out[K, H − R + 1, W − S + 1].
-The input is padded on the right by T columns (zeros) so the last group may read past the edge;
-outputs past the edge are not written.
+The input is padded on the right by T columns (zeros) and the output to whole groups, so the
+last group may compute past the edge; those outputs are sliced off.
 
 Contract: `cpu_kernel(program, spec)` returns f(x) → out for a float32 or int array x [C, H, W]
 (njit, parallel over position groups); `cuda_kernel(program, spec, channel_groups)` returns the
@@ -55,8 +55,7 @@ def _body(program: ir.Program, spec: LayerSpec, root_ids: list[int], indent: str
         lines.append(f"{indent}t{i} = {expr}")
     for r in root_ids:
         j, k = divmod(r, spec.K)
-        lines.append(f"{indent}if w0 + {j} < wo:")
-        lines.append(f"{indent}    out[{k}, h, w0 + {j}] = t{program.roots[r]}")
+        lines.append(f"{indent}out[{k}, h, w0 + {j}] = t{program.roots[r]}")
     return lines
 
 
@@ -65,16 +64,17 @@ def kernel_source(program: ir.Program, spec: LayerSpec, target: str, channel_gro
     t = spec.tpr + 1
     roots = list(range(len(program.roots)))
     if target == "cpu":
+        # branch-free inner loop over position groups (out is padded to whole groups) so LLVM
+        # can vectorize across positions
         head = ["def layer(xp, out):",
-                "    ho, wo = out.shape[1], out.shape[2]",
-                f"    groups = (wo + {t - 1}) // {t}",
-                "    for idx in prange(ho * groups):",
-                f"        h, w0 = idx // groups, (idx % groups) * {t}"]
-        return "\n".join(head + _body(program, spec, roots, " " * 8)) + "\n"
+                f"    ho, groups = out.shape[1], out.shape[2] // {t}",
+                "    for h in prange(ho):",
+                "        for g in range(groups):",
+                f"            w0 = g * {t}"]
+        return "\n".join(head + _body(program, spec, roots, " " * 12)) + "\n"
     per_group = [[r for r in roots if (r % spec.K) * channel_groups // spec.K == g] for g in range(channel_groups)]
     head = ["def layer(xp, out):",
-            "    ho, wo = out.shape[1], out.shape[2]",
-            f"    groups = (wo + {t - 1}) // {t}",
+            f"    ho, groups = out.shape[1], out.shape[2] // {t}",
             "    idx = cuda.grid(1)",
             f"    g, idx = idx % {channel_groups}, idx // {channel_groups}",
             "    if idx >= ho * groups:",
@@ -101,7 +101,14 @@ def _padded(x: np.ndarray, spec: LayerSpec) -> np.ndarray:
 
 
 def _out_shape(x: np.ndarray, spec: LayerSpec) -> tuple[int, int, int]:
-    return (spec.K, x.shape[1] - spec.R + 1, x.shape[2] - spec.S + 1)
+    """The output, its width padded to whole groups of tpr + 1 positions (sliced off after)."""
+    t = spec.tpr + 1
+    wo = x.shape[2] - spec.S + 1
+    return (spec.K, x.shape[1] - spec.R + 1, -(-wo // t) * t)
+
+
+def _valid(out: np.ndarray, x: np.ndarray, spec: LayerSpec) -> np.ndarray:
+    return out[:, :, :x.shape[2] - spec.S + 1]
 
 
 def cpu_kernel(program: ir.Program, spec: LayerSpec) -> Conv:
@@ -110,9 +117,9 @@ def cpu_kernel(program: ir.Program, spec: LayerSpec) -> Conv:
     layer = njit(parallel=True, fastmath=False)(_compile(kernel_source(program, spec, "cpu"), {"prange": prange, "np": np}))
 
     def run(x: np.ndarray) -> np.ndarray:
-        out = np.zeros(_out_shape(x, spec), dtype=np.float32)
+        out = np.empty(_out_shape(x, spec), dtype=np.float32)
         layer(_padded(x, spec), out)
-        return out
+        return _valid(out, x, spec)
 
     return run
 
@@ -126,11 +133,11 @@ def cuda_kernel(program: ir.Program, spec: LayerSpec, channel_groups: int = 1,
 
     def run(x: np.ndarray) -> np.ndarray:
         shape = _out_shape(x, spec)
-        positions = shape[1] * -(-shape[2] // (spec.tpr + 1))
+        positions = shape[1] * (shape[2] // (spec.tpr + 1))
         threads = positions * channel_groups
         d_x, d_out = cuda.to_device(_padded(x, spec)), cuda.device_array(shape, dtype=np.float32)
         layer[-(-threads // threads_per_block), threads_per_block](d_x, d_out)
-        return d_out.copy_to_host()
+        return _valid(d_out.copy_to_host(), x, spec)
 
     return run
 

@@ -82,6 +82,9 @@ class PulsedScheduler:
         return stop
 
     def _extract(self, session: EGraphSession) -> tuple[ir.Program, Extraction]:
+        """Extract every root. The next epoch starts from this program even when it is costlier
+        than the epoch's start (a factorised but less shared program is often the way to a
+        cheaper one; measured in BENCHMARKS.md); the best of all epochs is kept."""
         live: LiveEGraph = live_problem(session.serialize(), session.lowered, self.params)
         extraction = self.extractor.extract(live.problem)
         assert extraction.cost == dag_cost(live.problem, extraction.selection)

@@ -1,0 +1,162 @@
+"""Q-gym: layer expressions, SumMerge, pulsed search, kernels, HE counts, bad input."""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from conftest import ROOT
+from eqdsl.check import load_language
+from eqdsl.diagnostics import EqdslError
+from eqdsl.qgym import he
+from eqdsl.qgym.baselines import count_ops, factorised_count
+from eqdsl.qgym.kernels import cpu_kernel, direct_conv
+from eqdsl.qgym.layer import (LayerSpec, QuantizedLayer, layer_expressions, layer_from_params,
+                              synthetic_weights)
+from eqdsl.qgym.study import Search, check_exact, compare
+from eqdsl.qgym.summerge import merge_pairs, summerge
+
+LANG = load_language("qgym")
+
+
+def _layer(R=3, S=3, C=4, K=6, Q=3, tpr=0, seed=0) -> QuantizedLayer:
+    spec = LayerSpec(R, S, C, K, Q, tpr)
+    return QuantizedLayer(spec, synthetic_weights(LayerSpec(R, S, C, K, Q), seed))
+
+
+def test_synthetic_weights_take_q_distinct_nonzero_levels():
+    layer = _layer(Q=5)
+    assert layer.weights.shape == (6, 4, 3, 3)
+    assert len(layer.levels) == 5 and 0 not in layer.levels
+
+
+@pytest.mark.parametrize("tpr", [0, 2])
+def test_layer_expressions_equal_the_plain_layer_on_integers(tpr):
+    layer = _layer(tpr=tpr)
+    program = layer_expressions(LANG, layer)
+    assert len(program.roots) == layer.spec.K * (tpr + 1)
+    assert check_exact(program, layer)
+    wrong = QuantizedLayer(layer.spec, layer.weights + (np.arange(layer.weights.size).reshape(layer.weights.shape) == 7))
+    assert not check_exact(program, wrong)  # the check can fail
+
+
+def test_merge_pairs_merges_the_most_frequent_pair_until_none_repeats():
+    merged = merge_pairs([{0, 1, 2}, {0, 1, 3}, {0, 1}, {2, 3}], 4)
+    assert merged.merges == [(0, 1)]
+    assert merged.groups == [[2, 4], [3, 4], [4], [2, 3]]
+
+
+def test_summerge_is_exact_and_beats_factorisation():
+    layer = _layer(C=8, K=8, Q=2)
+    program = summerge(LANG, layer)
+    assert check_exact(program, layer)
+    assert count_ops(program).cost < factorised_count(layer).cost < layer.spec.plain_cost
+
+
+def test_plain_and_factorised_counts():
+    layer = _layer(R=1, S=1, C=4, K=2, Q=2)
+    layer = QuantizedLayer(layer.spec, np.array([[1, 1, 2, 2], [3, 3, 3, 3]]).reshape(2, 4, 1, 1))
+    assert layer.spec.plain_ops == 2 * 7 and layer.spec.plain_cost == 2 * 11
+    f = factorised_count(layer)
+    assert (f.adds, f.muls) == (2 + 1 + 3, 2 + 1)
+
+
+def test_pulsed_search_is_exact_and_never_worse_than_its_start():
+    layer = _layer(R=1, S=1, C=12, K=8, Q=2)
+    start = count_ops(layer_expressions(LANG, layer)).cost
+    res = compare(LANG, layer, [Search("pulsed", "greedy-dag", epochs=3, explore_iter=2)])
+    assert res.methods["pulsed"].exact and res.methods["summerge"].exact
+    assert res.methods["pulsed"].ops.cost <= start
+
+
+@pytest.mark.parametrize("tpr", [0, 1])
+def test_cpu_kernel_matches_direct_convolution(tpr):
+    layer = _layer(C=3, K=4, Q=3, tpr=tpr)
+    x = np.random.default_rng(0).integers(-127, 128, size=(3, 7, 9)).astype(np.float32)
+    got = cpu_kernel(summerge(LANG, layer), layer.spec)(x)
+    assert np.array_equal(got.astype(np.int64), direct_conv(x.astype(np.int64), layer.weights))
+
+
+def test_cuda_kernel_matches_direct_convolution_in_the_simulator():
+    script = """
+import numpy as np
+from eqdsl.check import load_language
+from eqdsl.qgym.kernels import cuda_kernel, direct_conv
+from eqdsl.qgym.layer import LayerSpec, QuantizedLayer, layer_expressions, synthetic_weights
+spec = LayerSpec(2, 2, 2, 4, 2, 1)
+layer = QuantizedLayer(spec, synthetic_weights(LayerSpec(2, 2, 2, 4, 2), 0))
+x = np.random.default_rng(0).integers(-127, 128, size=(2, 4, 5)).astype(np.float32)
+got = cuda_kernel(layer_expressions(load_language("qgym"), layer), spec, channel_groups=2)(x)
+assert np.array_equal(got.astype(np.int64), direct_conv(x.astype(np.int64), layer.weights)), (got, direct_conv(x.astype(np.int64), layer.weights))
+print("ok")
+"""
+    env = dict(os.environ, NUMBA_ENABLE_CUDASIM="1")
+    done = subprocess.run([sys.executable, "-c", script], env=env, cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0 and "ok" in done.stdout, done.stderr[-2000:]
+
+
+def test_he_counts_and_bfv_run():
+    layer = _layer(R=1, S=1, C=6, K=3, Q=2)
+    program = summerge(LANG, layer)
+    dense = he.dense_he_counts(layer.spec)
+    assert (dense.pt_ct_mul, dense.ct_ct_add, dense.pt_ct_add) == (18, 15, 3)
+    counts = he.he_counts(program)
+    assert counts.pt_ct_mul == count_ops(program).muls and counts.ct_ct_add == count_ops(program).adds
+    ok, _ = he.run_bfv(program, layer.weights, batch=4)
+    assert ok
+
+
+def test_weight_file_errors(tmp_path):
+    params = {"R": 3, "S": 3, "C": 2, "K": 2, "Q": 2, "weights": "w.npy"}
+    np.save(tmp_path / "w.npy", np.ones((2, 2, 3, 2), dtype=np.int8))
+    with pytest.raises(EqdslError, match=r"expected shape \[K, C, R, S\] = \[2, 2, 3, 3\], found \[2, 2, 3, 2\]"):
+        layer_from_params(params, tmp_path)
+    np.save(tmp_path / "w.npy", np.arange(36).reshape(2, 2, 3, 3))
+    with pytest.raises(EqdslError, match="at most Q = 2 distinct non-zero weight values, found 35"):
+        layer_from_params(params, tmp_path)
+    np.save(tmp_path / "w.npy", np.full((2, 2, 3, 3), 0.5))
+    with pytest.raises(EqdslError, match="expected integer weights"):
+        layer_from_params(params, tmp_path)
+    np.save(tmp_path / "w.npy", np.tile([1, -1], 18).reshape(2, 2, 3, 3))
+    assert layer_from_params(params, tmp_path).levels == (-1, 1)
+
+
+@pytest.mark.parametrize("program, message", [
+    ("{builder: conv_layer, R: 3, S: 3, C: 2, K: 2}", "program.Q: error: missing layer size Q"),
+    ("{builder: conv_layer, R: 3, S: 3, C: 2, K: 2, Q: 2, stride: 2}", "program.stride: error: unknown parameter"),
+    ("{builder: conv_layer, R: 0, S: 3, C: 2, K: 2, Q: 2}", "program.R: error: expected an int ≥ 1, got 0"),
+    ("{builder: conv_layer, R: 1, S: 1, C: 2, K: 2, Q: 2, weights: nope.npy}", "cannot read weight file"),
+])
+def test_bad_layer_config_is_a_clean_error(tmp_path, run_cli, program, message):
+    (tmp_path / "c.yaml").write_text(f"ruleset: qgym\nprogram: {program}\nschedule: {{kind: pulsed}}\n")
+    code, _, err = run_cli("run", tmp_path / "c.yaml", "--output", tmp_path / "out", "--quiet")
+    assert code == 2 and message in err and "Traceback" not in err, err
+
+
+@pytest.mark.parametrize("schedule, message", [
+    ("{kind: saturate, epochs: 2}", "schedule.epochs: error: `epochs` applies to `kind: pulsed` only"),
+    ("{kind: pulsed, rules: [nope]}", "schedule.rules: error: unknown rule 'nope'"),
+    ("{kind: pulsed, node_limit: 10}", "expected a node limit of at least the input program's"),
+])
+def test_bad_pulsed_schedule_is_a_clean_error(tmp_path, run_cli, schedule, message):
+    (tmp_path / "c.yaml").write_text("ruleset: qgym\nprogram: {builder: conv_layer, R: 3, S: 3, C: 2, K: 2, Q: 2}\n"
+                                     f"schedule: {schedule}\n")
+    code, _, err = run_cli("run", tmp_path / "c.yaml", "--output", tmp_path / "out", "--quiet")
+    assert code == 2 and message in err and "Traceback" not in err, err
+
+
+def test_pulsed_run_reports_epochs_and_a_partial_result_at_the_node_limit(tmp_path, run_cli):
+    (tmp_path / "c.yaml").write_text(
+        "ruleset: qgym\nprogram: {builder: conv_layer, R: 1, S: 2, C: 3, K: 3, Q: 2, tpr: 1}\n"
+        "schedule: {kind: pulsed, epochs: 2, explore_iter: 4, node_limit: 400, epoch_extract: greedy-dag}\n"
+        "extract: {method: greedy-dag, compare: []}\nvalidate: true\n")
+    code, out, err = run_cli("run", tmp_path / "c.yaml", "--output", tmp_path / "out")
+    assert code == 0, err
+    report = json.loads((tmp_path / "out" / "report.json").read_text())
+    assert report["schedule"]["stop_reason"] == "node limit"
+    assert len(report["schedule"]["epochs"]) == 2 and "pulsed epochs" in out
+    assert report["best_cost"] <= report["original_cost"] and report["validation"]["ok"]
