@@ -32,14 +32,15 @@ class OpCount:
 
 
 def count_ops(program: ir.Program) -> OpCount:
-    live = _reachable(program)
+    live = reachable_nodes(program)
     adds = sum(1 for i in live if program.nodes[i].op == "add")
     muls = sum(1 for i in live if program.nodes[i].op == "mul")
     return OpCount(adds, muls)
 
 
-def _reachable(program: ir.Program) -> set[int]:
-    seen, stack = set(), list(program.roots)
+def reachable_nodes(program: ir.Program, roots: list[int] | None = None) -> set[int]:
+    """Indices of the nodes the roots (default: all) depend on."""
+    seen, stack = set(), list(program.roots if roots is None else roots)
     while stack:
         i = stack.pop()
         if i in seen:

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from eqdsl import ir
+from eqdsl.qgym.baselines import reachable_nodes
 from eqdsl.qgym.layer import LayerSpec
 
 
@@ -42,7 +43,7 @@ def _is_cipher(program: ir.Program) -> list[bool]:
 
 def he_counts(program: ir.Program, positions: int = 1, biases: bool = True) -> HeCounts:
     cipher = _is_cipher(program)
-    live = _reachable(program)
+    live = reachable_nodes(program)
     counts = {"pt_ct_mul": 0, "ct_ct_add": 0, "ct_ct_mul": 0}
     for i in live:
         node = program.nodes[i]
@@ -66,16 +67,6 @@ def dense_he_counts(spec: LayerSpec, positions: int = 1, biases: bool = True) ->
                     outputs if biases else 0).scaled(positions)
 
 
-def _reachable(program: ir.Program) -> set[int]:
-    seen, stack = set(), list(program.roots)
-    while stack:
-        i = stack.pop()
-        if i not in seen:
-            seen.add(i)
-            stack.extend(a.index for a in program.nodes[i].args if isinstance(a, ir.Child))
-    return seen
-
-
 def run_bfv(program: ir.Program, weights: np.ndarray, batch: int = 8, seed: int = 0,
             x_max: int = 15) -> tuple[bool, float]:
     """Encrypt a batch of random inputs in [0, x_max] (one ciphertext per activation), evaluate
@@ -95,8 +86,7 @@ def run_bfv(program: ir.Program, weights: np.ndarray, batch: int = 8, seed: int 
         raise ValueError(f"outputs up to {bound} do not fit BFV's plain modulus 1032193")
     t0 = time.perf_counter()
     values: list = []
-    cipher = _is_cipher(program)
-    for i, node in enumerate(program.nodes):
+    for node in program.nodes:
         args = [values[a.index] if isinstance(a, ir.Child) else a for a in node.args]
         match node.op:
             case "x":
@@ -106,7 +96,7 @@ def run_bfv(program: ir.Program, weights: np.ndarray, batch: int = 8, seed: int 
                 values.append(int(args[0]))
             case "add":
                 a, b = args
-                values.append(a + b if cipher[i] and not isinstance(a, int) else b + a if cipher[i] else a + b)
+                values.append(b + a if isinstance(a, int) else a + b)  # ciphertext on the left
             case "mul":
                 a, b = args
                 values.append(b * a if isinstance(a, int) else a * b)

@@ -20,20 +20,14 @@ from typing import Callable
 import numpy as np
 
 from eqdsl import ir
+from eqdsl.qgym.baselines import reachable_nodes
 from eqdsl.qgym.layer import LayerSpec
 
 Conv = Callable[[np.ndarray], np.ndarray]
 
 
 def _reachable_order(program: ir.Program, roots: list[int]) -> list[int]:
-    seen: set[int] = set()
-    stack = list(roots)
-    while stack:
-        i = stack.pop()
-        if i not in seen:
-            seen.add(i)
-            stack.extend(a.index for a in program.nodes[i].args if isinstance(a, ir.Child))
-    return sorted(seen)  # program nodes are topologically ordered
+    return sorted(reachable_nodes(program, roots))  # program nodes are topologically ordered
 
 
 def _body(program: ir.Program, spec: LayerSpec, root_ids: list[int], indent: str) -> list[str]:
