@@ -10,7 +10,7 @@ import math
 from typing import assert_never
 
 from eqdsl import ir
-from eqdsl.lower.exprs import const_int, shape_key, term_shape_key
+from eqdsl.lower.exprs import const_int, env_key
 
 Value = int | str | bool | tuple[int, ...]
 
@@ -83,12 +83,8 @@ def evaluate(e: ir.Expr, env: dict[str, Value]) -> Value:
     match e:
         case ir.Const(value=v):
             return v
-        case ir.Ref(name=n):
-            return env[n]
-        case ir.ShapeOf(var=v):
-            return env[shape_key(v)]
-        case ir.ShapeOfTerm():
-            return env[term_shape_key(e)]
+        case ir.Ref() | ir.ShapeOf() | ir.ShapeOfTerm():
+            return env[env_key(e)]
         case ir.Builtin(fn=fn, args=args):
             return _BUILTIN[fn](*(evaluate(a, env) for a in args))
         case ir.BinOp(op="and", left=l, right=r):

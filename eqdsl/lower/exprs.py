@@ -32,6 +32,17 @@ def term_shape_key(e: ir.ShapeOfTerm) -> str:
     return f"shape({e.pattern!r})"
 
 
+def env_key(e: ir.Ref | ir.ShapeOf | ir.ShapeOfTerm) -> str:
+    """The environment key every evaluator (egglog terms, Python values, symbolic) binds `e` to."""
+    match e:
+        case ir.Ref(name=n):
+            return n
+        case ir.ShapeOf(var=v):
+            return shape_key(v)
+        case ir.ShapeOfTerm():
+            return term_shape_key(e)
+
+
 def literal(value: int | str | bool | tuple[int, ...]) -> str:
     match value:
         case tuple():
@@ -148,12 +159,8 @@ def term(e: ir.Expr, env: dict[str, str]) -> str:
     match e:
         case ir.Const(value=v):
             return literal(v)
-        case ir.Ref(name=n):
-            return env[n]
-        case ir.ShapeOf(var=v):
-            return env[shape_key(v)]
-        case ir.ShapeOfTerm():
-            return env[term_shape_key(e)]
+        case ir.Ref() | ir.ShapeOf() | ir.ShapeOfTerm():
+            return env[env_key(e)]
         case ir.Builtin(fn="len", args=(a,)):
             return f"(vec-length {term(a, env)})"
         case ir.Builtin(fn="min" | "max" as fn, args=(a, b)):

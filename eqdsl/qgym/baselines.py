@@ -12,7 +12,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from eqdsl import ir
-from eqdsl.qgym.layer import QuantizedLayer
+from eqdsl.qgym.layer import LayerSpec, QuantizedLayer
 
 C_ADD, C_MUL = 1, 2
 
@@ -48,6 +48,10 @@ def reachable_nodes(program: ir.Program, roots: list[int] | None = None) -> set[
         seen.add(i)
         stack.extend(a.index for a in program.nodes[i].args if isinstance(a, ir.Child))
     return seen
+
+
+def plain_count(spec: LayerSpec) -> OpCount:
+    return OpCount(spec.outputs * (spec.window - 1), spec.outputs * spec.window)
 
 
 def factorised_count(layer: QuantizedLayer) -> OpCount:

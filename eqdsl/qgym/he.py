@@ -13,6 +13,8 @@ every decrypted output equals NumPy's integer result (TenSEAL imported lazily).
 """
 from __future__ import annotations
 
+import time
+from collections import Counter
 from dataclasses import dataclass
 
 import numpy as np
@@ -43,28 +45,20 @@ def _is_cipher(program: ir.Program) -> list[bool]:
 
 def he_counts(program: ir.Program, positions: int = 1, biases: bool = True) -> HeCounts:
     cipher = _is_cipher(program)
-    live = reachable_nodes(program)
-    counts = {"pt_ct_mul": 0, "ct_ct_add": 0, "ct_ct_mul": 0}
-    for i in live:
+    kinds = Counter()
+    for i in reachable_nodes(program):
         node = program.nodes[i]
-        if node.op not in ("add", "mul") or not cipher[i]:
-            continue
-        both = all(cipher[a.index] for a in node.args)
-        key = {("add", True): "ct_ct_add", ("mul", True): "ct_ct_mul", ("mul", False): "pt_ct_mul"}.get((node.op, both))
-        if key is None:  # add of a plaintext and a ciphertext inside the expressions
-            key = "pt_ct_add_inner"
-            counts[key] = counts.get(key, 0) + 1
-        else:
-            counts[key] += 1
-    bias = len(program.roots) if biases else 0
-    return HeCounts(counts["pt_ct_mul"], counts["ct_ct_add"], counts.get("pt_ct_add_inner", 0) + bias,
-                    counts["ct_ct_mul"]).scaled(positions)
+        if node.op in ("add", "mul") and cipher[i]:  # plaintext-only nodes are folded
+            both = all(cipher[a.index] for a in node.args)
+            kinds[(node.op, both)] += 1
+    return HeCounts(kinds[("mul", False)], kinds[("add", True)],
+                    kinds[("add", False)] + (len(program.roots) if biases else 0),
+                    kinds[("mul", True)]).scaled(positions)
 
 
 def dense_he_counts(spec: LayerSpec, positions: int = 1, biases: bool = True) -> HeCounts:
-    outputs = spec.K * (spec.tpr + 1)
-    return HeCounts(outputs * spec.window, outputs * (spec.window - 1),
-                    outputs if biases else 0).scaled(positions)
+    return HeCounts(spec.outputs * spec.window, spec.outputs * (spec.window - 1),
+                    spec.outputs if biases else 0).scaled(positions)
 
 
 def run_bfv(program: ir.Program, weights: np.ndarray, batch: int = 8, seed: int = 0,
@@ -72,8 +66,6 @@ def run_bfv(program: ir.Program, weights: np.ndarray, batch: int = 8, seed: int 
     """Encrypt a batch of random inputs in [0, x_max] (one ciphertext per activation), evaluate
     the program's roots (one output position, tpr 0) under BFV, decrypt, compare with the integer
     layer. Returns (all equal, seconds)."""
-    import time
-
     import tenseal as ts
 
     k, c, r, s = weights.shape

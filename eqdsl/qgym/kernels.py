@@ -108,7 +108,7 @@ def _valid(out: np.ndarray, x: np.ndarray, spec: LayerSpec) -> np.ndarray:
 def cpu_kernel(program: ir.Program, spec: LayerSpec) -> Conv:
     from numba import njit, prange
 
-    layer = njit(parallel=True, fastmath=False)(_compile(kernel_source(program, spec, "cpu"), {"prange": prange, "np": np}))
+    layer = njit(parallel=True)(_compile(kernel_source(program, spec, "cpu"), {"prange": prange, "np": np}))
 
     def run(x: np.ndarray) -> np.ndarray:
         out = np.empty(_out_shape(x, spec), dtype=np.float32)

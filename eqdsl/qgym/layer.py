@@ -43,14 +43,19 @@ class LayerSpec:
         return self.R * self.S * self.C
 
     @property
+    def outputs(self) -> int:
+        """Roots built together: K channels at each of tpr + 1 positions."""
+        return (self.tpr + 1) * self.K
+
+    @property
     def plain_ops(self) -> int:
-        """Operations of the dense layer for the positions built together: K·(2·RSC − 1) each."""
-        return (self.tpr + 1) * self.K * (2 * self.window - 1)
+        """Operations of the dense layer: RSC multiplies and RSC − 1 adds per output."""
+        return self.outputs * (2 * self.window - 1)
 
     @property
     def plain_cost(self) -> int:
-        """The same weighted by Q-gym's C_mul = 2, C_add = 1: RSC multiplies, RSC − 1 adds."""
-        return (self.tpr + 1) * self.K * (3 * self.window - 1)
+        """The same weighted by Q-gym's C_mul = 2, C_add = 1."""
+        return self.outputs * (3 * self.window - 1)
 
     def name(self) -> str:
         return f"conv R{self.R} S{self.S} C{self.C} K{self.K} Q{self.Q} tpr{self.tpr}"
@@ -124,24 +129,23 @@ def window_order(spec: LayerSpec) -> list[tuple[int, int, int]]:
 def _kernel_expression(g: GraphBuilder, kernel: np.ndarray, offset: int) -> Tensor:
     """Σ W·x for one kernel [C, R, S] at horizontal offset `offset`, grouped by weight value."""
     C, R, S = kernel.shape
-    block = R * C
+    block = R * C  # window index i = s·R·C + r·C + c (window_order)
     groups: dict[int, list[int]] = {}
-    for i, (r, s, c) in enumerate(window_order(LayerSpec(R, S, C, 1, 1))):
-        v = int(kernel[c, r, s])
+    for i, v in enumerate(kernel.transpose(2, 1, 0).reshape(-1)):
         if v != 0:
-            groups.setdefault(v, []).append(i)
+            groups.setdefault(int(v), []).append(i)
     if not groups:  # an all-zero kernel: the output is 0·x
         return g.mul(g.w(0), g.x(0, offset, 0))
 
-    def term(i: int) -> Tensor:
-        s, rc = divmod(i, block)
-        r, c = divmod(rc, C)
-        return g.mul(g.w(value), g.x(r, s + offset, c))
+    def product(value: int):
+        def term(i: int) -> Tensor:
+            s, rc = divmod(i, block)
+            r, c = divmod(rc, C)
+            return g.mul(g.w(value), g.x(r, s + offset, c))
+        return term
 
-    sums = []
-    for value in sorted(groups):
-        sums.append(_fixed_tree_sum(g, groups[value], 0, S * block, block, term))
-    return _balanced_sum(g, sums)
+    return _balanced_sum(g, [_fixed_tree_sum(g, groups[v], 0, S * block, block, product(v))
+                             for v in sorted(groups)])
 
 
 def _fixed_tree_sum(g: GraphBuilder, members: list[int], lo: int, hi: int, block: int, term) -> Tensor:

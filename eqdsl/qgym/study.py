@@ -19,7 +19,7 @@ from eqdsl.extract.dag import GreedyDagExtractor
 from eqdsl.extract.greedy import GreedyExtractor
 from eqdsl.extract.live import live_problem, selection_program
 from eqdsl.lower.egglog import lower_language
-from eqdsl.qgym.baselines import OpCount, count_ops, factorised_count
+from eqdsl.qgym.baselines import OpCount, count_ops, factorised_count, plain_count
 from eqdsl.qgym.layer import QuantizedLayer, layer_expressions
 from eqdsl.qgym.summerge import summerge
 from eqdsl.schedule.pulsed import PulsedScheduler
@@ -100,7 +100,7 @@ def check_exact(program: ir.Program, layer: QuantizedLayer, batch: int = 4, seed
 
 def compare(lang: ir.Language, layer: QuantizedLayer, searches: list[Search]) -> LayerResult:
     result = LayerResult(layer)
-    result.methods["plain"] = MethodResult(_plain_count(layer), 0.0, True)
+    result.methods["plain"] = MethodResult(plain_count(layer.spec), 0.0, True)
     t0 = time.perf_counter()
     result.methods["factorisation"] = MethodResult(factorised_count(layer), time.perf_counter() - t0, True)
     t0 = time.perf_counter()
@@ -117,8 +117,3 @@ def compare(lang: ir.Language, layer: QuantizedLayer, searches: list[Search]) ->
         result.programs[search.name] = program
     return result
 
-
-def _plain_count(layer: QuantizedLayer) -> OpCount:
-    spec = layer.spec
-    outputs = spec.K * (spec.tpr + 1)
-    return OpCount(outputs * (spec.window - 1), outputs * spec.window)

@@ -148,7 +148,7 @@ def _schedule(data: Any) -> ScheduleConfig:
                             "cpsat or greedy-dag"),
         epoch_time_limit_s=float(r.get("epoch_time_limit_s", d.epoch_time_limit_s, _positive_number,
                                        "a number > 0")),
-        rules=_rule_names(r.get("rules", None, lambda v: v is None or (
+        rules=_tuple_or_none(r.get("rules", None, lambda v: v is None or (
             isinstance(v, list) and v and all(isinstance(x, str) for x in v)), "a list of rule names")),
     )
     r.finish()
@@ -158,7 +158,7 @@ def _schedule(data: Any) -> ScheduleConfig:
     return cfg
 
 
-def _rule_names(value: list[str] | None) -> tuple[str, ...] | None:
+def _tuple_or_none(value: list[str] | None) -> tuple[str, ...] | None:
     return None if value is None else tuple(value)
 
 

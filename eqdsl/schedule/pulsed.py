@@ -16,9 +16,7 @@ import time
 from dataclasses import dataclass
 
 from eqdsl import ir
-from eqdsl.diagnostics import EqdslError
 from eqdsl.engine import EGraphSession
-from eqdsl.extract.egraph import dag_cost
 from eqdsl.extract.live import LiveEGraph, live_problem, selection_program
 from eqdsl.extract.result import Extraction, Extractor
 from eqdsl.schedule.runner import (EpochReport, Limits, LimitedLoop, ProgressFn, ScheduleOutcome,
@@ -37,11 +35,7 @@ class PulsedScheduler:
 
     def run(self, session: EGraphSession, progress: ProgressFn | None = None) -> ScheduleOutcome:
         t0 = time.perf_counter()
-        start_nodes = session.size()
-        if start_nodes > self.limits.node_limit:
-            raise EqdslError.one(f"expected a node limit of at least the input program's "
-                                 f"{start_nodes} e-nodes, got {self.limits.node_limit}",
-                                 path="schedule.node_limit")
+        start_nodes = LimitedLoop(session, self.limits).check_start()
         ruleset = self._ruleset(session)
         current = self._extract(session)  # the input program: the e-graph holds only it
         best, epochs, reports, stop = current, [], [], StopReason.ITERATION_LIMIT
@@ -52,7 +46,7 @@ class PulsedScheduler:
                 break
             loop = LimitedLoop(session, Limits(self.limits.iter_limit, self.limits.node_limit, remaining),
                                count_classes=False)
-            stop = self._explore(loop, ruleset, progress)
+            stop = loop.run(lambda _: ruleset, progress)
             reports += loop.reports
             current = self._extract(session)
             epochs.append(EpochReport(epoch, current[1].cost, session.size(), current[1].seconds,
@@ -71,23 +65,12 @@ class PulsedScheduler:
         session.define_ruleset(EXPLORE_RULESET, list(rules))
         return EXPLORE_RULESET
 
-    @staticmethod
-    def _explore(loop: LimitedLoop, ruleset: str, progress: ProgressFn | None) -> StopReason:
-        stop = loop.check_before()
-        while stop is None:
-            stop = loop.iterate(ruleset)
-            if progress is not None:
-                progress(loop.reports[-1])
-            stop = stop or loop.check_before()
-        return stop
-
     def _extract(self, session: EGraphSession) -> tuple[ir.Program, Extraction]:
         """Extract every root. The next epoch starts from this program even when it is costlier
         than the epoch's start (a factorised but less shared program is often the way to a
         cheaper one; measured in BENCHMARKS.md); the best of all epochs is kept."""
         live: LiveEGraph = live_problem(session.serialize(), session.lowered, self.params)
         extraction = self.extractor.extract(live.problem)
-        assert extraction.cost == dag_cost(live.problem, extraction.selection)
         return selection_program(live, extraction.selection, "pulsed"), extraction
 
     def _rebuild(self, session: EGraphSession, program: ir.Program) -> None:

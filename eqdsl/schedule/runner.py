@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from enum import Enum
 from typing import Callable, Protocol
 
+from eqdsl.diagnostics import EqdslError
 from eqdsl.engine import EGraphSession
 from eqdsl.schedule.cycles import CycleFilter
 
@@ -91,6 +92,26 @@ class LimitedLoop:
 
     def elapsed(self) -> float:
         return time.perf_counter() - self.started
+
+    def check_start(self) -> int:
+        """The input's size; a node limit below it is a configuration error."""
+        start = self.session.size()
+        if start > self.limits.node_limit:
+            raise EqdslError.one(f"expected a node limit of at least the input program's "
+                                 f"{start} e-nodes, got {self.limits.node_limit}",
+                                 path="schedule.node_limit")
+        return start
+
+    def run(self, ruleset_for: Callable[[int], str], progress: ProgressFn | None = None,
+            cycle_filter: CycleFilter | None = None) -> StopReason:
+        """Iterate (ruleset chosen by the 1-based iteration number) until a limit or saturation."""
+        stop = self.check_before()
+        while stop is None:
+            stop = self.iterate(ruleset_for(len(self.reports) + 1), cycle_filter)
+            if progress is not None:
+                progress(self.reports[-1])
+            stop = stop or self.check_before()
+        return stop
 
     def check_before(self) -> StopReason | None:
         if len(self.reports) >= self.limits.iter_limit:

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from eqdsl.diagnostics import EqdslError
 from eqdsl.engine import EGraphSession
 from eqdsl.schedule.cycles import CycleFilter
 from eqdsl.schedule.runner import Limits, LimitedLoop, ProgressFn, ScheduleOutcome
@@ -26,23 +25,13 @@ class SaturateScheduler:
     def ruleset_for(self, iteration: int) -> str:
         return "all" if iteration <= self.k_multi else "single"
 
-
     def run(self, session: EGraphSession, progress: ProgressFn | None = None) -> ScheduleOutcome:
-        start_nodes = session.size()
         loop = LimitedLoop(session, self.limits, self.count_classes)
-        if start_nodes > self.limits.node_limit:
-            raise EqdslError.one(f"expected a node limit of at least the input program's "
-                                 f"{start_nodes} e-nodes, got {self.limits.node_limit}",
-                                 path="schedule.node_limit")
+        start_nodes = loop.check_start()
         filt = None if self.cycle_filter == "none" else CycleFilter(self.cycle_filter == "vanilla")
         if filt is not None:
             filt.apply(session)  # the input program may already hold cycles (rare)
-        stop = loop.check_before()
-        while stop is None:
-            stop = loop.iterate(self.ruleset_for(len(loop.reports) + 1), filt)
-            if progress is not None:
-                progress(loop.reports[-1])
-            stop = stop or loop.check_before()
+        stop = loop.run(self.ruleset_for, progress, filt)
         kept = [r for r in loop.reports if not r.rolled_back]
         nodes = kept[-1].nodes if kept else start_nodes
         return ScheduleOutcome(stop, tuple(loop.reports), nodes, loop.elapsed(), start_nodes)

@@ -15,7 +15,7 @@ from ortools.sat.python import cp_model
 
 from eqdsl import ir
 from eqdsl.cost.evaluate import _BIN as CONCRETE_BINOPS
-from eqdsl.lower.exprs import shape_key, term_shape_key
+from eqdsl.lower.exprs import env_key
 
 BIG = 10 ** 6
 
@@ -197,12 +197,8 @@ class SymEval:
                 return list(v)
             case ir.Const(value=v):
                 return v
-            case ir.Ref(name=n):
-                return env[n]
-            case ir.ShapeOf(var=v):
-                return env[shape_key(v)]
-            case ir.ShapeOfTerm():
-                return env[term_shape_key(e)]
+            case ir.Ref() | ir.ShapeOf() | ir.ShapeOfTerm():
+                return env[env_key(e)]
             case ir.Builtin(fn=fn, args=args):
                 return self._builtin(fn, [self.value(a, env) for a in args])
             case ir.BinOp(op="and", left=l, right=r):
