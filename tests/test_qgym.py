@@ -73,6 +73,13 @@ def test_pulsed_search_is_exact_and_never_worse_than_its_start():
     assert res.methods["pulsed"].ops.cost <= start
 
 
+def test_search_started_from_summerge_never_ends_above_it():
+    layer = _layer(R=1, S=1, C=12, K=8, Q=3)
+    res = compare(LANG, layer, [Search("seeded", "greedy-dag", epochs=2, explore_iter=2, start="summerge")])
+    assert res.methods["seeded"].exact
+    assert res.methods["seeded"].ops.cost <= res.methods["summerge"].ops.cost
+
+
 @pytest.mark.parametrize("tpr", [0, 1])
 def test_cpu_kernel_matches_direct_convolution(tpr):
     layer = _layer(C=3, K=4, Q=3, tpr=tpr)
@@ -130,6 +137,7 @@ def test_weight_file_errors(tmp_path):
     ("{builder: conv_layer, R: 3, S: 3, C: 2, K: 2, Q: 2, stride: 2}", "program.stride: error: unknown parameter"),
     ("{builder: conv_layer, R: 0, S: 3, C: 2, K: 2, Q: 2}", "program.R: error: expected an int ≥ 1, got 0"),
     ("{builder: conv_layer, R: 1, S: 1, C: 2, K: 2, Q: 2, weights: nope.npy}", "cannot read weight file"),
+    ("{builder: conv_layer, R: 1, S: 1, C: 2, K: 2, Q: 2, start: best}", "program.start: error: expected one of layer, summerge"),
 ])
 def test_bad_layer_config_is_a_clean_error(tmp_path, run_cli, program, message):
     (tmp_path / "c.yaml").write_text(f"ruleset: qgym\nprogram: {program}\nschedule: {{kind: pulsed}}\n")

@@ -8,13 +8,15 @@ The input is padded on the right by T columns (zeros) and the output to whole gr
 last group may compute past the edge; those outputs are sliced off.
 
 Contract: `cpu_kernel(program, spec)` returns f(x) → out for a float32 or int array x [C, H, W]
-(njit, parallel over position groups); `cuda_kernel(program, spec, channel_groups)` returns the
+(njit, parallel over output rows, vectorized across the positions of a row, compiled per input
+size); `cuda_kernel(program, spec, channel_groups)` returns the
 same computed by one CUDA thread per position group and channel group (works under
 NUMBA_ENABLE_CUDASIM=1). `direct_conv` is the reference NumPy convolution, `numba_direct_conv`
 the plain Numba loop nest we time against.
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Callable
 
 import numpy as np
@@ -26,18 +28,23 @@ from eqdsl.qgym.layer import LayerSpec
 Conv = Callable[[np.ndarray], np.ndarray]
 
 
+Leaf = Callable[[int, int, int], str]  # x(r, s, c) → the load expression
+Store = Callable[[int, int], str]  # (offset j, channel k) → the store target
+
+
 def _reachable_order(program: ir.Program, roots: list[int]) -> list[int]:
     return sorted(reachable_nodes(program, roots))  # program nodes are topologically ordered
 
 
-def _body(program: ir.Program, spec: LayerSpec, root_ids: list[int], indent: str) -> list[str]:
+def _body(program: ir.Program, spec: LayerSpec, root_ids: list[int], indent: str,
+          leaf: Leaf, store: Store) -> list[str]:
     """Statements computing the given roots (indices into program.roots) and storing them."""
     lines = []
     for i in _reachable_order(program, [program.roots[r] for r in root_ids]):
         node = program.nodes[i]
         match node.op, node.args:
             case "x", (r, s, c):
-                expr = f"xp[{c}, h + {r}, w0 + {s}]"
+                expr = leaf(r, s, c)
             case "w", (v,):
                 expr = f"np.float32({v})"
             case "add", (ir.Child(index=a), ir.Child(index=b)):
@@ -49,35 +56,70 @@ def _body(program: ir.Program, spec: LayerSpec, root_ids: list[int], indent: str
         lines.append(f"{indent}t{i} = {expr}")
     for r in root_ids:
         j, k = divmod(r, spec.K)
-        lines.append(f"{indent}out[{k}, h, w0 + {j}] = t{program.roots[r]}")
+        lines.append(f"{indent}{store(j, k)} = t{program.roots[r]}")
     return lines
 
 
-def kernel_source(program: ir.Program, spec: LayerSpec, target: str, channel_groups: int = 1) -> str:
-    """The generated source (printed by `eqdsl qgym --show-kernel`, compiled by the builders)."""
+@dataclass(frozen=True)
+class CpuShape:
+    """The flat layouts of one input size: xp [C, H, Wp] (Wp = W + T zero columns), out
+    [K, Ho, Wg] (Wg = whole groups of T positions). Baked into the CPU kernel as constants."""
+
+    spec: LayerSpec
+    H: int
+    W: int
+
+    @property
+    def t(self) -> int:
+        return self.spec.tpr + 1
+
+    @property
+    def wp(self) -> int:
+        return self.W + self.t
+
+    @property
+    def ho(self) -> int:
+        return self.H - self.spec.R + 1
+
+    @property
+    def groups(self) -> int:
+        return -(-(self.W - self.spec.S + 1) // self.t)
+
+
+def cpu_source(program: ir.Program, shape: CpuShape) -> str:
+    """The CPU kernel for one input size. Flat arrays with constant strides and unsigned indices
+    (no negative-index wraparound) make every load one pointer group and every store another,
+    so LLVM vectorizes the inner loop across positions with one runtime alias check."""
+    spec, t, wp, ho, groups = shape.spec, shape.t, shape.wp, shape.ho, shape.groups
+    wg = groups * t
+    head = ["def layer(xp, out):",
+            f"    for h in prange({ho}):",
+            f"        for g in range({groups}):",
+            f"            xb = np.uint64(h * {wp} + g * {t})",
+            f"            ob = np.uint64(h * {wg} + g * {t})"]
+    leaf = lambda r, s, c: f"xp[xb + np.uint64({(c * shape.H + r) * wp + s})]"  # noqa: E731
+    store = lambda j, k: f"out[ob + np.uint64({k * ho * wg + j})]"  # noqa: E731
+    roots = list(range(len(program.roots)))
+    return "\n".join(head + _body(program, spec, roots, " " * 12, leaf, store)) + "\n"
+
+
+def cuda_source(program: ir.Program, spec: LayerSpec, channel_groups: int = 1) -> str:
+    """The CUDA kernel: thread idx → (position group, channel group); any input size."""
     t = spec.tpr + 1
     roots = list(range(len(program.roots)))
-    if target == "cpu":
-        # branch-free inner loop over position groups (out is padded to whole groups) so LLVM
-        # can vectorize across positions
-        head = ["def layer(xp, out):",
-                f"    ho, groups = out.shape[1], out.shape[2] // {t}",
-                "    for h in prange(ho):",
-                "        for g in range(groups):",
-                f"            w0 = g * {t}"]
-        return "\n".join(head + _body(program, spec, roots, " " * 12)) + "\n"
     per_group = [[r for r in roots if (r % spec.K) * channel_groups // spec.K == g] for g in range(channel_groups)]
-    head = ["def layer(xp, out):",
-            f"    ho, groups = out.shape[1], out.shape[2] // {t}",
-            "    idx = cuda.grid(1)",
-            f"    g, idx = idx % {channel_groups}, idx // {channel_groups}",
-            "    if idx >= ho * groups:",
-            "        return",
-            f"    h, w0 = idx // groups, (idx % groups) * {t}"]
-    lines = head
+    lines = ["def layer(xp, out):",
+             f"    ho, groups = out.shape[1], out.shape[2] // {t}",
+             "    idx = cuda.grid(1)",
+             f"    g, idx = idx % {channel_groups}, idx // {channel_groups}",
+             "    if idx >= ho * groups:",
+             "        return",
+             f"    h, w0 = idx // groups, (idx % groups) * {t}"]
+    leaf = lambda r, s, c: f"xp[{c}, h + {r}, w0 + {s}]"  # noqa: E731
+    store = lambda j, k: f"out[{k}, h, w0 + {j}]"  # noqa: E731
     for g, ids in enumerate(per_group):
         lines.append(f"    {'if' if g == 0 else 'elif'} g == {g}:")
-        lines += _body(program, spec, ids, " " * 8) if ids else ["        pass"]
+        lines += _body(program, spec, ids, " " * 8, leaf, store) if ids else ["        pass"]
     return "\n".join(lines) + "\n"
 
 
@@ -105,14 +147,36 @@ def _valid(out: np.ndarray, x: np.ndarray, spec: LayerSpec) -> np.ndarray:
     return out[:, :, :x.shape[2] - spec.S + 1]
 
 
+_LLVM_TUNED = False
+
+
+def _allow_grouped_alias_checks() -> None:
+    """LLVM stops merging a loop's pointers into one alias-check group above 100 pointers, and
+    then needs more runtime checks than it allows: a 32-channel layer's kernel stayed scalar
+    (measured 4.4× slower). Raising the merge threshold (a process-wide LLVM option, set once)
+    keeps our many constant-offset loads one group."""
+    global _LLVM_TUNED
+    if not _LLVM_TUNED:
+        import llvmlite.binding as llvm
+
+        llvm.set_option("eqdsl", "-memory-check-merge-threshold=1000000")
+        _LLVM_TUNED = True
+
+
 def cpu_kernel(program: ir.Program, spec: LayerSpec) -> Conv:
+    """Compiled once per input size (H, W) on first use."""
     from numba import njit, prange
 
-    layer = njit(parallel=True)(_compile(kernel_source(program, spec, "cpu"), {"prange": prange, "np": np}))
+    _allow_grouped_alias_checks()
+    compiled: dict[tuple[int, int], Callable] = {}
 
     def run(x: np.ndarray) -> np.ndarray:
+        shape = CpuShape(spec, x.shape[1], x.shape[2])
+        if (shape.H, shape.W) not in compiled:
+            source = cpu_source(program, shape)
+            compiled[shape.H, shape.W] = njit(parallel=True)(_compile(source, {"prange": prange, "np": np}))
         out = np.empty(_out_shape(x, spec), dtype=np.float32)
-        layer(_padded(x, spec), out)
+        compiled[shape.H, shape.W](_padded(x, spec).reshape(-1), out.reshape(-1))
         return _valid(out, x, spec)
 
     return run
@@ -122,8 +186,7 @@ def cuda_kernel(program: ir.Program, spec: LayerSpec, channel_groups: int = 1,
                 threads_per_block: int = 128) -> Conv:
     from numba import cuda
 
-    source = kernel_source(program, spec, "cuda", channel_groups)
-    layer = cuda.jit(_compile(source, {"cuda": cuda, "np": np}))
+    layer = cuda.jit(_compile(cuda_source(program, spec, channel_groups), {"cuda": cuda, "np": np}))
 
     def run(x: np.ndarray) -> np.ndarray:
         shape = _out_shape(x, spec)

@@ -174,9 +174,23 @@ def _balanced_sum(g: GraphBuilder, terms: list[Tensor]) -> Tensor:
 LAYER_PARAMS = {"R": 1, "S": 1, "C": 1, "K": 1, "Q": 1, "tpr": 0, "seed": 0}
 
 
+STARTS = ("layer", "summerge")  # what the search starts from: the layer's sums, or SumMerge's program
+
+
 def build_layer_program(lang: ir.Language, params: dict, base: Path) -> ir.Program:
-    """`program: {builder: conv_layer, R, S, C, K, Q, tpr?, seed?, weights?}` of a run config."""
-    return layer_expressions(lang, layer_from_params(params, base))
+    """`program: {builder: conv_layer, R, S, C, K, Q, tpr?, seed?, weights?, start?}` of a run
+    config. `start: summerge` loads SumMerge's program instead of the per-kernel sums, so the
+    search (which keeps its best) can only end at or below SumMerge's cost."""
+    params = dict(params)
+    start = params.pop("start", "layer")
+    if start not in STARTS:
+        raise EqdslError.one(f"expected one of {', '.join(STARTS)}, got {start!r}", path="program.start")
+    layer = layer_from_params(params, base)
+    if start == "summerge":
+        from eqdsl.qgym.summerge import summerge  # summerge imports this module
+
+        return summerge(lang, layer)
+    return layer_expressions(lang, layer)
 
 
 def layer_from_params(params: dict, base: Path) -> QuantizedLayer:
@@ -189,7 +203,7 @@ def layer_from_params(params: dict, base: Path) -> QuantizedLayer:
             continue
         if key not in LAYER_PARAMS:
             raise EqdslError.one(f"unknown parameter for conv_layer; expected one of: "
-                                 f"{', '.join([*LAYER_PARAMS, 'weights'])}", path=f"program.{key}")
+                                 f"{', '.join([*LAYER_PARAMS, 'weights', 'start'])}", path=f"program.{key}")
         least = LAYER_PARAMS[key]
         if not isinstance(value, int) or isinstance(value, bool) or value < least:
             raise EqdslError.one(f"expected an int ≥ {least}, got {value!r}", path=f"program.{key}")

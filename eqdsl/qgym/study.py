@@ -37,6 +37,7 @@ class Search:
     node_limit: int = 200_000
     epoch_time_limit_s: float = 10.0
     time_limit_s: float = 300.0
+    start: str = "layer"  # or "summerge": search from SumMerge's program (see layer.STARTS)
 
 
 @dataclass
@@ -61,7 +62,7 @@ class LayerResult:
 def optimize(lang: ir.Language, layer: QuantizedLayer, search: Search) -> tuple[ir.Program, ScheduleOutcome]:
     lowered = lower_language(lang)
     session = EGraphSession(lowered)
-    session.load(layer_expressions(lang, layer))
+    session.load(summerge(lang, layer) if search.start == "summerge" else layer_expressions(lang, layer))
     extractor = (CpSatExtractor(search.epoch_time_limit_s, "order", "greedy-dag", 1)
                  if search.extract == "cpsat" else GreedyDagExtractor())
     limits = Limits(search.explore_iter, search.node_limit, search.time_limit_s)
