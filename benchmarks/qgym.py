@@ -84,6 +84,20 @@ def tpr_part(lang, layers, q: int, rows: list) -> None:
                          "exact": res.methods["pulsed"].exact})
 
 
+def seeded_part(lang, cases, rows: list) -> None:
+    """pulsed started from SumMerge's program (`start: summerge`) next to SumMerge itself."""
+    print("\n| layer | Q | SumMerge | pulsed from SumMerge | epochs | exact | seconds |")
+    print("|---|---|---|---|---|---|---|")
+    search = Search("seeded", epochs=4, explore_iter=2, epoch_time_limit_s=4.0, start="summerge")
+    for dims, q in cases:
+        spec = LayerSpec(*dims, q)
+        res = compare(lang, QuantizedLayer(spec, synthetic_weights(spec, 0)), [search])
+        seeded, merged = res.methods["seeded"], res.methods["summerge"]
+        print(f"| {dims} | {q} | {merged.ops.cost} | {seeded.ops.cost} | {seeded.notes} | {seeded.exact} | "
+              f"{seeded.seconds:.1f} |", flush=True)
+        rows.append({"layer": dims, "Q": q, "summerge": merged.ops.cost, "seeded": seeded.ops.cost})
+
+
 def _time(fn, *args, repeat: int = 20) -> float:
     fn(*args)
     times = []
@@ -147,12 +161,12 @@ def he_part(lang, q: int, rows: list) -> None:
 def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--quick", action="store_true", help="two small layers, Q ∈ {2, 4}")
-    ap.add_argument("--part", default="ops,tpr,kernels,he")
+    ap.add_argument("--part", default="ops,tpr,kernels,he,seeded")
     ap.add_argument("--json", type=Path)
     args = ap.parse_args()
     lang = load_language("qgym", Path("."))
     parts = set(args.part.split(","))
-    out: dict[str, list] = {"ops": [], "tpr": [], "kernels": [], "he": []}
+    out: dict[str, list] = {"ops": [], "tpr": [], "kernels": [], "he": [], "seeded": []}
     grid, qs = (GRID[:2], [2, 4]) if args.quick else (GRID, QS)
     if "ops" in parts:
         ops_part(lang, grid, qs, out["ops"])
@@ -163,6 +177,8 @@ def main() -> int:
         kernels_part(lang, cases, 32 if args.quick else 64, out["kernels"])
     if "he" in parts:
         he_part(lang, 4, out["he"])
+    if "seeded" in parts:
+        seeded_part(lang, [((1, 1, 32, 32), 4), ((3, 3, 16, 16), 2), ((3, 3, 16, 16), 8)], out["seeded"])
     if args.json:
         args.json.write_text(json.dumps(out, indent=1, default=str))
     return 0
