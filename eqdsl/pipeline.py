@@ -42,6 +42,7 @@ class RunResult:
     lowered: Lowered | None = None
     params: dict[str, int] = field(default_factory=dict)  # the target's values for the cost rules
     validation: Validation | None = None  # translation validation, when the config asks for it
+    baselines: dict[str, float] = field(default_factory=dict)  # other methods' costs (conv_layer)
 
     @property
     def best(self) -> Extraction:
@@ -125,6 +126,13 @@ def run_pipeline(config: RunConfig, progress: ProgressFn | None = None) -> RunRe
     target = load_target(config.target, config.source.parent) if config.target else None
     result = RunResult(config, lang, program, {"check": time.perf_counter() - t_check},
                        params=bind_target(lang, target))
+    if config.program.builder == "conv_layer":
+        from eqdsl.qgym.baselines import layer_baselines
+        from eqdsl.qgym.layer import layer_from_params
+
+        with _stage(result, "baselines"):
+            layer = layer_from_params(dict(config.program.params), config.source.parent)
+            result.baselines = layer_baselines(lang, layer)
     with _stage(result, "lower"):
         result.lowered = lower_language(lang)
         session = EGraphSession(result.lowered)

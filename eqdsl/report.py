@@ -50,6 +50,7 @@ def report_json(result: RunResult) -> dict:
         },
         "egraph": {"classes": problem.num_classes, "nodes": len(problem.nodes)},
         "original_cost": result.original_cost,
+        "baselines": result.baselines,
         "best_cost": best.cost,
         "improvement_pct": _improvement(result.original_cost, best.cost),
         "extractor": extraction_json(best, problem),
@@ -107,6 +108,11 @@ def print_summary(result: RunResult, console: Console) -> None:
     console.print(f"original cost {result.original_cost:.12g} → best {best.cost:.12g} "
                   f"({_improvement(result.original_cost, best.cost):.2f} % cheaper, {best.method}, "
                   f"{best.status.value})")
+    if result.baselines:
+        console.print("same layer, other methods: " + ", ".join(
+            f"{name} {cost:.12g} ({_improvement(result.baselines['plain'], cost):.1f} % below plain)"
+            for name, cost in result.baselines.items()) +
+            f"; this run's best is {_improvement(result.baselines['plain'], best.cost):.1f} % below plain")
     lines = result.optimized_text.rstrip().splitlines()
     console.print("\n".join(lines[:SHOWN_LINES]), markup=False)
     if len(lines) > SHOWN_LINES:

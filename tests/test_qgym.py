@@ -168,3 +168,6 @@ def test_pulsed_run_reports_epochs_and_a_partial_result_at_the_node_limit(tmp_pa
     assert report["schedule"]["stop_reason"] == "node limit"
     assert len(report["schedule"]["epochs"]) == 2 and "pulsed epochs" in out
     assert report["best_cost"] <= report["original_cost"] and report["validation"]["ok"]
+    spec = LayerSpec(1, 2, 3, 3, 2, 1)
+    assert report["baselines"]["plain"] == spec.plain_cost and set(report["baselines"]) == {
+        "plain", "factorisation", "summerge"} and "same layer, other methods" in out

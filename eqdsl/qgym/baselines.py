@@ -66,3 +66,12 @@ def factorised_count(layer: QuantizedLayer) -> OpCount:
     positions = layer.spec.tpr + 1
     return OpCount(adds * positions, muls * positions)
 
+
+
+def layer_baselines(lang: ir.Language, layer: QuantizedLayer) -> dict[str, float]:
+    """The costs `eqdsl run` prints beside its result for a `conv_layer` program (same scale as
+    the run's DAG cost: add 1, mul 2, leaves 0)."""
+    from eqdsl.qgym.summerge import summerge  # summerge imports this module
+
+    return {"plain": plain_count(layer.spec).cost, "factorisation": factorised_count(layer).cost,
+            "summerge": count_ops(summerge(lang, layer)).cost}

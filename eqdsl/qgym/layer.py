@@ -181,11 +181,7 @@ def build_layer_program(lang: ir.Language, params: dict, base: Path) -> ir.Progr
     """`program: {builder: conv_layer, R, S, C, K, Q, tpr?, seed?, weights?, start?}` of a run
     config. `start: summerge` loads SumMerge's program instead of the per-kernel sums, so the
     search (which keeps its best) can only end at or below SumMerge's cost."""
-    params = dict(params)
-    start = params.pop("start", "layer")
-    if start not in STARTS:
-        raise EqdslError.one(f"expected one of {', '.join(STARTS)}, got {start!r}", path="program.start")
-    layer = layer_from_params(params, base)
+    start, layer = _start(params), layer_from_params(params, base)
     if start == "summerge":
         from eqdsl.qgym.summerge import summerge  # summerge imports this module
 
@@ -193,10 +189,20 @@ def build_layer_program(lang: ir.Language, params: dict, base: Path) -> ir.Progr
     return layer_expressions(lang, layer)
 
 
+def _start(params: dict) -> str:
+    start = params.get("start", "layer")
+    if start not in STARTS:
+        raise EqdslError.one(f"expected one of {', '.join(STARTS)}, got {start!r}", path="program.start")
+    return start
+
+
 def layer_from_params(params: dict, base: Path) -> QuantizedLayer:
+    """The layer of a `conv_layer` program's params (`start` is the search's, not the layer's)."""
     weights_file = params.get("weights")
     values = {}
     for key, value in params.items():
+        if key == "start":
+            continue
         if key == "weights":
             if not isinstance(value, str) or not value:
                 raise EqdslError.one(f"expected a path to a .npy file, got {value!r}", path="program.weights")
