@@ -24,7 +24,7 @@ from eqdsl.qgym import he  # noqa: E402
 from eqdsl.qgym.kernels import cpu_kernel, direct_conv, numba_direct_conv  # noqa: E402
 from eqdsl.qgym.layer import LayerSpec, QuantizedLayer, synthetic_weights  # noqa: E402
 from eqdsl.qgym.ort import ort_conv  # noqa: E402
-from eqdsl.qgym.study import Search, compare, optimize  # noqa: E402
+from eqdsl.qgym.study import Search, compare  # noqa: E402
 
 GRID = [(1, 1, 32, 32), (3, 3, 16, 16), (3, 3, 32, 32), (3, 3, 64, 64), (5, 5, 16, 16), (7, 7, 8, 8)]
 QS = [2, 3, 4, 8, 12]
@@ -66,7 +66,7 @@ def summarize(rows: list) -> None:
 
 
 def tpr_part(lang, layers, q: int, rows: list) -> None:
-    print(f"\n| layer | Q | tpr | positions | pulsed cost | cost / position | reduction % | vs tpr 0 | seconds |")
+    print("\n| layer | Q | tpr | positions | pulsed cost | cost / position | reduction % | vs tpr 0 | seconds |")
     print("|---|---|---|---|---|---|---|---|---|")
     for dims in layers:
         base = None
@@ -109,7 +109,7 @@ def _time(fn, *args, repeat: int = 20) -> float:
 
 
 def kernels_part(lang, cases, size: int, rows: list) -> None:
-    print(f"\n| layer | Q | input | eqdsl kernel ms | SumMerge kernel ms | direct Numba ms | ORT Conv ms | ORT / eqdsl | compile s |")
+    print("\n| layer | Q | input | eqdsl kernel ms | SumMerge kernel ms | direct Numba ms | ORT Conv ms | ORT / eqdsl | compile s |")
     print("|---|---|---|---|---|---|---|---|---|")
     direct = numba_direct_conv()
     for dims, q in cases:

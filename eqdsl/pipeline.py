@@ -6,7 +6,6 @@ timed under its name. User mistakes raise `EqdslError`.
 from __future__ import annotations
 
 import time
-from pathlib import Path
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 
@@ -94,11 +93,16 @@ def make_extractor(method: str, cfg: ExtractConfig) -> Extractor:
             raise EqdslError.one(f"unknown extractor {method!r}", path="extract.method")
 
 
-def select_program(ref: ProgramRef, lang: ir.Language, base: Path = Path(".")) -> ir.Program:
-    if ref.builder == "conv_layer":
-        from eqdsl.qgym.layer import build_layer_program
+def input_program(config: RunConfig, lang: ir.Language) -> tuple[ir.Program, dict[str, float]]:
+    """The program to optimize and, for a `conv_layer` builder, the other methods' costs on it."""
+    if config.program.builder == "conv_layer":
+        from eqdsl.qgym.study import conv_layer_input
 
-        return build_layer_program(lang, dict(ref.params), base)
+        return conv_layer_input(lang, dict(config.program.params), config.source.parent)
+    return select_program(config.program, lang), {}
+
+
+def select_program(ref: ProgramRef, lang: ir.Language) -> ir.Program:
     if ref.builder is not None:
         from eqdsl.lang.models import build_model
 
@@ -122,17 +126,10 @@ def select_program(ref: ProgramRef, lang: ir.Language, base: Path = Path(".")) -
 def run_pipeline(config: RunConfig, progress: ProgressFn | None = None) -> RunResult:
     t_check = time.perf_counter()
     lang = load_language(config.ruleset, config.source.parent)
-    program = select_program(config.program, lang, config.source.parent)
+    program, baselines = input_program(config, lang)
     target = load_target(config.target, config.source.parent) if config.target else None
     result = RunResult(config, lang, program, {"check": time.perf_counter() - t_check},
-                       params=bind_target(lang, target))
-    if config.program.builder == "conv_layer":
-        from eqdsl.qgym.baselines import layer_baselines
-        from eqdsl.qgym.layer import layer_from_params
-
-        with _stage(result, "baselines"):
-            layer = layer_from_params(dict(config.program.params), config.source.parent)
-            result.baselines = layer_baselines(lang, layer)
+                       params=bind_target(lang, target), baselines=baselines)
     with _stage(result, "lower"):
         result.lowered = lower_language(lang)
         session = EGraphSession(result.lowered)

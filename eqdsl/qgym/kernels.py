@@ -61,13 +61,17 @@ def _body(program: ir.Program, spec: LayerSpec, root_ids: list[int], indent: str
 
 
 @dataclass(frozen=True)
-class CpuShape:
-    """The flat layouts of one input size: xp [C, H, Wp] (Wp = W + T zero columns), out
-    [K, Ho, Wg] (Wg = whole groups of T positions). Baked into the CPU kernel as constants."""
+class Grid:
+    """One input size's layouts: xp [C, H, Wp] (the input, Wp = W + T zero columns) and out
+    [K, Ho, Wg] (Wg = whole groups of T positions, sliced back to Wo after the kernel ran)."""
 
     spec: LayerSpec
     H: int
     W: int
+
+    @staticmethod
+    def of(x: np.ndarray, spec: LayerSpec) -> Grid:
+        return Grid(spec, x.shape[1], x.shape[2])
 
     @property
     def t(self) -> int:
@@ -82,22 +86,38 @@ class CpuShape:
         return self.H - self.spec.R + 1
 
     @property
+    def wo(self) -> int:
+        return self.W - self.spec.S + 1
+
+    @property
     def groups(self) -> int:
-        return -(-(self.W - self.spec.S + 1) // self.t)
+        return -(-self.wo // self.t)
+
+    @property
+    def out_shape(self) -> tuple[int, int, int]:
+        return (self.spec.K, self.ho, self.groups * self.t)
+
+    def padded(self, x: np.ndarray) -> np.ndarray:
+        xp = np.zeros((x.shape[0], self.H, self.wp), dtype=np.float32)
+        xp[:, :, :self.W] = x
+        return xp
+
+    def valid(self, out: np.ndarray) -> np.ndarray:
+        return out[:, :, :self.wo]
 
 
-def cpu_source(program: ir.Program, shape: CpuShape) -> str:
+def cpu_source(program: ir.Program, grid: Grid) -> str:
     """The CPU kernel for one input size. Flat arrays with constant strides and unsigned indices
     (no negative-index wraparound) make every load one pointer group and every store another,
     so LLVM vectorizes the inner loop across positions with one runtime alias check."""
-    spec, t, wp, ho, groups = shape.spec, shape.t, shape.wp, shape.ho, shape.groups
-    wg = groups * t
+    spec, t, wp, ho, groups = grid.spec, grid.t, grid.wp, grid.ho, grid.groups
+    wg = grid.out_shape[2]
     head = ["def layer(xp, out):",
             f"    for h in prange({ho}):",
             f"        for g in range({groups}):",
             f"            xb = np.uint64(h * {wp} + g * {t})",
             f"            ob = np.uint64(h * {wg} + g * {t})"]
-    leaf = lambda r, s, c: f"xp[xb + np.uint64({(c * shape.H + r) * wp + s})]"  # noqa: E731
+    leaf = lambda r, s, c: f"xp[xb + np.uint64({(c * grid.H + r) * wp + s})]"  # noqa: E731
     store = lambda j, k: f"out[ob + np.uint64({k * ho * wg + j})]"  # noqa: E731
     roots = list(range(len(program.roots)))
     return "\n".join(head + _body(program, spec, roots, " " * 12, leaf, store)) + "\n"
@@ -129,24 +149,6 @@ def _compile(source: str, names: dict) -> Callable:
     return scope["layer"]
 
 
-def _padded(x: np.ndarray, spec: LayerSpec) -> np.ndarray:
-    c, h, w = x.shape
-    xp = np.zeros((c, h, w + spec.tpr + 1), dtype=np.float32)
-    xp[:, :, :w] = x
-    return xp
-
-
-def _out_shape(x: np.ndarray, spec: LayerSpec) -> tuple[int, int, int]:
-    """The output, its width padded to whole groups of tpr + 1 positions (sliced off after)."""
-    t = spec.tpr + 1
-    wo = x.shape[2] - spec.S + 1
-    return (spec.K, x.shape[1] - spec.R + 1, -(-wo // t) * t)
-
-
-def _valid(out: np.ndarray, x: np.ndarray, spec: LayerSpec) -> np.ndarray:
-    return out[:, :, :x.shape[2] - spec.S + 1]
-
-
 _LLVM_TUNED = False
 
 
@@ -168,16 +170,16 @@ def cpu_kernel(program: ir.Program, spec: LayerSpec) -> Conv:
     from numba import njit, prange
 
     _allow_grouped_alias_checks()
-    compiled: dict[tuple[int, int], Callable] = {}
+    compiled: dict[Grid, Callable] = {}
 
     def run(x: np.ndarray) -> np.ndarray:
-        shape = CpuShape(spec, x.shape[1], x.shape[2])
-        if (shape.H, shape.W) not in compiled:
-            source = cpu_source(program, shape)
-            compiled[shape.H, shape.W] = njit(parallel=True)(_compile(source, {"prange": prange, "np": np}))
-        out = np.empty(_out_shape(x, spec), dtype=np.float32)
-        compiled[shape.H, shape.W](_padded(x, spec).reshape(-1), out.reshape(-1))
-        return _valid(out, x, spec)
+        grid = Grid.of(x, spec)
+        if grid not in compiled:
+            source = cpu_source(program, grid)
+            compiled[grid] = njit(parallel=True)(_compile(source, {"prange": prange, "np": np}))
+        out = np.empty(grid.out_shape, dtype=np.float32)
+        compiled[grid](grid.padded(x).reshape(-1), out.reshape(-1))
+        return grid.valid(out)
 
     return run
 
@@ -189,12 +191,11 @@ def cuda_kernel(program: ir.Program, spec: LayerSpec, channel_groups: int = 1,
     layer = cuda.jit(_compile(cuda_source(program, spec, channel_groups), {"cuda": cuda, "np": np}))
 
     def run(x: np.ndarray) -> np.ndarray:
-        shape = _out_shape(x, spec)
-        positions = shape[1] * (shape[2] // (spec.tpr + 1))
-        threads = positions * channel_groups
-        d_x, d_out = cuda.to_device(_padded(x, spec)), cuda.device_array(shape, dtype=np.float32)
+        grid = Grid.of(x, spec)
+        threads = grid.ho * grid.groups * channel_groups
+        d_x, d_out = cuda.to_device(grid.padded(x)), cuda.device_array(grid.out_shape, dtype=np.float32)
         layer[-(-threads // threads_per_block), threads_per_block](d_x, d_out)
-        return _valid(d_out.copy_to_host(), x, spec)
+        return grid.valid(d_out.copy_to_host())
 
     return run
 

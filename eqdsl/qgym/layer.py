@@ -177,19 +177,8 @@ LAYER_PARAMS = {"R": 1, "S": 1, "C": 1, "K": 1, "Q": 1, "tpr": 0, "seed": 0}
 STARTS = ("layer", "summerge")  # what the search starts from: the layer's sums, or SumMerge's program
 
 
-def build_layer_program(lang: ir.Language, params: dict, base: Path) -> ir.Program:
-    """`program: {builder: conv_layer, R, S, C, K, Q, tpr?, seed?, weights?, start?}` of a run
-    config. `start: summerge` loads SumMerge's program instead of the per-kernel sums, so the
-    search (which keeps its best) can only end at or below SumMerge's cost."""
-    start, layer = _start(params), layer_from_params(params, base)
-    if start == "summerge":
-        from eqdsl.qgym.summerge import summerge  # summerge imports this module
-
-        return summerge(lang, layer)
-    return layer_expressions(lang, layer)
-
-
-def _start(params: dict) -> str:
+def layer_start(params: dict) -> str:
+    """What a `conv_layer` program's search starts from (its `start` param, checked)."""
     start = params.get("start", "layer")
     if start not in STARTS:
         raise EqdslError.one(f"expected one of {', '.join(STARTS)}, got {start!r}", path="program.start")

@@ -3,12 +3,14 @@
 Contract: `optimize(lang, layer, search)` runs eqdsl's search on the layer's expressions and
 returns the best program with its outcome; `check_exact(program, layer)` evaluates a program on
 random integer activations (int64, exact) and says whether every root equals the plain layer;
-`compare(lang, layer, searches)` returns a `LayerResult` with each method's op count.
+`compare(lang, layer, searches)` returns a `LayerResult` with each method's op count;
+`conv_layer_input` is what `eqdsl run` loads for a `conv_layer` program, with the baselines.
 """
 from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import numpy as np
 
@@ -19,8 +21,8 @@ from eqdsl.extract.dag import GreedyDagExtractor
 from eqdsl.extract.greedy import GreedyExtractor
 from eqdsl.extract.live import live_problem, selection_program
 from eqdsl.lower.egglog import lower_language
-from eqdsl.qgym.baselines import OpCount, count_ops, factorised_count, plain_count
-from eqdsl.qgym.layer import QuantizedLayer, layer_expressions
+from eqdsl.qgym.baselines import OpCount, count_ops, factorised_count, layer_baselines, plain_count
+from eqdsl.qgym.layer import QuantizedLayer, layer_expressions, layer_from_params, layer_start
 from eqdsl.qgym.summerge import summerge
 from eqdsl.schedule.pulsed import PulsedScheduler
 from eqdsl.schedule.runner import Limits, ScheduleOutcome
@@ -57,6 +59,17 @@ class LayerResult:
     def reduction(self, method: str) -> float:
         """% of the plain layer's weighted cost (C_mul = 2, C_add = 1) removed."""
         return 100.0 * (1 - self.methods[method].ops.cost / self.layer.spec.plain_cost)
+
+
+def conv_layer_input(lang: ir.Language, params: dict, base: Path) -> tuple[ir.Program, dict[str, float]]:
+    """`program: {builder: conv_layer, R, S, C, K, Q, tpr?, seed?, weights?, start?}` of a run
+    config → the program to load and the baselines' costs. `start: summerge` loads SumMerge's
+    program instead of the per-kernel sums, so the search (which keeps its best) ends at or below
+    SumMerge's cost. SumMerge runs once for both."""
+    start, layer = layer_start(params), layer_from_params(params, base)
+    merged = summerge(lang, layer)
+    program = merged if start == "summerge" else layer_expressions(lang, layer)
+    return program, layer_baselines(layer, merged)
 
 
 def optimize(lang: ir.Language, layer: QuantizedLayer, search: Search) -> tuple[ir.Program, ScheduleOutcome]:
