@@ -1,14 +1,20 @@
-"""The `eqdsl` command: check, compile, run, extract.
+"""The `eqdsl` command: check, compile, run, verify, extract, import.
 
-Exit codes: 0 success, 2 a user mistake (rendered diagnostics, no traceback), 1 an internal error.
+Exit codes: 0 success, 2 a user mistake (rendered diagnostics, no traceback), 1 a failed check
+(verify, validation) or an internal error, 130 interrupted (SIGINT / SIGTERM).
+
+Every command's work runs in a worker process (`eqdsl.worker.supervise`): Ctrl-C stops any stage
+within a poll interval, and what was half-written is removed. A command function either finishes
+quickly in the supervisor (returns an exit code) or returns the `Work` to run in the worker.
 """
 from __future__ import annotations
 
 import argparse
 import json
 import sys
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import Callable
 
 from rich.console import Console
 
@@ -17,6 +23,14 @@ from eqdsl.schedule.config import ExtractConfig, ValidateConfig
 
 stderr = Console(stderr=True, highlight=False)
 stdout = Console(highlight=False, soft_wrap=True)
+
+
+@dataclass(frozen=True)
+class Work:
+    """A command's long part, run in the worker; `cleanup` runs in the supervisor afterwards."""
+
+    run: Callable[[], int]
+    cleanup: Callable[[], None] = lambda: None
 
 
 def cmd_check(args: argparse.Namespace) -> int:
@@ -77,38 +91,35 @@ def cmd_compile(args: argparse.Namespace) -> int:
     return 0
 
 
-def cmd_run(args: argparse.Namespace) -> int:
-    from eqdsl.pipeline import run_pipeline
+def cmd_run(args: argparse.Namespace) -> Work:
+    from eqdsl.output import Scratch, check_output
+    from eqdsl.pipeline import config_inputs, run_pipeline
     from eqdsl.report import print_summary, write_outputs
     from eqdsl.schedule.config import load_config
 
     config = load_config(Path(args.config))
     if args.validate and config.validate is None:
         config = replace(config, validate=ValidateConfig())
+    output = Path(args.output) if args.output else config.output
+    check_output(output, config_inputs(config), args.force)  # before the run, not after it
+    scratch = Scratch(output)
 
     def progress(report) -> None:
         if not args.quiet:
             matches = sum(report.matches.values())
             classes = "" if report.classes is None else f", {report.classes} classes"
-            extra = " (rolled back: over the node limit)" if report.rolled_back else ""
+            extra = f" (rolled back: {report.rollback.value})" if report.rollback else ""
             stderr.print(f"  iteration {report.index} [{report.ruleset}]: {report.nodes} nodes"
                          f"{classes}, {matches} matches, {report.seconds:.3f} s{extra}", markup=False)
 
-    with stderr.status("running eqdsl…", spinner="dots") if not args.quiet else _null():
+    def work() -> int:
         result = run_pipeline(config, progress)
-    output = Path(args.output) if args.output else config.output
-    write_outputs(result, output)
-    print_summary(result, stdout)
-    stdout.print(f"report: {output / 'report.json'}")
-    return 0 if result.validation is None or result.validation.ok else 1
+        write_outputs(result, scratch)
+        print_summary(result, stdout)
+        stdout.print(f"report: {output / 'report.json'}")
+        return 0 if result.validation is None or result.validation.ok else 1
 
-
-class _null:
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        return False
+    return Work(work, scratch.discard)
 
 
 def cmd_extract(args: argparse.Namespace) -> int:
@@ -127,7 +138,8 @@ def cmd_extract(args: argparse.Namespace) -> int:
     print(f"extractor {e.method}: cost {e.cost:g}, status {e.status.value}, bound {bound}, "
           f"gap {gap}, {e.seconds:.3f} s" + (f" ({e.note})" if e.note else ""))
     if args.out:
-        Path(args.out).write_text(json.dumps(extraction_json(e, problem), indent=2) + "\n")
+        write_new_file(Path(args.out), json.dumps(extraction_json(e, problem), indent=2) + "\n",
+                       args.force, "--out")
         print(f"choices written to {args.out}")
     return 0
 
@@ -143,10 +155,48 @@ def cmd_import(args: argparse.Namespace) -> int:
     # check before writing: a file that does not check is never written
     modules = load_modules(resolve_ruleset("tensor"))
     lang = check_modules(modules + [parse_text(text, str(out))])
-    out.write_text(text)
+    write_new_file(out, text, args.force, "--output")
     print(f"wrote {out}: {len(lang.single_rules)} single-pattern and {len(lang.multi_rules)} "
           "multi-pattern rules")
     return 0
+
+
+def in_worker(cmd: Callable[[argparse.Namespace], int]) -> Callable[[argparse.Namespace], Work]:
+    return lambda args: Work(lambda: cmd(args))
+
+
+def write_new_file(path: Path, text: str, force: bool, flag: str) -> None:
+    """Write `text` to `path` atomically (temporary sibling, then rename); an existing file is
+    replaced only with --force, a missing folder is an error naming the flag."""
+    from eqdsl.output import write_file_atomically
+
+    if not path.parent.is_dir():
+        raise EqdslError.one(f"{flag}: expected a path in an existing folder, got {path} "
+                             f"({path.parent} does not exist)")
+    if path.exists() and not force:
+        raise EqdslError.one(f"{flag}: {path} already exists; expected a new file name "
+                             "(or --force to replace it)")
+    if path.exists() and not path.is_file():
+        raise EqdslError.one(f"{flag}: expected a file path, got the folder {path}")
+    write_file_atomically(path, text)
+
+
+def _number(kind: type, low: float, expected: str) -> Callable[[str], float]:
+    """An argparse type: a finite number ≥ low (argparse reports the flag and the value)."""
+    def parse(text: str):
+        try:
+            value = kind(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected {expected}, got {text!r}") from None
+        if not (value >= low) or value in (float("inf"),):
+            raise argparse.ArgumentTypeError(f"expected {expected}, got {text!r}")
+        return value
+    return parse
+
+
+POSITIVE_SECONDS = _number(float, 1e-9, "a number of seconds > 0")
+AT_LEAST_ONE = _number(int, 1, "an integer ≥ 1")
+AT_LEAST_ZERO = _number(int, 0, "an integer ≥ 0")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -154,52 +204,67 @@ def build_parser() -> argparse.ArgumentParser:
     sub = p.add_subparsers(dest="command", required=True)
     c = sub.add_parser("check", help="check a .eqr file; print every error")
     c.add_argument("file", help="a .eqr path or a shipped ruleset name")
-    c.set_defaults(fn=cmd_check)
+    c.set_defaults(fn=in_worker(cmd_check))
     c = sub.add_parser("compile", help="print the egglog program a .eqr file lowers to")
     c.add_argument("file")
-    c.set_defaults(fn=cmd_compile)
+    c.set_defaults(fn=in_worker(cmd_compile))
     c = sub.add_parser("run", help="optimize the program a config.yaml names")
     c.add_argument("config")
     c.add_argument("--output", help="output folder (default: the config's `output`)")
     c.add_argument("--quiet", action="store_true", help="no progress lines")
     c.add_argument("--validate", action="store_true",
                    help="check the extracted program against the input on random data")
+    c.add_argument("--force", action="store_true",
+                   help="replace the output folder even if it holds files eqdsl did not write")
     c.set_defaults(fn=cmd_run)
     c = sub.add_parser("verify", help="check every rule of a .eqr file against the reference semantics")
     c.add_argument("file", help="a .eqr path or a shipped ruleset name")
     c.add_argument("--rule", action="append", help="only this rule (repeatable)")
-    c.add_argument("--examples", type=int, default=100, help="valid examples per rule (default 100)")
-    c.add_argument("--seed", type=int, default=0)
-    c.set_defaults(fn=cmd_verify)
+    c.add_argument("--examples", type=AT_LEAST_ONE, default=100,
+                   help="valid examples per rule (default 100)")
+    c.add_argument("--seed", type=AT_LEAST_ZERO, default=0)
+    c.set_defaults(fn=in_worker(cmd_verify))
     c = sub.add_parser("extract", help="extract from an egraph-serialize JSON file")
     c.add_argument("egraph")
     c.add_argument("--extractor", choices=["greedy", "greedy-dag", "cpsat"], default="cpsat")
-    c.add_argument("--time-limit", type=float, default=60.0, help="seconds (cpsat)")
+    c.add_argument("--time-limit", type=POSITIVE_SECONDS, default=60.0, help="seconds (cpsat)")
     c.add_argument("--acyclic", choices=["order", "lazy", "filter-list"], default="order")
     c.add_argument("--warm-start", choices=["greedy", "greedy-dag"], default="greedy-dag")
-    c.add_argument("--workers", type=int, default=ExtractConfig.workers)
-    c.add_argument("--out", help="write the chosen nodes as JSON here")
-    c.set_defaults(fn=cmd_extract)
+    c.add_argument("--workers", type=AT_LEAST_ONE, default=ExtractConfig.workers)
+    c.add_argument("--out", help="write the chosen nodes as JSON here (a new file)")
+    c.add_argument("--force", action="store_true", help="replace --out if it exists")
+    c.set_defaults(fn=in_worker(cmd_extract))
     c = sub.add_parser("import", help="import rules from another system's files")
     c.add_argument("system", choices=["tensat"])
     c.add_argument("rules", help="TENSAT single-pattern rules (converted.txt)")
     c.add_argument("--multi", help="TENSAT multi-pattern rules (converted_multi.txt)")
     c.add_argument("--predefined", help="TENSAT's predefined rules (predefined.txt)")
-    c.add_argument("-o", "--output", required=True, help="the .eqr file to write")
-    c.set_defaults(fn=cmd_import)
+    c.add_argument("-o", "--output", required=True, help="the .eqr file to write (a new file)")
+    c.add_argument("--force", action="store_true", help="replace --output if it exists")
+    c.set_defaults(fn=in_worker(cmd_import))
     return p
 
 
 def main(argv: list[str] | None = None) -> int:
+    from eqdsl.worker import supervise
+
     args = build_parser().parse_args(argv)
+    outcome = _reporting(lambda: args.fn(args))
+    if isinstance(outcome, int):
+        return outcome
+    return supervise(lambda: _reporting(outcome.run), outcome.cleanup)
+
+
+def _reporting(fn: Callable[[], int | Work]) -> int | Work:
+    """`fn()`, with user mistakes rendered on stderr (exit 2) instead of raised."""
     try:
-        return args.fn(args)
+        return fn()
     except EqdslError as err:
         for d in err.diagnostics:
             print(d.render(), file=sys.stderr)  # plain print: rich would re-wrap source lines
         return 2
-    except KeyboardInterrupt:
-        stderr.print("interrupted", markup=False)
+    except KeyboardInterrupt:  # only reachable in-process (the worker ignores SIGINT)
+        print("interrupted", file=sys.stderr)
         return 130
 
 

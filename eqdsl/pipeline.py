@@ -8,6 +8,7 @@ from __future__ import annotations
 import time
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
+from pathlib import Path
 
 from eqdsl import ir
 from eqdsl.check import load_language, load_program_file, load_program_text
@@ -26,6 +27,7 @@ from eqdsl.schedule.runner import Limits, ProgressFn, ScheduleOutcome, Scheduler
 from eqdsl.schedule.pulsed import PulsedScheduler
 from eqdsl.schedule.saturate import SaturateScheduler
 from eqdsl.verify.validate import Validation, validate
+from eqdsl.worker import default_memory_bytes
 
 
 @dataclass
@@ -64,7 +66,7 @@ def make_scheduler(cfg: ScheduleConfig, extract: ExtractConfig, lang: ir.Languag
                    params: dict[str, int]) -> Scheduler:
     match cfg.kind:
         case "saturate":
-            limits = Limits(cfg.iter_limit, cfg.node_limit, cfg.time_limit_s)
+            limits = Limits(cfg.iter_limit, cfg.node_limit, cfg.time_limit_s, memory_bytes(cfg))
             return SaturateScheduler(limits, cfg.k_multi, cfg.class_counts, cfg.cycle_filter)
         case "pulsed":
             known = {r.name for r in lang.single_rules}
@@ -73,12 +75,16 @@ def make_scheduler(cfg: ScheduleConfig, extract: ExtractConfig, lang: ir.Languag
                     raise EqdslError.one(f"unknown rule {name!r}; expected one of the language's "
                                          f"single-pattern rules: {', '.join(sorted(known))}",
                                          path="schedule.rules")
-            limits = Limits(cfg.explore_iter, cfg.node_limit, cfg.time_limit_s)
+            limits = Limits(cfg.explore_iter, cfg.node_limit, cfg.time_limit_s, memory_bytes(cfg))
             epoch_cfg = replace(extract, time_limit_s=cfg.epoch_time_limit_s)
             return PulsedScheduler(limits, cfg.epochs, make_extractor(cfg.epoch_extract, epoch_cfg),
                                    params, cfg.rules)
         case _:
             raise EqdslError.one(f"unknown schedule kind {cfg.kind!r}", path="schedule.kind")
+
+
+def memory_bytes(cfg: ScheduleConfig) -> int:
+    return default_memory_bytes() if cfg.memory_limit_mb is None else cfg.memory_limit_mb << 20
 
 
 def make_extractor(method: str, cfg: ExtractConfig) -> Extractor:
@@ -121,6 +127,20 @@ def select_program(ref: ProgramRef, lang: ir.Language) -> ir.Program:
         raise EqdslError.one(f"expected exactly one program (or `program.name`), found "
                              f"{len(programs)}: {', '.join(programs) or 'none'}", path="program")
     return next(iter(programs.values()))
+
+
+def config_inputs(config: RunConfig) -> list[Path]:
+    """The files a run reads (an output folder must not contain any of them)."""
+    inputs = [config.source]
+    if config.program.file is not None:
+        inputs.append(config.program.file)
+    ruleset = config.source.parent / config.ruleset
+    if ruleset.is_file():
+        inputs.append(ruleset)
+    weights = dict(config.program.params).get("weights")
+    if isinstance(weights, str):
+        inputs.append(config.source.parent / weights)
+    return inputs
 
 
 def run_pipeline(config: RunConfig, progress: ProgressFn | None = None) -> RunResult:

@@ -1,21 +1,20 @@
 """Run reports: the JSON written next to the optimized program, and the console summary.
 
-Contract: `write_outputs(result, folder)` writes `report.json`, `optimized.eqr` and `egraph.json`
-(egraph-serialize format with costs and roots, readable by `eqdsl extract`) atomically: files go
-to a temporary sibling folder that replaces `folder` only when every file is written.
+Contract: `write_outputs(result, scratch)` writes `report.json`, `optimized.eqr` and `egraph.json`
+(egraph-serialize format with costs and roots, readable by `eqdsl extract`) into the scratch
+folder and publishes them in one rename (`eqdsl.output`: an output folder is only ever replaced
+when eqdsl made it).
 """
 from __future__ import annotations
 
 import json
-import shutil
-import tempfile
-from pathlib import Path
 
 from rich.console import Console
 from rich.table import Table
 
 from eqdsl.extract.egraph import ExtractionProblem
 from eqdsl.extract.result import Extraction
+from eqdsl.output import Scratch
 from eqdsl.pipeline import RunResult
 
 
@@ -42,7 +41,8 @@ def report_json(result: RunResult) -> dict:
             "seconds": round(outcome.seconds, 6),
             "iterations": [
                 {"iteration": r.index, "ruleset": r.ruleset, "nodes": r.nodes, "classes": r.classes,
-                 "matches": r.matches, "seconds": round(r.seconds, 6), "rolled_back": r.rolled_back}
+                 "matches": r.matches, "seconds": round(r.seconds, 6), "rolled_back": r.rolled_back,
+                 "rollback_reason": None if r.rollback is None else r.rollback.value}
                 for r in outcome.iterations],
             "epochs": [
                 {"epoch": e.index, "cost": e.cost, "nodes": e.nodes, "extract_seconds": round(e.extract_seconds, 6),
@@ -74,19 +74,11 @@ def problem_json(problem: ExtractionProblem) -> dict:
     return {"nodes": nodes, "root_eclasses": [problem.class_ids[r] for r in problem.roots]}
 
 
-def write_outputs(result: RunResult, folder: Path) -> None:
-    folder.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{folder.name}.", dir=folder.parent))
-    try:
-        (tmp / "report.json").write_text(json.dumps(report_json(result), indent=2) + "\n")
-        (tmp / "optimized.eqr").write_text(result.optimized_text)
-        (tmp / "egraph.json").write_text(json.dumps(problem_json(result.live.problem)) + "\n")
-        if folder.exists():
-            shutil.rmtree(folder)
-        tmp.rename(folder)
-    finally:
-        if tmp.exists():
-            shutil.rmtree(tmp, ignore_errors=True)
+def write_outputs(result: RunResult, scratch: Scratch) -> None:
+    (scratch.new / "report.json").write_text(json.dumps(report_json(result), indent=2) + "\n")
+    (scratch.new / "optimized.eqr").write_text(result.optimized_text)
+    (scratch.new / "egraph.json").write_text(json.dumps(problem_json(result.live.problem)) + "\n")
+    scratch.publish()
 
 
 SHOWN_LINES = 40

@@ -10,13 +10,13 @@ EXAMPLES = ROOT / "examples"
 
 
 @pytest.fixture
-def run_cli(capsys):
+def run_cli(capfd):
     """Run `eqdsl ...` in-process; return (exit code, stdout, stderr)."""
     from eqdsl.cli import main
 
     def run(*argv: str):
         code = main([str(a) for a in argv])
-        out = capsys.readouterr()
+        out = capfd.readouterr()
         return code, out.out, out.err
 
     return run

@@ -27,6 +27,7 @@ class ScheduleConfig:
     iter_limit: int = 15
     node_limit: int = 50_000
     time_limit_s: float = 60.0
+    memory_limit_mb: int | None = None  # None: half the machine's memory (eqdsl.worker)
     k_multi: int = 1
     class_counts: bool = True  # count e-classes every iteration (costs a freeze of the e-graph)
     cycle_filter: str = "none"
@@ -138,6 +139,8 @@ def _schedule(data: Any) -> ScheduleConfig:
         iter_limit=r.get("iter_limit", d.iter_limit, _int_at_least(0), "an int ≥ 0"),
         node_limit=r.get("node_limit", d.node_limit, _int_at_least(1), "an int ≥ 1"),
         time_limit_s=float(r.get("time_limit_s", d.time_limit_s, _positive_number, "a number > 0")),
+        memory_limit_mb=r.get("memory_limit_mb", d.memory_limit_mb, lambda v: v is None or _int_at_least(64)(v),
+                              "an int ≥ 64 (MiB) or null"),
         k_multi=r.get("k_multi", d.k_multi, _int_at_least(0), "an int ≥ 0"),
         class_counts=r.get("class_counts", d.class_counts, lambda v: isinstance(v, bool), "true or false"),
         cycle_filter=r.get("cycle_filter", d.cycle_filter, _one_of(CYCLE_FILTERS),

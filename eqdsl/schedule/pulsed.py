@@ -13,7 +13,7 @@ so any extractor then returns that program; `ScheduleOutcome.epochs` records eac
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from eqdsl import ir
 from eqdsl.engine import EGraphSession
@@ -44,7 +44,7 @@ class PulsedScheduler:
             if remaining <= 0:
                 stop = StopReason.TIME_LIMIT
                 break
-            loop = LimitedLoop(session, Limits(self.limits.iter_limit, self.limits.node_limit, remaining),
+            loop = LimitedLoop(session, replace(self.limits, time_limit_s=remaining),
                                count_classes=False)
             stop = loop.run(lambda _: ruleset, progress)
             reports += loop.reports

@@ -2,9 +2,11 @@
 
 Contract: a `Scheduler` grows the e-graph of an `EGraphSession` and returns a `ScheduleOutcome`.
 The node limit is hard: the e-graph left in the session never has more than `node_limit`
-e-nodes (an iteration that overshoots is rolled back with push/pop). The time limit is checked
-between iterations: one egglog iteration cannot be interrupted, so the run may exceed it by the
-length of the last iteration (reported in `seconds`).
+e-nodes (an iteration that overshoots is rolled back with push/pop). Memory and time are hard
+limits too inside an `eqdsl` command's worker process (`eqdsl.worker.guarded`): an iteration that
+passes `memory_bytes` or the time limit is stopped and the e-graph is the one before it. In a
+library caller's own process an iteration cannot be stopped, so there the time limit is checked
+between iterations only and the memory limit not at all.
 """
 from __future__ import annotations
 
@@ -16,6 +18,7 @@ from typing import Callable, Protocol
 from eqdsl.diagnostics import EqdslError
 from eqdsl.engine import EGraphSession
 from eqdsl.schedule.cycles import CycleFilter
+from eqdsl.worker import Budget, StopCause, Stopped, guarded
 
 
 class StopReason(Enum):
@@ -23,6 +26,8 @@ class StopReason(Enum):
     ITERATION_LIMIT = "iteration limit"
     NODE_LIMIT = "node limit"
     TIME_LIMIT = "time limit"
+    MEMORY_LIMIT = "memory limit"
+    KILLED = "killed"  # the iteration's process died from outside (e.g. the kernel's OOM killer)
 
 
 @dataclass(frozen=True)
@@ -30,6 +35,7 @@ class Limits:
     iter_limit: int
     node_limit: int
     time_limit_s: float
+    memory_bytes: int | None = None  # the e-graph process's memory; None: unbounded
 
 
 @dataclass(frozen=True)
@@ -40,9 +46,13 @@ class IterationReport:
     classes: int | None
     matches: dict[str, int]
     seconds: float
-    rolled_back: bool = False  # the iteration overshot the node limit and was undone
+    rollback: StopReason | None = None  # the limit the iteration overshot (it was undone)
     filtered: int = 0  # nodes subsumed by cycle filtering in this iteration
     filter_seconds: float = 0.0
+
+    @property
+    def rolled_back(self) -> bool:
+        return self.rollback is not None
 
 
 @dataclass(frozen=True)
@@ -125,22 +135,36 @@ class LimitedLoop:
         now, or None to go on."""
         t0 = time.perf_counter()
         self.session.push()
-        step = self.session.step(ruleset)
-        nodes = self.session.size()  # subsumed nodes still count: filtering cannot change it
-        over = nodes > self.limits.node_limit
-        filtered, filter_s = 0, 0.0
-        if over:
+        budget = Budget(self.limits.memory_bytes,
+                        time.monotonic() + self.limits.time_limit_s - self.elapsed())
+        done = guarded(lambda: self.session.step(ruleset), budget)
+        if isinstance(done, Stopped):
             self.session.pop()
-        elif cycle_filter is not None:  # no filtering of an iteration that is rolled back
+            return self._rolled_back(ruleset, t0, _STOPS[done.cause], {})
+        step = done.value
+        nodes = self.session.size()  # subsumed nodes still count: filtering cannot change it
+        if nodes > self.limits.node_limit:
+            self.session.pop()
+            return self._rolled_back(ruleset, t0, StopReason.NODE_LIMIT, step.matches, nodes)
+        filtered, filter_s = 0, 0.0
+        if cycle_filter is not None:
             t1 = time.perf_counter()
             filtered = cycle_filter.apply(self.session).removed
             filter_s = time.perf_counter() - t1
-        classes = self.session.count_classes() if self.count_classes and not over else None
+        classes = self.session.count_classes() if self.count_classes else None
         self.reports.append(IterationReport(len(self.reports) + 1, ruleset, nodes, classes,
-                                            step.matches, time.perf_counter() - t0, over,
+                                            step.matches, time.perf_counter() - t0, None,
                                             filtered, filter_s))
-        if over:
-            return StopReason.NODE_LIMIT
-        if not step.updated:
-            return StopReason.SATURATED
-        return None
+        return None if step.updated else StopReason.SATURATED
+
+    def _rolled_back(self, ruleset: str, t0: float, why: StopReason, matches: dict[str, int],
+                     nodes: int | None = None) -> StopReason:
+        """Record an iteration that was undone (`nodes`: its size, if it finished)."""
+        self.reports.append(IterationReport(len(self.reports) + 1, ruleset,
+                                            self.session.size() if nodes is None else nodes, None,
+                                            matches, time.perf_counter() - t0, why))
+        return why
+
+
+_STOPS = {StopCause.MEMORY: StopReason.MEMORY_LIMIT, StopCause.TIME: StopReason.TIME_LIMIT,
+          StopCause.KILLED: StopReason.KILLED}

@@ -1,0 +1,9 @@
+"""Reference semantics of acsum.eqr (for `eqdsl verify` and translation validation)."""
+import numpy as np
+
+from eqdsl.verify.semantics import Leaf
+
+SEMANTICS = {
+    "var": Leaf(lambda name: ()),
+    "add": np.add,
+}
