@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -252,7 +253,8 @@ def main(argv: list[str] | None = None) -> int:
     outcome = _reporting(lambda: args.fn(args))
     if isinstance(outcome, int):
         return outcome
-    return supervise(lambda: _reporting(outcome.run), outcome.cleanup)
+    in_process = os.environ.get("EQDSL_IN_PROCESS") == "1"  # for debuggers and profilers
+    return supervise(lambda: _reporting(outcome.run), outcome.cleanup, in_process)
 
 
 def _reporting(fn: Callable[[], int | Work]) -> int | Work:

@@ -113,7 +113,9 @@ def test_unsatisfiable_extraction_is_an_error():
     ({"nodes": {"a": {"op": "a", "eclass": "c", "children": []}}}, "root_eclasses"),
     ({"nodes": {"a": {"op": "a", "eclass": "c", "children": []}}, "root_eclasses": ["q"]},
      "root_eclasses[0]"),
-    ({"nodes": {"a": {"op": "a", "eclass": "c", "children": [], "cost": -1}}, "root_eclasses": ["c"]},
+    ({"nodes": {"a": {"op": "a", "eclass": "c", "children": [], "cost": float("nan")}},
+      "root_eclasses": ["c"]}, 'nodes["a"].cost'),
+    ({"nodes": {"a": {"op": "a", "eclass": "c", "children": [], "cost": "1"}}, "root_eclasses": ["c"]},
      'nodes["a"].cost'),
     ({"nodes": []}, "<top level>"),
 ])
@@ -221,3 +223,34 @@ def test_dfs_filter_list_leaves_an_acyclic_graph():
     assert "cycle cuts=0" in lazy.note  # nothing left to cut: the filtered graph is acyclic
     assert lazy.cost >= optimum.cost - 1e-9
     assert find_cycles(p, lazy.selection) == []
+
+
+def _negative_costs_egraph() -> dict:
+    """A set-cover-like e-graph: root = pick(a) | pick(b); a costs 5, b costs 2 but needs a
+    class with a -4 bonus node. Optimum: b + bonus = -2 (a needs nothing: 5)."""
+    return egraph({"r1": ("pick", "root", ["a"], 0), "r2": ("pick", "root", ["b"], 0),
+                   "a": ("a", "ca", [], 5), "b": ("b", "cb", ["x"], 2),
+                   "x": ("bonus", "cx", [], -4), "y": ("other", "cy", [], -100)}, ["root"])
+
+
+def test_negative_costs_cpsat_finds_the_optimum_and_picks_nothing_unneeded():
+    p = problem_from_json(_negative_costs_egraph())
+    for acyclic in ("order", "lazy", "filter-list"):
+        e = CpSatExtractor(time_limit_s=10, acyclic=acyclic).extract(p)
+        assert e.cost == -2 and e.status.value == "optimal"
+        assert {p.nodes[i].id for i in e.selection.values()} == {"r2", "b", "x"}  # never "y"
+
+
+def test_greedy_extractors_refuse_negative_costs_by_name():
+    p = problem_from_json(_negative_costs_egraph())
+    for extractor in (GreedyExtractor(), GreedyDagExtractor()):
+        with pytest.raises(EqdslError, match=f"extractor {extractor.name} needs node costs ≥ 0"):
+            extractor.extract(p)
+
+
+def test_chain_of_100000_classes_extracts_without_recursion():
+    nodes = {f"n{i}": ("f" if i else "leaf", f"c{i}", [f"n{i - 1}"] if i else [], 1) for i in range(100_000)}
+    p = problem_from_json(egraph(nodes, ["c99999"]))
+    for extractor in (GreedyExtractor(), GreedyDagExtractor(), CpSatExtractor(time_limit_s=30)):
+        e = extractor.extract(p)
+        assert e.cost == 100_000 and len(e.selection) == 100_000

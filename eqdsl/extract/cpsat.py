@@ -21,9 +21,9 @@ from ortools.sat.python import cp_model
 
 from eqdsl.dfs import filter_cycles
 from eqdsl.diagnostics import EqdslError
-from eqdsl.extract.dag import GreedyDagExtractor
+from eqdsl.extract.dag import best_greedy
 from eqdsl.extract.egraph import ExtractionProblem, Selection, dag_cost, restrict
-from eqdsl.extract.greedy import GreedyExtractor, tree_greedy, unreachable_roots_error
+from eqdsl.extract.greedy import tree_greedy, tree_selection, unreachable_roots_error
 from eqdsl.extract.result import Extraction, ExtractStatus
 
 
@@ -85,9 +85,10 @@ def all_nodes(problem: ExtractionProblem) -> dict[int, list[int]]:
 
 
 def _scale(costs: list[float]) -> float:
-    if all(c == int(c) for c in costs) and max(costs, default=0) <= 1e9:
+    largest = max((abs(c) for c in costs), default=0.0)
+    if all(c == int(c) for c in costs) and largest <= 1e9:
         return 1.0
-    return 1e7 / max(max(costs), 1e-12)
+    return 1e7 / max(largest, 1e-12)
 
 
 def _build(problem: ExtractionProblem, class_nodes: dict[int, list[int]], acyclic: str,
@@ -102,6 +103,8 @@ def _build(problem: ExtractionProblem, class_nodes: dict[int, list[int]], acycli
     for i, var in x.items():
         for child in set(problem.nodes[i].children):
             m.Add(sum(x[j] for j in class_nodes[child]) >= var)
+    if problem.has_negative_costs:
+        _only_needed(m, problem, class_nodes, x)
     scale = _scale([problem.nodes[i].cost for i in x])
     m.Minimize(sum(round(problem.nodes[i].cost * scale) * var for i, var in x.items()))
     if acyclic == "order":
@@ -109,6 +112,18 @@ def _build(problem: ExtractionProblem, class_nodes: dict[int, list[int]], acycli
     else:
         _forbid_two_cycles(m, problem, class_nodes, x)
     return _Model(m, x, class_nodes, scale)
+
+
+def _only_needed(m, problem: ExtractionProblem, class_nodes: dict[int, list[int]], x) -> None:
+    """A non-root class is picked only if a picked node uses it. With costs ≥ 0 minimisation
+    does this by itself; a negative-cost node would otherwise be picked for its own sake."""
+    users: dict[int, list[int]] = {c: [] for c in class_nodes}
+    for i in x:
+        for child in set(problem.nodes[i].children):
+            users[child].append(i)
+    for c, nodes in class_nodes.items():
+        if c not in problem.roots:
+            m.Add(sum(x[i] for i in nodes) <= sum(x[i] for i in users[c]))
 
 
 def _add_order(m, problem, class_nodes, x, plain: bool = False) -> None:
@@ -187,24 +202,26 @@ def _decode(solver: cp_model.CpSolver, built: _Model) -> Selection:
 
 
 def find_cycles(problem: ExtractionProblem, choice: Selection) -> list[list[int]]:
-    """Cycles (as lists of chosen node indices) among the classes the roots reach."""
+    """Cycles (as lists of chosen node indices) among the classes the roots reach (iterative:
+    chains of any depth)."""
     cycles, state, path = [], {}, []
-
-    def visit(c: int) -> None:
-        state[c] = 1
-        path.append(c)
-        for child in problem.nodes[choice[c]].children:
-            if state.get(child) == 1:
-                loop = path[path.index(child):]
-                cycles.append([choice[k] for k in loop])
-            elif child not in state and child in choice:
-                visit(child)
-        path.pop()
-        state[c] = 2
-
     for r in problem.roots:
-        if r not in state:
-            visit(r)
+        if r in state:
+            continue
+        state[r] = 1
+        path.append(r)
+        walk = [iter(problem.nodes[choice[r]].children)]
+        while walk:
+            child = next(walk[-1], None)
+            if child is None:
+                state[path.pop()] = 2
+                walk.pop()
+            elif state.get(child) == 1:
+                cycles.append([choice[k] for k in path[path.index(child):]])
+            elif child not in state and child in choice:
+                state[child] = 1
+                path.append(child)
+                walk.append(iter(problem.nodes[choice[child]].children))
     return cycles
 
 
@@ -237,9 +254,13 @@ class CpSatExtractor:
         if self.acyclic == "filter-list":
             class_nodes, filtered = _apply_filter(problem, class_nodes)
         warm = self._warm(problem)
+        if self.acyclic != "filter-list" and all(len(n) == 1 for n in class_nodes.values()):
+            # one acyclic program only (every needed class has one usable node): nothing to solve
+            return self._result(problem, warm.selection, warm.cost, warm.cost, True, False,
+                                time.perf_counter() - t0, 0, 0)
         built = _build(problem, class_nodes, self.acyclic, self.plain)
         best, best_cost = warm.selection, warm.cost
-        bound, proven, rounds, cuts, from_solver = 0.0, False, 0, 0, False
+        bound, proven, rounds, cuts, from_solver = -math.inf, False, 0, 0, False
         while (remaining := deadline - time.perf_counter()) > 0:
             solver = self._solver(remaining)
             self._hint(built, best)
@@ -273,14 +294,18 @@ class CpSatExtractor:
         return result
 
     def _warm(self, problem: ExtractionProblem) -> Extraction:
+        """A valid start whatever the costs' signs (the greedy extractors' own checks refuse
+        negative costs; as a start their choice is still valid)."""
         if self.warm_start == "greedy":
-            return GreedyExtractor().extract(problem)
-        return GreedyDagExtractor().extract(problem)
+            selection = tree_selection(problem)
+            return Extraction("greedy", selection, dag_cost(problem, selection), ExtractStatus.HEURISTIC, 0.0)
+        return best_greedy(problem)
 
     def _solver(self, seconds: float) -> cp_model.CpSolver:
         solver = cp_model.CpSolver()
         solver.parameters.max_time_in_seconds = seconds
         solver.parameters.num_workers = self.workers
+        solver.parameters.catch_sigint_signal = False  # interrupts are the supervisor's (eqdsl.worker)
         # The bound comes from the LP relaxation, and level 2 puts every constraint of the DAG
         # model in it: TENSAT's BERT/NasRNN e-graphs prove optimal in seconds instead of never.
         solver.parameters.linearization_level = 2
@@ -301,7 +326,9 @@ class CpSatExtractor:
 
     def _result(self, problem, best, best_cost, bound, proven, from_solver, seconds, rounds, cuts):
         restrict(problem, best)  # raises if the selection were cyclic or incomplete: never returned
-        bound = min(bound, best_cost)
+        if math.isinf(bound):  # no solve finished: only the trivial bound, if costs are ≥ 0
+            bound = None if problem.has_negative_costs else 0.0
+        bound = None if bound is None else min(bound, best_cost)
         if proven:
             status, bound = ExtractStatus.OPTIMAL, best_cost
         else:

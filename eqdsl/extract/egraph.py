@@ -2,7 +2,8 @@
 
 Contract: `problem_from_json(data, source)` accepts any egraph-serialize JSON (egglog's own output,
 extraction-gym files) and raises `EqdslError` naming the JSON path of the first malformed entry
-(dangling child, no root, negative cost). Node children are class indices. `Selection` maps each
+(dangling child, no root, a cost that is not a finite number). Costs may be negative
+(set-cover / MaxSAT encodings): `cpsat` handles them, the greedy extractors refuse them. Node children are class indices. `Selection` maps each
 class needed by the roots to one chosen node; helpers compute its DAG cost and check it is
 complete and acyclic.
 """
@@ -41,6 +42,10 @@ class ExtractionProblem:
     def allowed(self, node: int) -> bool:
         return node not in self.blocked
 
+    @property
+    def has_negative_costs(self) -> bool:
+        return any(n.cost < 0 for n in self.nodes)
+
 
 Selection = dict[int, int]  # class index → node index
 
@@ -75,8 +80,8 @@ def _check_node(nid: Any, node: Any) -> tuple[str, str, list[str], float, bool]:
         raise EqdslError.one(f"expected an 'eclass' id, got {cid!r}", path=f"{where}.eclass")
     if not isinstance(kids, list) or not all(isinstance(k, (str, int)) for k in kids):
         raise EqdslError.one(f"expected a list of node ids, got {kids!r}", path=f"{where}.children")
-    if not isinstance(cost, (int, float)) or isinstance(cost, bool) or not math.isfinite(cost) or cost < 0:
-        raise EqdslError.one(f"expected a finite cost ≥ 0, got {cost!r}", path=f"{where}.cost")
+    if not isinstance(cost, (int, float)) or isinstance(cost, bool) or not math.isfinite(cost):
+        raise EqdslError.one(f"expected a finite number, got {cost!r}", path=f"{where}.cost")
     return op, str(cid), [str(k) for k in kids], float(cost), bool(subsumed)
 
 

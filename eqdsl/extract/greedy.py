@@ -77,10 +77,19 @@ def tree_selection(problem: ExtractionProblem) -> Selection:
     return restrict(problem, choice)
 
 
+def require_nonnegative(problem: ExtractionProblem, method: str) -> None:
+    """Greedy extraction settles classes cheapest first, which is only right for costs ≥ 0."""
+    bad = next((n for n in problem.nodes if n.cost < 0), None)
+    if bad is not None:
+        raise EqdslError.one(f"extractor {method} needs node costs ≥ 0, got {bad.cost:g} on node "
+                             f"{bad.id!r}; expected cpsat for e-graphs with negative costs")
+
+
 class GreedyExtractor:
     name = "greedy"
 
     def extract(self, problem: ExtractionProblem) -> Extraction:
+        require_nonnegative(problem, self.name)
         t0 = time.perf_counter()
         selection = tree_selection(problem)
         return Extraction(self.name, selection, dag_cost(problem, selection),

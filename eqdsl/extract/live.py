@@ -144,8 +144,12 @@ def _literal(value: Value) -> str:
             return str(value)
 
 
+INLINE_DEPTH = 16  # deeper terms are cut into `let`s: readable, and parsers need no deep recursion
+
+
 def program_text(live: LiveEGraph, selection: Selection, name: str = "optimized") -> str:
-    """The selection as an `.eqr` program: shared subterms become `let`s, one `root` per root."""
+    """The selection as an `.eqr` program: shared subterms and every `INLINE_DEPTH`-th level of
+    a deep term become `let`s, one `root` per root."""
     p = live.problem
     order = reachable(p, selection)
     uses: dict[int, int] = {}
@@ -155,17 +159,19 @@ def program_text(live: LiveEGraph, selection: Selection, name: str = "optimized"
     for r in p.roots:
         uses[r] = uses.get(r, 0) + 1
     text: dict[int, str] = {}
+    depth: dict[int, int] = {}  # nesting depth of text[c]
     lines = [f"program {name}:"]
     for c in order:
         node = p.nodes[selection[c]]
         cid = p.class_ids[c]
         if cid in live.values:
-            text[c] = _literal(live.values[cid])
+            text[c], depth[c] = _literal(live.values[cid]), 0
             continue
         expr = f"{node.op}({', '.join(text[k] for k in node.children)})"
-        if uses.get(c, 0) > 1 and node.children:
+        depth[c] = 1 + max((depth[k] for k in node.children), default=0)
+        if node.children and (uses.get(c, 0) > 1 or depth[c] >= INLINE_DEPTH):
             lines.append(f"  let t{c} = {expr}")
-            text[c] = f"t{c}"
+            text[c], depth[c] = f"t{c}", 0
         else:
             text[c] = expr
     lines += [f"  root {text[r]}" for r in p.roots]

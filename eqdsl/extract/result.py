@@ -33,7 +33,10 @@ class Extraction:
     def gap(self) -> float | None:
         if self.bound is None:
             return None
-        return 0.0 if self.cost <= 0 else max(0.0, (self.cost - self.bound) / self.cost)
+        if self.cost == self.bound:
+            return 0.0
+        scale = max(abs(self.cost), abs(self.bound))  # costs may be negative (cpsat)
+        return max(0.0, (self.cost - self.bound) / scale) if scale > 0 else 0.0
 
 
 class Extractor(Protocol):

@@ -33,7 +33,12 @@ def parse_text(text: str, file: str) -> ast.Module:
         tree = _parser().parse(text)
     except UnexpectedInput as err:
         raise _syntax_error(err, text, file) from None
-    items = _ToAst(file).transform(tree)
+    try:
+        items = _ToAst(file).transform(tree)
+    except RecursionError:
+        raise EqdslError.one(f"{file}: terms nested too deeply to read (thousands of levels); "
+                             "expected nesting of at most a few hundred levels: name subterms "
+                             "with `let`") from None
     return ast.Module(file, tuple(items.children))
 
 
