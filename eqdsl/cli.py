@@ -48,6 +48,8 @@ def cmd_check(args: argparse.Namespace) -> int:
 
 
 def cmd_verify(args: argparse.Namespace) -> int:
+    import numpy as np
+
     from eqdsl.check import load_language
     from eqdsl.verify.rules import Status, operator_rules, verify_rule
     from eqdsl.verify.semantics import load_semantics
@@ -73,6 +75,11 @@ def cmd_verify(args: argparse.Namespace) -> int:
             values = ", ".join(f"{k} = {v}" for k, v in sorted(c.values.items()))
             stdout.print(f"        {c.message}; max error {c.max_error:.3g}\n        shapes {sizes}"
                          + (f"; values {values}" if values else ""), markup=False)
+            for name, value in sorted(c.inputs.items()):
+                shown = np.array2string(np.asarray(value), threshold=64, precision=6, separator=", ")
+                stdout.print(f"        ?{name} = " + shown.replace("\n", "\n          "), markup=False)
+            stdout.print(f"        reproduce: eqdsl verify {args.file} --rule {res.name} --seed {args.seed} "
+                         f"--examples {args.examples}", markup=False)
         elif res.status is Status.VACUOUS:
             stdout.print("        no valid example could be drawn: the rule never applies", markup=False)
     stdout.print(f"{len(rules) - failed}/{len(rules)} rules (operator checks op:* included) passed, "

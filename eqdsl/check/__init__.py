@@ -96,7 +96,12 @@ def check_modules(modules: list[ast.Module]) -> ir.Language:
 
 
 def load_language(ref: str | Path, base: Path | None = None) -> ir.Language:
-    return check_modules(load_modules(resolve_ruleset(str(ref), base)))
+    modules = load_modules(resolve_ruleset(str(ref), base))
+    main = modules[-1]
+    if not main.items:
+        raise EqdslError.one("the file declares nothing; expected `language NAME` followed by "
+                             "sorts, operators and rules", Span(main.file, 1, 1))
+    return check_modules(modules)
 
 
 def load_program_file(path: Path, language: ir.Language) -> dict[str, ir.Program]:

@@ -137,7 +137,13 @@ class LimitedLoop:
         self.session.push()
         budget = Budget(self.limits.memory_bytes,
                         time.monotonic() + self.limits.time_limit_s - self.elapsed())
-        done = guarded(lambda: self.session.step(ruleset), budget)
+        try:
+            done = guarded(lambda: self.session.step(ruleset), budget)
+        except EqdslError as err:
+            self.session.pop()
+            if "Illegal merge" in str(err):
+                raise self._unsound_rule(err) from None
+            raise
         if isinstance(done, Stopped):
             self.session.pop()
             return self._rolled_back(ruleset, t0, _STOPS[done.cause], {})
@@ -156,6 +162,21 @@ class LimitedLoop:
                                             step.matches, time.perf_counter() - t0, None,
                                             filtered, filter_s))
         return None if step.updated else StopReason.SATURATED
+
+    def _unsound_rule(self, err: EqdslError) -> EqdslError:
+        """egglog says only that two shapes met in one class: find the rule, by running each
+        alone from the same e-graph."""
+        for rule in self.session.lowered.language.rules:
+            self.session.push()
+            try:
+                self.session.step(self.session.lowered.rulesets[rule.name])
+            except EqdslError:
+                return EqdslError.one(f"rule {rule.name} unioned two terms with different shapes: "
+                                      "the rule is unsound, or a shape rule is wrong (`eqdsl verify` "
+                                      "shows an example)", rule.span)
+            finally:
+                self.session.pop()
+        return err
 
     def _rolled_back(self, ruleset: str, t0: float, why: StopReason, matches: dict[str, int],
                      nodes: int | None = None) -> StopReason:

@@ -10,7 +10,7 @@ gives the same examples.
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any
 
@@ -37,6 +37,7 @@ class Counterexample:
     values: dict[str, Any]  # Int variables and `where` values
     max_error: float
     message: str
+    inputs: dict[str, Any] = field(default_factory=dict)  # the drawn tensor / scalar leaves
 
 
 @dataclass(frozen=True)
@@ -107,10 +108,16 @@ def _check_example(space: ExampleSpace, sem, a: Assignment, c: Concrete, rng: np
     rule = space.rule
     try:
         assume(_class_conditions_hold(rule, sem, env, memo))
-        sides = [(evaluate_pattern(l, sem, env, memo), evaluate_pattern(r, sem, env, memo))
-                 for l, r in zip(rule.lhs, rule.rhs)]
-    except SemanticsError as err:
-        _fail(a, c, float("nan"), str(err))
+    except SemanticsError:
+        assume(False)  # a condition that cannot be evaluated here does not hold
+    sides = [(_side(l, sem, env, memo), _side(r, sem, env, memo)) for l, r in zip(rule.lhs, rule.rhs)]
+    for left, right in sides:
+        if isinstance(left, SemanticsError) and isinstance(right, SemanticsError):
+            assume(False)  # undefined on both sides (x / 0 both ways): no evidence either way
+        if isinstance(left, SemanticsError) or isinstance(right, SemanticsError):
+            err = left if isinstance(left, SemanticsError) else right
+            which = "left" if err is left else "right"
+            _fail(a, c, float("nan"), f"only the {which} side is undefined here: {err}", env)
     for p, value in memo.items():
         want = c.shape_of(p) if isinstance(p, ir.PApp) else None
         if want is not None and not isinstance(value, tuple) and tuple(np.shape(value)) != tuple(want):
@@ -119,15 +126,27 @@ def _check_example(space: ExampleSpace, sem, a: Assignment, c: Concrete, rng: np
     for i, (left, right) in enumerate(sides):
         if not agree(left, right):
             where = f" (output {i})" if len(sides) > 1 else ""
-            _fail(a, c, largest_difference(left, right), f"left and right sides differ{where}")
+            if not isinstance(left, tuple) and np.shape(left) != np.shape(right):
+                _fail(a, c, float("inf"), f"left and right sides have different shapes{where}: "
+                                          f"{list(np.shape(left))} vs {list(np.shape(right))}", env)
+            _fail(a, c, largest_difference(left, right), f"left and right sides differ{where}", env)
 
 
-def _fail(a: Assignment, c: Concrete, error: float, message: str) -> None:
-    raise _Failure(Counterexample(dict(a.sizes), {**a.ints, **c.wheres}, error, message))
+def _side(pattern: ir.Pattern, sem, env, memo) -> Any:
+    try:
+        return evaluate_pattern(pattern, sem, env, memo)
+    except SemanticsError as err:
+        return err
+
+
+def _fail(a: Assignment, c: Concrete, error: float, message: str, env: dict[str, Any] | None = None) -> None:
+    inputs = {k: v for k, v in (env or {}).items() if isinstance(v, (np.ndarray, float))}
+    raise _Failure(Counterexample(dict(a.sizes), {**a.ints, **c.wheres}, error, message, inputs))
 
 
 def _values(space: ExampleSpace, a: Assignment, c: Concrete, rng: np.random.Generator) -> dict[str, Any]:
     env: dict[str, Any] = dict(c.wheres)
+    same_shape: dict[tuple[int, ...], Any] = {}
     for v, t in space.vars.items():
         if v in a.ints:
             env[v] = a.ints[v]
@@ -135,11 +154,28 @@ def _values(space: ExampleSpace, a: Assignment, c: Concrete, rng: np.random.Gene
             env[v] = a.sizes[v]
         elif t == ir.Prim.STR:
             env[v] = "s"
-        elif v in a.sizes:
-            env[v] = rng.standard_normal(a.sizes[v])
         else:
-            env[v] = float(rng.standard_normal())
+            shape = tuple(a.sizes.get(v, ()))
+            drawn = _draw(rng, shape, same_shape.get(shape))
+            same_shape[shape] = env[v] = drawn if v in a.sizes else float(drawn)
     return env
+
+
+EDGE_VALUES = (0.0, 1.0, -1.0, 2.0, 0.5, 1e-8, -1e8)
+
+
+def _draw(rng: np.random.Generator, shape: tuple[int, ...], earlier: Any) -> np.ndarray:
+    """A leaf value: mostly standard normal, but a fixed share of edge cases that normal draws
+    never hit: a constant edge value (0, ±1, tiny, huge), small integers, and the same value as
+    an earlier leaf of the same shape (equal operands)."""
+    r = rng.random()
+    if r < 0.15 and earlier is not None:
+        return np.array(earlier, dtype=float)
+    if r < 0.35:
+        return np.full(shape, EDGE_VALUES[rng.integers(len(EDGE_VALUES))], dtype=float)
+    if r < 0.45:
+        return rng.integers(-3, 4, shape).astype(float)
+    return rng.standard_normal(shape)
 
 
 def _class_conditions_hold(rule: ir.Rule, sem, env, memo) -> bool:
