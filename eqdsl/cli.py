@@ -22,7 +22,7 @@ from rich.console import Console
 from eqdsl.diagnostics import EqdslError
 from eqdsl.schedule.config import ExtractConfig, ValidateConfig
 
-stderr = Console(stderr=True, highlight=False)
+stderr = Console(stderr=True, highlight=False, soft_wrap=True)
 stdout = Console(highlight=False, soft_wrap=True)
 
 

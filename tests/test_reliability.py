@@ -1,0 +1,201 @@
+"""Issue 12's defects, one regression test each: output safety, interrupts, memory budget,
+CLI flag validation, diagnostics."""
+from __future__ import annotations
+
+import json
+import os
+import random
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from conftest import EXAMPLES, ROOT
+
+EQDSL = [sys.executable, "-m", "eqdsl.cli"]
+
+
+def _arith_copy(folder: Path) -> Path:
+    for f in ("config.yaml", "input.eqr"):
+        shutil.copy(EXAMPLES / "arith" / f, folder / f)
+    (folder / "notes.txt").write_text("my notes\n")
+    return folder / "config.yaml"
+
+
+def _listing(folder: Path) -> dict[str, str]:
+    return {p.name: p.read_text() for p in folder.iterdir() if p.is_file()}
+
+
+def test_output_dot_is_refused_and_nothing_is_touched(tmp_path, run_cli, monkeypatch):
+    config = _arith_copy(tmp_path)
+    before = _listing(tmp_path)
+    monkeypatch.chdir(tmp_path)
+    code, _, err = run_cli("run", config, "--output", ".", "--quiet")
+    assert code == 2 and "it is the current directory" in err
+    assert _listing(tmp_path) == before
+
+
+@pytest.mark.parametrize("output", ["..", "sub/.."])
+def test_output_above_the_current_directory_is_refused(tmp_path, run_cli, monkeypatch, output):
+    config = _arith_copy(tmp_path)
+    (tmp_path / "sub").mkdir()
+    monkeypatch.chdir(tmp_path / "sub")
+    code, _, err = run_cli("run", config, "--output", output, "--quiet")
+    assert code == 2 and "refusing to write results" in err
+    assert (tmp_path / "notes.txt").read_text() == "my notes\n"
+
+
+def test_output_folder_holding_an_input_is_refused(tmp_path, run_cli, monkeypatch):
+    config = _arith_copy(tmp_path / "")
+    monkeypatch.chdir(ROOT)
+    code, _, err = run_cli("run", config, "--output", tmp_path, "--quiet")
+    assert code == 2 and "contains the input" in err
+
+
+def test_a_users_folder_is_never_replaced_without_force(tmp_path, run_cli):
+    config = _arith_copy(tmp_path)
+    keep = tmp_path / "keep"
+    keep.mkdir()
+    (keep / "notes.txt").write_text("precious\n")
+    code, _, err = run_cli("run", config, "--output", keep, "--quiet")
+    assert code == 2 and "holds files eqdsl did not write (notes.txt)" in err
+    assert (keep / "notes.txt").read_text() == "precious\n"
+    code, _, _ = run_cli("run", config, "--output", keep, "--quiet", "--force")
+    assert code == 0 and (keep / "report.json").exists() and not (keep / "notes.txt").exists()
+
+
+def test_eqdsl_replaces_its_own_output_and_leaves_no_scratch(tmp_path, run_cli):
+    config = _arith_copy(tmp_path)
+    out = tmp_path / "res"
+    for _ in range(2):
+        code, _, _ = run_cli("run", config, "--output", out, "--quiet")
+        assert code == 0
+    assert sorted(p.name for p in out.iterdir()) == [".eqdsl-output", "egraph.json", "optimized.eqr",
+                                                     "report.json"]
+    assert not [p for p in tmp_path.iterdir() if p.name.startswith(".res.")]
+    assert out.stat().st_mode & 0o777 == 0o777 & ~_umask()  # not mkdtemp's 0700
+
+
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
+def test_output_naming_a_file_is_an_error_before_the_run(tmp_path, run_cli):
+    config = _arith_copy(tmp_path)
+    (tmp_path / "afile").write_text("x")
+    code, _, err = run_cli("run", config, "--output", tmp_path / "afile", "--quiet")
+    assert code == 2 and "found a file" in err and "Traceback" not in err
+
+
+@pytest.mark.parametrize("argv, expected", [
+    (["verify", "arith", "--examples", "0"], "expected an integer ≥ 1"),
+    (["extract", "g.json", "--time-limit", "-1"], "expected a number of seconds > 0"),
+    (["extract", "g.json", "--workers", "0"], "expected an integer ≥ 1"),
+    (["extract", "g.json", "--time-limit", "nan"], "expected a number of seconds > 0"),
+])
+def test_cli_flags_are_validated(argv, expected, capfd):
+    from eqdsl.cli import main
+
+    with pytest.raises(SystemExit) as info:
+        main(argv)
+    assert info.value.code == 2 and expected in capfd.readouterr().err
+
+
+def test_extract_out_in_a_missing_folder_is_an_error(tmp_path, run_cli):
+    graph = tmp_path / "g.json"
+    graph.write_text('{"nodes": {"a": {"op": "a", "eclass": "c", "children": []}}, "root_eclasses": ["c"]}')
+    code, _, err = run_cli("extract", graph, "--out", tmp_path / "nodir" / "x.json")
+    assert code == 2 and "does not exist" in err and "Traceback" not in err
+    (tmp_path / "mine.json").write_text("user data")
+    code, _, err = run_cli("extract", graph, "--out", tmp_path / "mine.json")
+    assert code == 2 and "already exists" in err and (tmp_path / "mine.json").read_text() == "user data"
+
+
+def test_empty_eqr_and_digit_after_hyphen(tmp_path, run_cli):
+    (tmp_path / "empty.eqr").write_text("")
+    code, _, err = run_cli("check", tmp_path / "empty.eqr")
+    assert code == 2 and "empty.eqr:1:1" in err and "declares nothing" in err
+    (tmp_path / "h.eqr").write_text("language h\nsort N\nop a() -> N\nrule poolavg-1x1-relu: a() => a()\n"
+                                    "cost a = 1\n")
+    code, out, _ = run_cli("check", tmp_path / "h.eqr")
+    assert code == 0 and "1 rule(s)" in out
+
+
+def test_verify_draws_edge_values(tmp_path, run_cli):
+    """div(?x, ?x) => num(1) without its `if ?x != num(0)` passed 1,000 normal draws."""
+    (tmp_path / "d.eqr").write_text("language d\nsort Num\nop num(v: Int) -> Num\nop var(name: Str) -> Num\n"
+                                    "op div(a: Num, b: Num) -> Num\nrule div-self: div(?x, ?x) => num(1)\n"
+                                    "cost num, var = 0\ncost div = 1\n")
+    (tmp_path / "d_ref.py").write_text("from eqdsl.lang.arith_ref import SEMANTICS\n")
+    code, out, _ = run_cli("verify", tmp_path / "d.eqr", "--rule", "div-self", "--examples", "200")
+    assert code == 1 and "FAIL    div-self" in out and "?x = 0." in out and "reproduce: eqdsl verify" in out
+    code, out, _ = run_cli("verify", "arith", "--rule", "div-self", "--examples", "200")
+    assert code == 0
+
+
+def test_verify_reports_a_shape_mismatch_as_such(tmp_path, run_cli):
+    (tmp_path / "t.eqr").write_text(
+        "language t\nsort M { shape: [Int] }\nop input(name: Str, rows: Int, cols: Int) -> M\nop t(x: M) -> M\n"
+        "shape input(name, rows, cols) = [rows, cols]\nshape t(x) = [x[1], x[0]]\nrule bad-t: t(?x) => ?x\n"
+        "cost input = 0\ncost t = 1\n")
+    (tmp_path / "t_ref.py").write_text("import numpy as np\nfrom eqdsl.verify.semantics import Leaf\n"
+                                       "SEMANTICS = {'input': Leaf(lambda n, r, c: (r, c)), 't': np.transpose}\n")
+    code, out, _ = run_cli("verify", tmp_path / "t.eqr", "--rule", "bad-t", "--examples", "50")
+    assert code == 1 and "different shapes" in out and "max error inf" in out
+
+
+ACSUM = EXAMPLES / "acsum" / "config.yaml"
+
+
+def test_memory_limit_stops_an_iteration_and_the_run_goes_on(tmp_path, run_cli):
+    config = tmp_path / "c.yaml"
+    config.write_text(ACSUM.read_text().replace("memory_limit_mb: 4096", "memory_limit_mb: 160")
+                      .replace("ruleset: acsum.eqr", f"ruleset: {EXAMPLES / 'acsum' / 'acsum.eqr'}"))
+    code, out, err = run_cli("run", config, "--output", tmp_path / "out")
+    assert code == 0 and "stopped: memory limit" in out and "(rolled back: memory limit)" in err
+
+
+def _start(argv: list[str], cwd: Path) -> subprocess.Popen:
+    return subprocess.Popen(EQDSL + argv, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
+def test_sigint_during_saturation_stops_within_two_seconds_and_writes_nothing(tmp_path):
+    proc = _start(["run", str(ACSUM), "--output", str(tmp_path / "out")], tmp_path)
+    time.sleep(8)  # well inside iteration 5/6 of the 16-term sum
+    sent = time.monotonic()
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=30)
+    assert proc.returncode == 130 and time.monotonic() - sent < 2.0
+    assert "interrupted" in err and "Traceback" not in err
+    assert list(tmp_path.iterdir()) == []
+
+
+def hard_egraph(n: int, seed: int = 0) -> dict:
+    """Random classes of three nodes whose children are anywhere (cycles everywhere); node 0 of
+    each class points below it, so acyclic programs exist. CP-SAT cannot prove 2,000 classes in 30 s."""
+    rng = random.Random(seed)
+    nodes = {}
+    for c in range(n):
+        for k in range(3):
+            kids = [] if c < 20 else [f"c{rng.randrange(c) if k == 0 else rng.randrange(n)}__0" for _ in range(2)]
+            nodes[f"c{c}__{k}"] = {"op": "f", "eclass": f"c{c}", "children": kids, "cost": rng.randint(1, 100)}
+    return {"nodes": nodes, "root_eclasses": [f"c{n - 1}", f"c{n - 2}", f"c{n // 2}"]}
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
+def test_signal_during_cpsat_stops_within_two_seconds(tmp_path, sig):
+    (tmp_path / "g.json").write_text(json.dumps(hard_egraph(2000)))
+    proc = _start(["extract", "g.json", "--extractor", "cpsat", "--time-limit", "120", "--out", "c.json"],
+                  tmp_path)
+    time.sleep(4)
+    sent = time.monotonic()
+    proc.send_signal(sig)
+    proc.communicate(timeout=30)
+    assert proc.returncode == 130 and time.monotonic() - sent < 2.0
+    assert not (tmp_path / "c.json").exists()
