@@ -109,7 +109,7 @@ def _snapshot(worker: int, release_fd: int, budget: Budget) -> Stopped:
                 os._exit(0)
             os.close(release_fd)  # it died without finishing the step
             return Stopped(StopCause.KILLED, 0)
-        used = _rss(worker) + _private_bytes(os.getpid())
+        used = 0 if budget.memory_bytes is None else _rss(worker) + _private_bytes(os.getpid())
         cause = None
         if budget.memory_bytes is not None and used > budget.memory_bytes:
             cause = StopCause.MEMORY

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import math
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from ortools.sat.python import cp_model
 
@@ -25,6 +25,7 @@ from eqdsl.extract.dag import best_greedy
 from eqdsl.extract.egraph import ExtractionProblem, Selection, dag_cost, restrict
 from eqdsl.extract.greedy import tree_greedy, tree_selection, unreachable_roots_error
 from eqdsl.extract.result import Extraction, ExtractStatus
+from eqdsl.worker import Budget, Stopped, guarded
 
 
 @dataclass(frozen=True)
@@ -197,6 +198,14 @@ def _forbid_two_cycles(m, problem, class_nodes, x) -> None:
                     m.AddBoolOr([x[i].Not(), x[back].Not()])
 
 
+def _solve(solver: cp_model.CpSolver, built: _Model) -> tuple[int, tuple[Selection, float] | None]:
+    """Status, and the solution and bound read inside the (possibly guarded) process that solved."""
+    status = solver.Solve(built.model)
+    if status not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
+        return status, None
+    return status, (_decode(solver, built), solver.BestObjectiveBound())
+
+
 def _decode(solver: cp_model.CpSolver, built: _Model) -> Selection:
     return {c: i for c, nodes in built.class_nodes.items() for i in nodes if solver.Value(built.x[i])}
 
@@ -261,18 +270,24 @@ class CpSatExtractor:
         built = _build(problem, class_nodes, self.acyclic, self.plain)
         best, best_cost = warm.selection, warm.cost
         bound, proven, rounds, cuts, from_solver = -math.inf, False, 0, 0, False
+        overran = False
         while (remaining := deadline - time.perf_counter()) > 0:
             solver = self._solver(remaining)
             self._hint(built, best)
-            status = solver.Solve(built.model)
+            done = guarded(lambda: _solve(solver, built),
+                           Budget(deadline=time.monotonic() + 1.1 * remaining + 1.0))
             rounds += 1
+            if isinstance(done, Stopped):  # CP-SAT overran its own limit (presolve of huge models)
+                overran = True
+                break
+            status, found = done.value
             if status not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
                 if status == cp_model.INFEASIBLE:
                     raise EqdslError.one("extraction is unsatisfiable: the roots have no acyclic "
                                          "choice of e-nodes")
                 break
-            bound = max(bound, solver.BestObjectiveBound() / built.scale)
-            choice = _decode(solver, built)
+            bound = max(bound, found[1] / built.scale)
+            choice = found[0]
             cycles = find_cycles(problem, choice)
             if cycles:
                 cuts += self._cut(built, cycles)
@@ -287,6 +302,8 @@ class CpSatExtractor:
             break
         result = self._result(problem, best, best_cost, bound, proven, from_solver,
                               time.perf_counter() - t0, rounds, cuts)
+        if overran:
+            result = replace(result, note=f"{result.note}; CP-SAT overran its time limit and was stopped")
         if self.acyclic == "filter-list":
             note = f"{result.note}; filtered {filtered} node(s): optimal within the filtered e-graph"
             result = Extraction(result.method, result.selection, result.cost, result.status,
