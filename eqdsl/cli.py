@@ -48,6 +48,19 @@ def cmd_check(args: argparse.Namespace) -> int:
 
 
 def cmd_verify(args: argparse.Namespace) -> int:
+    import shutil
+    import tempfile
+
+    # Hypothesis caches into ./.hypothesis by default: never into the user's folder
+    scratch = tempfile.mkdtemp(prefix="eqdsl-hypothesis-")
+    os.environ.setdefault("HYPOTHESIS_STORAGE_DIRECTORY", scratch)
+    try:
+        return _verify(args)
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)  # our own temporary folder
+
+
+def _verify(args: argparse.Namespace) -> int:
     import numpy as np
 
     from eqdsl.check import load_language
