@@ -96,18 +96,21 @@ def guarded(step: Callable[[], T], budget: Budget) -> Done[T] | Stopped:
     try:
         value = step()
     finally:
-        os.close(release_w)  # EOF tells the snapshot to go (also if step raised)
+        os.write(release_w, RELEASE)  # the step is over (also if it raised): the snapshot goes
+        os.close(release_w)
         os.waitpid(child, 0)
     return Done(value)
 
 
 def _snapshot(worker: int, release_fd: int, budget: Budget) -> Stopped:
-    """The snapshot's side of `guarded`: exit when released, take over when the worker must stop."""
+    """The snapshot's side of `guarded`: exit when released, take over when the worker must stop
+    (or died: end of file on the pipe without the release byte)."""
     while True:
-        if _released(release_fd):
-            if os.getppid() == worker:
-                os._exit(0)
-            os.close(release_fd)  # it died without finishing the step
+        state = _release_state(release_fd)
+        if state == "released":
+            os._exit(0)
+        if state == "died":
+            os.close(release_fd)
             return Stopped(StopCause.KILLED, 0)
         used = 0 if budget.memory_bytes is None else _rss(worker) + _private_bytes(os.getpid())
         cause = None
@@ -116,18 +119,24 @@ def _snapshot(worker: int, release_fd: int, budget: Budget) -> Stopped:
         elif budget.deadline is not None and time.monotonic() > budget.deadline:
             cause = StopCause.TIME
         if cause is not None:
+            # The worker cannot be past `guarded` (it waits for this process to exit), so once
+            # killed this process goes on, even if the step had just finished: it is undone.
             _kill(worker)
-            if _released(release_fd):  # it finished just now: its result stands
-                os._exit(0)
             os.close(release_fd)
             return Stopped(cause, used)
         time.sleep(POLL_S)
 
 
-def _released(fd: int) -> bool:
+RELEASE = b"r"
+
+
+def _release_state(fd: int) -> str:
+    """'running' (nothing to read yet), 'released' (the worker finished its step) or 'died'."""
     import select
 
-    return bool(select.select([fd], [], [], 0)[0])
+    if not select.select([fd], [], [], 0)[0]:
+        return "running"
+    return "released" if os.read(fd, 1) == RELEASE else "died"
 
 
 def _kill(pid: int) -> None:

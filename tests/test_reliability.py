@@ -153,12 +153,18 @@ def test_verify_reports_a_shape_mismatch_as_such(tmp_path, run_cli):
 ACSUM = EXAMPLES / "acsum" / "config.yaml"
 
 
-def test_memory_limit_stops_an_iteration_and_the_run_goes_on(tmp_path, run_cli):
+def test_memory_limit_stops_an_iteration_and_the_run_goes_on(tmp_path):
+    """In a fresh `eqdsl` process, as users run it (pytest's own memory would count otherwise)."""
     config = tmp_path / "c.yaml"
-    config.write_text(ACSUM.read_text().replace("memory_limit_mb: 4096", "memory_limit_mb: 160")
+    config.write_text(ACSUM.read_text().replace("memory_limit_mb: 4096", "memory_limit_mb: 200")
                       .replace("ruleset: acsum.eqr", f"ruleset: {EXAMPLES / 'acsum' / 'acsum.eqr'}"))
-    code, out, err = run_cli("run", config, "--output", tmp_path / "out")
-    assert code == 0 and "stopped: memory limit" in out and "(rolled back: memory limit)" in err
+    done = subprocess.run(EQDSL + ["run", str(config), "--output", str(tmp_path / "out")], cwd=tmp_path,
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "stopped: memory limit" in done.stdout and "(rolled back: memory limit)" in done.stderr
+    report = json.loads((tmp_path / "out" / "report.json").read_text())
+    assert report["schedule"]["stop_reason"] == "memory limit"
+    assert report["schedule"]["iterations"][-1]["rollback_reason"] == "memory limit"
 
 
 def _start(argv: list[str], cwd: Path) -> subprocess.Popen:
