@@ -205,3 +205,31 @@ def test_signal_during_cpsat_stops_within_two_seconds(tmp_path, sig):
     proc.communicate(timeout=30)
     assert proc.returncode == 130 and time.monotonic() - sent < 2.0
     assert not (tmp_path / "c.json").exists()
+
+
+def test_deep_terms_are_a_diagnostic_and_deep_results_print_with_lets(tmp_path, run_cli, monkeypatch):
+    from eqdsl.diagnostics import EqdslError
+    from eqdsl.syntax.parse import parse_text
+
+    deep = 'var("a")'
+    for _ in range(5000):
+        deep = f'div({deep}, var("b"))'
+    with pytest.raises(EqdslError, match="nested too deeply"):
+        parse_text(f"program p:\n  root {deep}\n", "deep.eqr")
+    lines = ["program main:", '  let v0 = var("a")']
+    lines += [f'  let v{i} = div(v{i - 1}, var("b"))' for i in range(1, 400)] + ["  root v399"]
+    (tmp_path / "in.eqr").write_text("\n".join(lines) + "\n")
+    (tmp_path / "c.yaml").write_text("ruleset: arith\nprogram: in.eqr\nschedule: {iter_limit: 1}\n"
+                                     "extract: {method: greedy, compare: []}\noutput: out\n")
+    monkeypatch.chdir(tmp_path)
+    code, _, err = run_cli("run", "c.yaml", "--quiet")
+    assert code == 0, err
+    assert (tmp_path / "out" / "optimized.eqr").read_text().count("let ") >= 400 // 16
+
+
+def test_verify_leaves_nothing_in_the_current_folder(tmp_path):
+    """A fresh process (inside pytest, Hypothesis's storage is already pytest's)."""
+    done = subprocess.run(EQDSL + ["verify", "arith", "--examples", "5"], cwd=tmp_path, capture_output=True,
+                          text=True, timeout=120, env={k: v for k, v in os.environ.items()
+                                                       if k != "HYPOTHESIS_STORAGE_DIRECTORY"})
+    assert done.returncode == 0 and list(tmp_path.iterdir()) == []
