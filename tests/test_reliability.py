@@ -233,3 +233,18 @@ def test_verify_leaves_nothing_in_the_current_folder(tmp_path):
                           text=True, timeout=120, env={k: v for k, v in os.environ.items()
                                                        if k != "HYPOTHESIS_STORAGE_DIRECTORY"})
     assert done.returncode == 0 and list(tmp_path.iterdir()) == []
+
+
+def test_time_limit_stops_an_iteration_inside_it(tmp_path):
+    """The 16-term sum's fifth iteration runs for seconds: a 1 s limit stops it inside (it needs 2-3 s alone)."""
+    config = tmp_path / "c.yaml"
+    config.write_text(ACSUM.read_text().replace("time_limit_s: 60", "time_limit_s: 1")
+                      .replace("memory_limit_mb: 4096", "memory_limit_mb: 16384")
+                      .replace("ruleset: acsum.eqr", f"ruleset: {EXAMPLES / 'acsum' / 'acsum.eqr'}"))
+    done = subprocess.run(EQDSL + ["run", str(config), "--output", str(tmp_path / "out"), "--quiet"],
+                          cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stdout + done.stderr
+    schedule = json.loads((tmp_path / "out" / "report.json").read_text())["schedule"]
+    assert schedule["stop_reason"] == "time limit"
+    assert schedule["iterations"][-1]["rollback_reason"] == "time limit"
+    assert schedule["seconds"] < 1 + 1.0
