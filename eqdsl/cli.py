@@ -37,7 +37,15 @@ class Work:
 def cmd_check(args: argparse.Namespace) -> int:
     from eqdsl.check import load_language
 
+    from eqdsl.diagnostics import Diagnostic
+    from eqdsl.verify.shape_probe import shape_changing_rules
+
     lang = load_language(args.file)
+    unsound = shape_changing_rules(lang)
+    if unsound:
+        raise EqdslError([Diagnostic(f"rule {rule.name} unions terms of different shapes: {example}; "
+                                     "expected both sides to have the same shape", rule.span)
+                          for rule, example in unsound])
     single, multi = len(lang.single_rules), len(lang.multi_rules)
     print(f"ok: language {lang.name}: {len(lang.sorts)} sort(s), {len(lang.ops)} operator(s), "
           f"{len(lang.rules)} rule(s) ({single} single, {multi} multi), "

@@ -248,3 +248,14 @@ def test_time_limit_stops_an_iteration_inside_it(tmp_path):
     assert schedule["stop_reason"] == "time limit"
     assert schedule["iterations"][-1]["rollback_reason"] == "time limit"
     assert schedule["seconds"] < 1 + 1.0
+
+
+def test_check_reports_a_rule_that_changes_the_shape(tmp_path, run_cli):
+    (tmp_path / "t.eqr").write_text(
+        "language t\nsort M { shape: [Int] }\nop input(name: Str, rows: Int, cols: Int) -> M\nop t(x: M) -> M\n"
+        "shape input(name, rows, cols) = [rows, cols]\nshape t(x) = [x[1], x[0]]\nrule bad-t: t(?x) => ?x\n"
+        "cost input = 0\ncost t = 1\n")
+    code, _, err = run_cli("check", tmp_path / "t.eqr")
+    assert code == 2 and "t.eqr:7:1" in err and "rule bad-t unions terms of different shapes" in err
+    for shipped in ("arith", "tensat", "qgym"):  # no false alarm on the shipped rules
+        assert run_cli("check", shipped)[0] == 0
