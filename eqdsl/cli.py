@@ -131,7 +131,7 @@ def cmd_run(args: argparse.Namespace) -> Work:
         config = replace(config, validate=ValidateConfig())
     output = Path(args.output) if args.output else config.output
     check_output(output, config_inputs(config), args.force)  # before the run, not after it
-    scratch = Scratch(output)
+    scratch = Scratch(output, args.force)
 
     def progress(report) -> None:
         if not args.quiet:
@@ -143,9 +143,12 @@ def cmd_run(args: argparse.Namespace) -> Work:
 
     def work() -> int:
         result = run_pipeline(config, progress)
-        write_outputs(result, scratch)
+        written = write_outputs(result, scratch)
         print_summary(result, stdout)
-        stdout.print(f"report: {output / 'report.json'}")
+        if written != output:
+            stderr.print(f"warning: files appeared in {output} during the run; it was left alone and "
+                         f"the results were written to {written}", markup=False)
+        stdout.print(f"report: {written / 'report.json'}")
         return 0 if result.validation is None or result.validation.ok else 1
 
     return Work(work, scratch.discard)

@@ -7,7 +7,9 @@ Contract:
   an existing file, and an existing folder with files eqdsl did not write (unless `force`).
 - `Scratch(folder)` is a new hidden sibling folder (marked as eqdsl's) where results are
   written (`scratch.new`); `publish()` renames them into place, moving an existing output aside
-  first, so a reader sees the old results or the new ones, never a mix. `discard()` removes the
+  first, so a reader sees the old results or the new ones, never a mix. The folder is checked
+  again then: if a user's file appeared in it during the run, the results go to a new sibling
+  `NAME-1` instead and the folder is not touched. `discard()` removes the
   scratch folder (only ever one carrying eqdsl's marker) and puts a moved-aside output back if
   the new one never arrived.
 """
@@ -41,9 +43,10 @@ def check_output(folder: Path, inputs: Iterable[Path] = (), force: bool = False)
     """The resolved output folder, if eqdsl may write its results there (see the contract)."""
     out = folder.expanduser().resolve()
     cwd = Path.cwd().resolve()
-    if out == cwd or out in cwd.parents:
-        return_msg = "it is the current directory" if out == cwd else f"it contains the current directory {cwd}"
-        raise _refuse(folder, return_msg)
+    if out == cwd:
+        raise _refuse(folder, "it is the current directory")
+    if out in cwd.parents:
+        raise _refuse(folder, f"it contains the current directory {cwd}")
     root = project_root(cwd)
     if root is not None and (out == root or out in root.parents):
         raise _refuse(folder, f"it is (or contains) the project root {root}")
@@ -53,22 +56,30 @@ def check_output(folder: Path, inputs: Iterable[Path] = (), force: bool = False)
             raise _refuse(folder, f"it contains the input {path}")
     if out.exists() and not out.is_dir():
         raise EqdslError.one(f"expected a folder for the results, found a file: {folder}", path="output")
-    if out.is_dir() and not force:
-        foreign = sorted(p.name for p in out.iterdir() if p.name not in RESULT_FILES)
-        if foreign or (any(out.iterdir()) and not (out / MARKER).exists()):
-            shown = ", ".join(foreign[:5]) + (" …" if len(foreign) > 5 else "") if foreign else "files"
-            raise EqdslError.one(
-                f"output folder {folder} holds files eqdsl did not write ({shown}); expected an empty "
-                "folder or one an earlier `eqdsl run` made. Choose another folder, move the files, or "
-                "pass --force to replace the folder", path="output")
+    if not force and (foreign := foreign_files(out)):
+        raise EqdslError.one(
+            f"output folder {folder} holds files eqdsl did not write ({foreign}); expected an empty "
+            "folder or one an earlier `eqdsl run` made. Choose another folder, move the files, or "
+            "pass --force to replace the folder", path="output")
     return out
+
+
+def foreign_files(folder: Path) -> str:
+    """The files in `folder` eqdsl did not write, for a message ('' if none or no folder)."""
+    if not folder.is_dir():
+        return ""
+    names = sorted(p.name for p in folder.iterdir())
+    foreign = [n for n in names if n not in RESULT_FILES]
+    if not foreign and names and MARKER not in names:
+        return "files without eqdsl's marker"
+    return ", ".join(foreign[:5]) + (" …" if len(foreign) > 5 else "")
 
 
 class Scratch:
     """A hidden sibling of the output folder that results are written into first."""
 
-    def __init__(self, folder: Path) -> None:
-        self.folder = folder
+    def __init__(self, folder: Path, force: bool = False) -> None:
+        self.folder, self.force = folder, force
         folder.parent.mkdir(parents=True, exist_ok=True)
         self.path = Path(tempfile.mkdtemp(prefix=f".{folder.name}.eqdsl-", dir=folder.parent))
         (self.path / MARKER).touch()
@@ -77,16 +88,30 @@ class Scratch:
         (self.new / MARKER).write_text("written by eqdsl; `eqdsl run` may replace this folder\n")
         self._aside = self.path / "old"
 
-    def publish(self) -> None:
+    def publish(self) -> Path:
+        """Rename the results into place; returns where they went. If files appeared in the
+        output folder during the run, it is left alone and the results go to a new sibling."""
+        if not self.force and foreign_files(self.folder):
+            target = _free_sibling(self.folder)
+            os.rename(self.new, target)
+            return target
         if self.folder.exists():
             os.rename(self.folder, self._aside)
         os.rename(self.new, self.folder)
+        return self.folder
 
     def discard(self) -> None:
         if self._aside.exists() and not self.folder.exists():
             os.rename(self._aside, self.folder)
         if (self.path / MARKER).exists():
             shutil.rmtree(self.path, ignore_errors=True)
+
+
+def _free_sibling(folder: Path) -> Path:
+    n = 1
+    while (candidate := folder.with_name(f"{folder.name}-{n}")).exists():
+        n += 1
+    return candidate
 
 
 def write_file_atomically(path: Path, text: str) -> None:

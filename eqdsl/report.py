@@ -8,6 +8,7 @@ when eqdsl made it).
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 from rich.console import Console
 from rich.table import Table
@@ -74,11 +75,12 @@ def problem_json(problem: ExtractionProblem) -> dict:
     return {"nodes": nodes, "root_eclasses": [problem.class_ids[r] for r in problem.roots]}
 
 
-def write_outputs(result: RunResult, scratch: Scratch) -> None:
+def write_outputs(result: RunResult, scratch: Scratch) -> Path:
+    """Returns the folder the results went to (see `Scratch.publish`)."""
     (scratch.new / "report.json").write_text(json.dumps(report_json(result), indent=2) + "\n")
     (scratch.new / "optimized.eqr").write_text(result.optimized_text)
     (scratch.new / "egraph.json").write_text(json.dumps(problem_json(result.live.problem)) + "\n")
-    scratch.publish()
+    return scratch.publish()
 
 
 SHOWN_LINES = 40

@@ -259,3 +259,20 @@ def test_check_reports_a_rule_that_changes_the_shape(tmp_path, run_cli):
     assert code == 2 and "t.eqr:7:1" in err and "rule bad-t unions terms of different shapes" in err
     for shipped in ("arith", "tensat", "qgym"):  # no false alarm on the shipped rules
         assert run_cli("check", shipped)[0] == 0
+
+
+def test_files_added_during_a_run_are_never_replaced(tmp_path):
+    from eqdsl.output import MARKER, Scratch, check_output
+
+    out = tmp_path / "res"
+    out.mkdir()
+    (out / MARKER).write_text("")
+    check_output(out)  # eqdsl's folder: replaceable when the run starts
+    scratch = Scratch(out)
+    (scratch.new / "report.json").write_text("{}")
+    (out / "notes.txt").write_text("written while the run was going")
+    assert scratch.publish() == tmp_path / "res-1"
+    scratch.discard()
+    assert (out / "notes.txt").read_text() == "written while the run was going"
+    assert (tmp_path / "res-1" / "report.json").exists()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["res", "res-1"]
