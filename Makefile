@@ -21,7 +21,7 @@ $(STAMP): pyproject.toml
 	echo "using $$PYBIN"; \
 	[ -x $(PY) ] || "$$PYBIN" -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
-	$(PY) -m pip install -q -e '.[test]'
+	$(PY) -m pip install -q -e '.[test,qgym]'
 	@touch $(STAMP)
 
 run: setup

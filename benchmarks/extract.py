@@ -20,7 +20,7 @@ from eqdsl.extract.cpsat import CpSatExtractor
 from eqdsl.extract.dag import GreedyDagExtractor
 from eqdsl.extract.egraph import dag_cost, problem_from_json
 from eqdsl.extract.greedy import GreedyExtractor
-from eqdsl.extract.synthetic import tensat_like
+from synthetic import tensat_like
 
 
 def extractors(time_limit: float) -> dict:

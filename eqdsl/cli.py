@@ -20,7 +20,8 @@ from typing import Callable
 from rich.console import Console
 
 from eqdsl.diagnostics import EqdslError
-from eqdsl.schedule.config import ExtractConfig, ValidateConfig
+from eqdsl.config import ValidateConfig
+from eqdsl.extract.registry import ACYCLIC, WARM_STARTS, ExtractConfig, extractor_names
 
 stderr = Console(stderr=True, highlight=False, soft_wrap=True)
 stdout = Console(highlight=False, soft_wrap=True)
@@ -35,7 +36,7 @@ class Work:
 
 
 def cmd_check(args: argparse.Namespace) -> int:
-    from eqdsl.check import load_language
+    from eqdsl.frontend import load_language
 
     from eqdsl.diagnostics import Diagnostic
     from eqdsl.verify.shape_probe import shape_changing_rules
@@ -71,7 +72,7 @@ def cmd_verify(args: argparse.Namespace) -> int:
 def _verify(args: argparse.Namespace) -> int:
     import numpy as np
 
-    from eqdsl.check import load_language
+    from eqdsl.frontend import load_language
     from eqdsl.verify.rules import Status, operator_rules, verify_rule
     from eqdsl.verify.semantics import load_semantics
 
@@ -109,8 +110,8 @@ def _verify(args: argparse.Namespace) -> int:
 
 
 def cmd_compile(args: argparse.Namespace) -> int:
-    from eqdsl.check import load_language
-    from eqdsl.lower.egglog import load_program, lower_language
+    from eqdsl.frontend import load_language
+    from eqdsl.egglog.lower import load_program, lower_language
 
     lang = load_language(args.file)
     lowered = lower_language(lang)
@@ -124,7 +125,7 @@ def cmd_run(args: argparse.Namespace) -> Work:
     from eqdsl.output import Scratch, check_output
     from eqdsl.pipeline import config_inputs, run_pipeline
     from eqdsl.report import print_summary, write_outputs
-    from eqdsl.schedule.config import load_config
+    from eqdsl.config import load_config
 
     config = load_config(Path(args.config))
     if args.validate and config.validate is None:
@@ -156,13 +157,13 @@ def cmd_run(args: argparse.Namespace) -> Work:
 
 def cmd_extract(args: argparse.Namespace) -> int:
     from eqdsl.extract.egraph import read_problem
-    from eqdsl.pipeline import make_extractor
+    from eqdsl.extract.registry import make_extractor
     from eqdsl.report import extraction_json
 
     problem = read_problem(Path(args.egraph))
     cfg = ExtractConfig(method=args.extractor, time_limit_s=args.time_limit, acyclic=args.acyclic,
                         warm_start=args.warm_start, workers=args.workers)
-    e = make_extractor(args.extractor, cfg).extract(problem)
+    e = make_extractor(args.extractor, cfg, "--extractor").extract(problem)
     bound = "n/a" if e.bound is None else f"{e.bound:g}"
     gap = "n/a" if e.gap is None else f"{100 * e.gap:.2f} %"
     print(f"{args.egraph}: {problem.num_classes} classes, {len(problem.nodes)} nodes, "
@@ -177,9 +178,9 @@ def cmd_extract(args: argparse.Namespace) -> int:
 
 
 def cmd_import(args: argparse.Namespace) -> int:
-    from eqdsl.check import check_modules, load_modules, resolve_ruleset
-    from eqdsl.lang.tensat_import import import_rules
-    from eqdsl.syntax.parse import parse_text
+    from eqdsl.frontend import check_modules, load_modules, resolve_ruleset
+    from eqdsl.importers.taso import import_rules
+    from eqdsl.frontend.parse import parse_text
 
     text = import_rules(Path(args.rules), Path(args.multi) if args.multi else None,
                         Path(args.predefined) if args.predefined else None)
@@ -258,10 +259,10 @@ def build_parser() -> argparse.ArgumentParser:
     c.set_defaults(fn=in_worker(cmd_verify))
     c = sub.add_parser("extract", help="extract from an egraph-serialize JSON file")
     c.add_argument("egraph")
-    c.add_argument("--extractor", choices=["greedy", "greedy-dag", "cpsat"], default="cpsat")
+    c.add_argument("--extractor", choices=extractor_names(), default="cpsat")
     c.add_argument("--time-limit", type=POSITIVE_SECONDS, default=60.0, help="seconds (cpsat)")
-    c.add_argument("--acyclic", choices=["order", "lazy", "filter-list"], default="order")
-    c.add_argument("--warm-start", choices=["greedy", "greedy-dag"], default="greedy-dag")
+    c.add_argument("--acyclic", choices=ACYCLIC, default="order")
+    c.add_argument("--warm-start", choices=WARM_STARTS, default="greedy-dag")
     c.add_argument("--workers", type=AT_LEAST_ONE, default=ExtractConfig.workers)
     c.add_argument("--out", help="write the chosen nodes as JSON here (a new file)")
     c.add_argument("--force", action="store_true", help="replace --out if it exists")

@@ -17,6 +17,7 @@ from eqdsl.extract.egraph import ExtractionProblem
 from eqdsl.extract.result import Extraction
 from eqdsl.output import Scratch
 from eqdsl.pipeline import RunResult
+from eqdsl.sources.base import Baselines
 
 
 def extraction_json(e: Extraction, problem: ExtractionProblem) -> dict:
@@ -31,7 +32,7 @@ def report_json(result: RunResult) -> dict:
     outcome, problem = result.outcome, result.live.problem
     best = result.best
     return {
-        "config": result.config.raw,
+        "config": None if result.config is None else result.config.raw,
         "language": result.language.name,
         "program": result.program.name,
         "stages_s": {k: round(v, 6) for k, v in result.stages.items()},
@@ -51,7 +52,7 @@ def report_json(result: RunResult) -> dict:
         },
         "egraph": {"classes": problem.num_classes, "nodes": len(problem.nodes)},
         "original_cost": result.original_cost,
-        "baselines": result.baselines,
+        "baselines": {} if result.baselines is None else result.baselines.costs,
         "best_cost": best.cost,
         "improvement_pct": _improvement(result.original_cost, best.cost),
         "extractor": extraction_json(best, problem),
@@ -102,11 +103,8 @@ def print_summary(result: RunResult, console: Console) -> None:
     console.print(f"original cost {result.original_cost:.12g} → best {best.cost:.12g} "
                   f"({_improvement(result.original_cost, best.cost):.2f} % cheaper, {best.method}, "
                   f"{best.status.value})")
-    if result.baselines:
-        console.print("same layer, other methods: " + ", ".join(
-            f"{name} {cost:.12g} ({_improvement(result.baselines['plain'], cost):.1f} % below plain)"
-            for name, cost in result.baselines.items()) +
-            f"; this run's best is {_improvement(result.baselines['plain'], best.cost):.1f} % below plain")
+    if result.baselines is not None:
+        _print_baselines(result.baselines, best.cost, console)
     lines = result.optimized_text.rstrip().splitlines()
     console.print("\n".join(lines[:SHOWN_LINES]), markup=False)
     if len(lines) > SHOWN_LINES:
@@ -114,3 +112,11 @@ def print_summary(result: RunResult, console: Console) -> None:
     if result.validation is not None:
         style = "green" if result.validation.ok else "bold red"
         console.print(f"[{style}]validation: {result.validation.message}[/]")
+
+
+def _print_baselines(baselines: Baselines, best: float, console: Console) -> None:
+    ref = baselines.reference
+    below = lambda cost: _improvement(baselines.costs[ref], cost)  # noqa: E731
+    console.print(f"{baselines.title}: " + ", ".join(
+        f"{name} {cost:.12g} ({below(cost):.1f} % below {ref})" for name, cost in baselines.costs.items()) +
+        f"; this run's best is {below(best):.1f} % below {ref}")

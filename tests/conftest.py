@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 import pytest
@@ -7,6 +8,7 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 CORPUS = ROOT / "tests" / "corpus"
 EXAMPLES = ROOT / "examples"
+sys.path.insert(0, str(ROOT / "benchmarks"))  # benchmark data generators (synthetic.py)
 
 
 @pytest.fixture

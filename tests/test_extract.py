@@ -187,7 +187,7 @@ def test_cpsat_matches_brute_force(data):
 
 
 def test_time_limit_returns_a_labelled_valid_program():
-    from eqdsl.extract.synthetic import tensat_like
+    from synthetic import tensat_like
 
     p = problem_from_json(tensat_like(200, seed=3, partners=4))
     e = CpSatExtractor(time_limit_s=0.001).extract(p)
@@ -198,7 +198,7 @@ def test_time_limit_returns_a_labelled_valid_program():
 
 
 def test_pruned_model_agrees_with_plain_model():
-    from eqdsl.extract.synthetic import tensat_like
+    from synthetic import tensat_like
 
     p = problem_from_json(tensat_like(60, seed=5, partners=3))
     ours = CpSatExtractor(time_limit_s=20).extract(p)
@@ -209,7 +209,7 @@ def test_pruned_model_agrees_with_plain_model():
 
 def test_dfs_filter_list_leaves_an_acyclic_graph():
     from eqdsl.extract.cpsat import dfs_filter_list, find_cycles, usable_nodes
-    from eqdsl.extract.synthetic import tensat_like
+    from synthetic import tensat_like
 
     p = problem_from_json(tensat_like(80, seed=2, partners=3))
     class_nodes = usable_nodes(p)

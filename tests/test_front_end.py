@@ -6,10 +6,10 @@ import re
 import pytest
 
 from conftest import CORPUS
-from eqdsl.check import load_language
+from eqdsl.frontend import load_language
 from eqdsl.diagnostics import EqdslError
-from eqdsl.syntax import ast
-from eqdsl.syntax.parse import parse_text
+from eqdsl.frontend import ast
+from eqdsl.frontend.parse import parse_text
 
 VALID = sorted((CORPUS / "valid").glob("*.eqr"))
 INVALID = sorted((CORPUS / "invalid").glob("*.eqr"))

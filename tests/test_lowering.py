@@ -8,8 +8,8 @@ import pytest
 from egglog import bindings
 
 from conftest import EXAMPLES, ROOT
-from eqdsl.check import load_language
-from eqdsl.lower.egglog import egg_name, lower_language
+from eqdsl.frontend import load_language
+from eqdsl.egglog.lower import egg_name, lower_language
 
 SNAPSHOTS = ROOT / "tests" / "snapshots"
 CASES = {"arith": "arith", "sharing": str(EXAMPLES / "sharing" / "sharing.eqr")}
@@ -53,8 +53,8 @@ def test_right_side_shape_requirements_are_in_the_query():
 
 def test_ill_shaped_right_side_is_never_built():
     """x is 64x256 but the weights have 128 rows: the merged matmul would be ill-shaped."""
-    from eqdsl.engine import EGraphSession
-    from eqdsl.check import load_program_text
+    from eqdsl.egglog.session import EGraphSession
+    from eqdsl.frontend import load_program_text
 
     lang = load_language(CASES["sharing"])
     session = EGraphSession(lower_language(lang))

@@ -10,15 +10,15 @@ import numpy as np
 import pytest
 
 from conftest import ROOT
-from eqdsl.check import load_language
+from eqdsl.frontend import load_language
 from eqdsl.diagnostics import EqdslError
-from eqdsl.qgym import he
-from eqdsl.qgym.baselines import count_ops, factorised_count
-from eqdsl.qgym.kernels import cpu_kernel, direct_conv
-from eqdsl.qgym.layer import (LayerSpec, QuantizedLayer, layer_expressions, layer_from_params,
+from eqdsl.apps.qgym import he
+from eqdsl.apps.qgym.baselines import count_ops, factorised_count
+from eqdsl.apps.qgym.kernels import cpu_kernel, direct_conv
+from eqdsl.apps.qgym.layer import (LayerSpec, QuantizedLayer, layer_expressions, layer_from_params,
                               synthetic_weights)
-from eqdsl.qgym.study import Search, check_exact, compare
-from eqdsl.qgym.summerge import merge_pairs, summerge
+from eqdsl.apps.qgym.study import Search, check_exact, compare
+from eqdsl.apps.qgym.summerge import merge_pairs, summerge
 
 LANG = load_language("qgym")
 
@@ -91,9 +91,9 @@ def test_cpu_kernel_matches_direct_convolution(tpr):
 def test_cuda_kernel_matches_direct_convolution_in_the_simulator():
     script = """
 import numpy as np
-from eqdsl.check import load_language
-from eqdsl.qgym.kernels import cuda_kernel, direct_conv
-from eqdsl.qgym.layer import LayerSpec, QuantizedLayer, layer_expressions, synthetic_weights
+from eqdsl.frontend import load_language
+from eqdsl.apps.qgym.kernels import cuda_kernel, direct_conv
+from eqdsl.apps.qgym.layer import LayerSpec, QuantizedLayer, layer_expressions, synthetic_weights
 spec = LayerSpec(2, 2, 2, 4, 2, 1)
 layer = QuantizedLayer(spec, synthetic_weights(LayerSpec(2, 2, 2, 4, 2), 0))
 x = np.random.default_rng(0).integers(-127, 128, size=(2, 4, 5)).astype(np.float32)

@@ -132,7 +132,7 @@ def test_verify_draws_edge_values(tmp_path, run_cli):
     (tmp_path / "d.eqr").write_text("language d\nsort Num\nop num(v: Int) -> Num\nop var(name: Str) -> Num\n"
                                     "op div(a: Num, b: Num) -> Num\nrule div-self: div(?x, ?x) => num(1)\n"
                                     "cost num, var = 0\ncost div = 1\n")
-    (tmp_path / "d_ref.py").write_text("from eqdsl.lang.arith_ref import SEMANTICS\n")
+    (tmp_path / "d_ref.py").write_text("from eqdsl.languages.arith.semantics import SEMANTICS\n")
     code, out, _ = run_cli("verify", tmp_path / "d.eqr", "--rule", "div-self", "--examples", "200")
     assert code == 1 and "FAIL    div-self" in out and "?x = 0." in out and "reproduce: eqdsl verify" in out
     code, out, _ = run_cli("verify", "arith", "--rule", "div-self", "--examples", "200")
@@ -209,7 +209,7 @@ def test_signal_during_cpsat_stops_within_two_seconds(tmp_path, sig):
 
 def test_deep_terms_are_a_diagnostic_and_deep_results_print_with_lets(tmp_path, run_cli, monkeypatch):
     from eqdsl.diagnostics import EqdslError
-    from eqdsl.syntax.parse import parse_text
+    from eqdsl.frontend.parse import parse_text
 
     deep = 'var("a")'
     for _ in range(5000):

@@ -8,7 +8,7 @@ import pytest
 
 from conftest import EXAMPLES
 from eqdsl.pipeline import run_pipeline
-from eqdsl.schedule.config import load_config
+from eqdsl.config import load_config
 
 
 def test_arith_simplifies_to_a(tmp_path, run_cli):

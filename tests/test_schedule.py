@@ -4,10 +4,10 @@ from __future__ import annotations
 import pytest
 
 from conftest import EXAMPLES
-from eqdsl.check import load_language, load_program_file
+from eqdsl.frontend import load_language, load_program_file
 from eqdsl.diagnostics import EqdslError
-from eqdsl.engine import EGraphSession
-from eqdsl.lower.egglog import lower_language
+from eqdsl.egglog.session import EGraphSession
+from eqdsl.egglog.lower import lower_language
 from eqdsl.schedule.runner import Limits, StopReason
 from eqdsl.schedule.saturate import SaturateScheduler
 

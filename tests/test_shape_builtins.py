@@ -8,9 +8,9 @@ import random
 from egglog import bindings
 
 from eqdsl import ir
-from eqdsl.cost.evaluate import EvalError, evaluate
-from eqdsl.lower.egglog import VEC_SORT
-from eqdsl.lower.exprs import MAX_RANK, facts, literal, term
+from eqdsl.ir.evaluate import EvalError, evaluate
+from eqdsl.egglog.lower import VEC_SORT
+from eqdsl.egglog.terms import MAX_RANK, facts, literal, term
 
 INTS, BOOL = ir.Prim.INTS, ir.Prim.BOOL
 A, B = ir.Ref("a", INTS), ir.Ref("b", INTS)

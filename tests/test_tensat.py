@@ -4,10 +4,10 @@ from __future__ import annotations
 import pytest
 
 from conftest import ROOT
-from eqdsl.check import load_language
+from eqdsl.frontend import load_language
 from eqdsl.diagnostics import EqdslError
-from eqdsl.lang.models import MODELS, build_model
-from eqdsl.lang.tensat_import import import_rules
+from eqdsl.languages.tensat.models import MODELS, build_model
+from eqdsl.importers.taso import import_rules
 
 DATA = ROOT / "tests" / "data" / "tensat-rules"  # copied from ../shared/data (MIT, TENSAT)
 
@@ -100,7 +100,7 @@ def test_builder_rejects_inconsistent_sizes(tensat):
 
 
 def test_output_shapes(tensat):
-    from eqdsl.lang.graph import GraphBuilder
+    from eqdsl.ir.builder import GraphBuilder
 
     for name, shape in EXPECTED_OUTPUT.items():
         program = build_model(tensat, name)
@@ -135,7 +135,7 @@ def test_small_nasrnn_end_to_end(tmp_path, run_cli):
 
 def test_weight_only_subterms_cost_nothing(tmp_path):
     from eqdsl.pipeline import run_pipeline
-    from eqdsl.schedule.config import load_config
+    from eqdsl.config import load_config
 
     (tmp_path / "unit.yaml").write_text("name: unit\nparams: {gflops: 1, gbps: 1, launch_ns: 1}\n")
     cfg = tmp_path / "c.yaml"
@@ -149,7 +149,7 @@ def test_weight_only_subterms_cost_nothing(tmp_path):
 
 
 def test_elementwise_broadcasting_transpose_and_reshape_shapes(tensat):
-    from eqdsl.lang.graph import GraphBuilder
+    from eqdsl.ir.builder import GraphBuilder
     g = GraphBuilder(tensat)
     x = g.input("x", [2, 3, 4, 5])
     assert g.ewadd(x, g.weight("bias", [5])).shape == (2, 3, 4, 5)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from conftest import EXAMPLES, ROOT
-from eqdsl.check import load_language
+from eqdsl.frontend import load_language
 from eqdsl.diagnostics import EqdslError
 from eqdsl.verify.rules import Status, operator_rules, verify_rule
 from eqdsl.verify.semantics import load_semantics

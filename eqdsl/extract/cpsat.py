@@ -19,7 +19,7 @@ from dataclasses import dataclass, replace
 
 from ortools.sat.python import cp_model
 
-from eqdsl.dfs import filter_cycles
+from eqdsl.graphs import filter_cycles
 from eqdsl.diagnostics import EqdslError
 from eqdsl.extract.dag import best_greedy
 from eqdsl.extract.egraph import ExtractionProblem, Selection, dag_cost, restrict

@@ -8,7 +8,7 @@ the extractor's order constraints and counted in `FilterReport.kept`).
 
 Two algorithms (TENSAT §4.2, Table 6):
 - efficient: one depth-first walk per pass finds the cycles; of each, the node added most recently
-  (age = the filter pass that first saw it) goes; see `eqdsl.dfs.filter_cycles`.
+  (age = the filter pass that first saw it) goes; see `eqdsl.graphs.filter_cycles`.
 - vanilla: every node added since the last pass is checked on its own, oldest first, by a
   reachability search (does its class reach itself through its children?), and goes if it would
   close a cycle — TENSAT's check before each rewrite application, made after the batch because
@@ -20,8 +20,8 @@ from __future__ import annotations
 from collections import defaultdict
 from dataclasses import dataclass, field
 
-from eqdsl.dfs import filter_cycles
-from eqdsl.engine import EGraphSession, FrozenGraph
+from eqdsl.graphs import filter_cycles
+from eqdsl.egglog.session import EGraphSession, FrozenGraph
 
 
 @dataclass(frozen=True)

@@ -14,15 +14,35 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, replace
+from typing import ClassVar
 
 from eqdsl import ir
-from eqdsl.engine import EGraphSession
-from eqdsl.extract.live import LiveEGraph, live_problem, selection_program
+from eqdsl.diagnostics import EqdslError
+from eqdsl.egglog.session import EGraphSession
+from eqdsl.extract.registry import dag_extractor_names, make_extractor
 from eqdsl.extract.result import Extraction, Extractor
-from eqdsl.schedule.runner import (EpochReport, Limits, LimitedLoop, ProgressFn, ScheduleOutcome,
+from eqdsl.fields import int_at_least, names, one_of, option, positive_number
+from eqdsl.schedule.runner import (EpochReport, Limits, LimitedLoop, LimitsConfig, ProgressFn,
+                                   ScheduleContext, ScheduleOutcome,
                                    StopReason)
 
 EXPLORE_RULESET = "pulsed_explore"
+
+
+def _rule_list(v: object) -> bool:
+    return v is None or (isinstance(v, list) and bool(v) and all(isinstance(x, str) for x in v))
+
+
+@dataclass(frozen=True)
+class PulsedConfig(LimitsConfig):
+    kind: ClassVar[str] = "pulsed"
+    epochs: int = option(4, int_at_least(1), "an int ≥ 1")
+    explore_iter: int = option(3, int_at_least(0), "an int ≥ 0")  # iterations per epoch
+    epoch_extract: str = option("cpsat", one_of(dag_extractor_names), names(dag_extractor_names))
+    epoch_time_limit_s: float = option(10.0, lambda v: positive_number(v), "a number > 0", float)
+    # the rules exploration runs; None: every single-pattern rule
+    rules: tuple[str, ...] | None = option(None, _rule_list, "a list of rule names",
+                                           lambda v: None if v is None else tuple(v))
 
 
 @dataclass(frozen=True)
@@ -69,11 +89,20 @@ class PulsedScheduler:
         """Extract every root. The next epoch starts from this program even when it is costlier
         than the epoch's start (a factorised but less shared program is often the way to a
         cheaper one; measured in BENCHMARKS.md); the best of all epochs is kept."""
-        live: LiveEGraph = live_problem(session.serialize(), session.lowered, self.params)
-        extraction = self.extractor.extract(live.problem)
-        return selection_program(live, extraction.selection, "pulsed"), extraction
+        return session.extract_now(self.extractor, self.params, "pulsed")
 
     def _rebuild(self, session: EGraphSession, program: ir.Program) -> None:
         session.reset()
         session.load(program)
         self._ruleset(session)
+
+
+def build_pulsed(cfg: PulsedConfig, context: ScheduleContext) -> PulsedScheduler:
+    known = {r.name for r in context.language.single_rules}
+    for name in cfg.rules or ():
+        if name not in known:
+            raise EqdslError.one(f"unknown rule {name!r}; expected one of the language's "
+                                 f"single-pattern rules: {', '.join(sorted(known))}", path="schedule.rules")
+    epoch_cfg = replace(context.extract, time_limit_s=cfg.epoch_time_limit_s)
+    extractor = make_extractor(cfg.epoch_extract, epoch_cfg, "schedule.epoch_extract")
+    return PulsedScheduler(cfg.limits(cfg.explore_iter), cfg.epochs, extractor, context.params, cfg.rules)

@@ -15,10 +15,13 @@ from dataclasses import dataclass, field
 from enum import Enum
 from typing import Callable, Protocol
 
+from eqdsl import ir
 from eqdsl.diagnostics import EqdslError
-from eqdsl.engine import EGraphSession
+from eqdsl.egglog.session import EGraphSession
 from eqdsl.schedule.cycles import CycleFilter
-from eqdsl.worker import Budget, StopCause, Stopped, guarded
+from eqdsl.extract.registry import ExtractConfig
+from eqdsl.fields import int_at_least, option, positive_number
+from eqdsl.worker import Budget, StopCause, Stopped, default_memory_bytes, guarded
 
 
 class StopReason(Enum):
@@ -36,6 +39,32 @@ class Limits:
     node_limit: int
     time_limit_s: float
     memory_bytes: int | None = None  # the e-graph process's memory; None: unbounded
+
+
+@dataclass(frozen=True)
+class LimitsConfig:
+    """The `schedule:` keys every kind has; a kind's config subclasses it (`kind` a ClassVar)."""
+
+    node_limit: int = option(50_000, int_at_least(1), "an int ≥ 1")
+    time_limit_s: float = option(60.0, lambda v: positive_number(v), "a number > 0", float)
+    # None: half the machine's memory (eqdsl.worker)
+    memory_limit_mb: int | None = option(None, lambda v: v is None or int_at_least(64)(v),
+                                         "an int ≥ 64 (MiB) or null")
+
+    def memory_bytes(self) -> int:
+        return default_memory_bytes() if self.memory_limit_mb is None else self.memory_limit_mb << 20
+
+    def limits(self, iter_limit: int) -> Limits:
+        return Limits(iter_limit, self.node_limit, self.time_limit_s, self.memory_bytes())
+
+
+@dataclass(frozen=True)
+class ScheduleContext:
+    """What a schedule kind's builder may read besides its own config section."""
+
+    language: ir.Language
+    params: dict[str, int]  # the target's values for the cost rules
+    extract: ExtractConfig  # the run's `extract:` section (extractors a schedule makes start from it)
 
 
 @dataclass(frozen=True)
@@ -75,7 +104,8 @@ class ScheduleOutcome:
     seconds: float
     start_nodes: int = 0
     notes: tuple[str, ...] = field(default_factory=tuple)
-    epochs: tuple[EpochReport, ...] = ()  # pulsed schedules only
+    # programs extracted while scheduling (a pulsed schedule's epochs, MCTS's applied steps)
+    epochs: tuple[EpochReport, ...] = ()
 
 
 ProgressFn = Callable[[IterationReport], None]

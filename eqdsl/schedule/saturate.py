@@ -9,10 +9,25 @@ Cycle filtering (`cycle_filter`: none | efficient | vanilla) runs after every it
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import ClassVar
 
-from eqdsl.engine import EGraphSession
+from eqdsl.egglog.session import EGraphSession
+from eqdsl.fields import int_at_least, is_bool, one_of, option
 from eqdsl.schedule.cycles import CycleFilter
-from eqdsl.schedule.runner import Limits, LimitedLoop, ProgressFn, ScheduleOutcome
+from eqdsl.schedule.runner import (Limits, LimitedLoop, LimitsConfig, ProgressFn, ScheduleContext,
+                                   ScheduleOutcome)
+
+CYCLE_FILTERS = ("none", "efficient", "vanilla")
+
+
+@dataclass(frozen=True)
+class SaturateConfig(LimitsConfig):
+    kind: ClassVar[str] = "saturate"
+    iter_limit: int = option(15, int_at_least(0), "an int ≥ 0")
+    k_multi: int = option(1, int_at_least(0), "an int ≥ 0")
+    # count e-classes every iteration (costs a freeze of the e-graph)
+    class_counts: bool = option(True, is_bool, "true or false")
+    cycle_filter: str = option("none", one_of(CYCLE_FILTERS), f"one of {', '.join(CYCLE_FILTERS)}")
 
 
 @dataclass(frozen=True)
@@ -35,3 +50,7 @@ class SaturateScheduler:
         kept = [r for r in loop.reports if not r.rolled_back]
         nodes = kept[-1].nodes if kept else start_nodes
         return ScheduleOutcome(stop, tuple(loop.reports), nodes, loop.elapsed(), start_nodes)
+
+
+def build_saturate(cfg: SaturateConfig, context: ScheduleContext) -> SaturateScheduler:
+    return SaturateScheduler(cfg.limits(cfg.iter_limit), cfg.k_multi, cfg.class_counts, cfg.cycle_filter)

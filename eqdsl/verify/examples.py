@@ -18,8 +18,8 @@ from typing import Any
 from ortools.sat.python import cp_model
 
 from eqdsl import ir
-from eqdsl.cost.evaluate import EvalError, evaluate
-from eqdsl.lower.exprs import shape_key, term_shape_key
+from eqdsl.ir.evaluate import EvalError, evaluate
+from eqdsl.ir.exprs import shape_key, term_shape_key
 from eqdsl.verify.symbolic import CpBackend, Infeasible, NullBackend, SymEval
 
 INT_RANGE = (-1, 8)  # Int pattern variables: small, including one invalid value

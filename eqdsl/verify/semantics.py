@@ -2,7 +2,7 @@
 
 Contract: `load_semantics(lang)` returns {op: function or Leaf} covering every operator of `lang`
 or raises `EqdslError` naming the missing ones. A language's table is `SEMANTICS` in the module
-`eqdsl.lang.<name>_ref` (shipped languages) or in `<file>_ref.py` beside its `.eqr` file (a
+`eqdsl.languages.<name>.semantics` (shipped languages) or in `<file>_ref.py` beside its `.eqr` file (a
 user's); an including language inherits the included ones' entries and may override them.
 Functions take the operator's arguments in declared order (arrays or floats for sort-typed ones,
 int / str / tuple for values) and return an array, a float, or a tuple for multi-output sorts.
@@ -22,17 +22,9 @@ import numpy as np
 
 from eqdsl import ir
 from eqdsl.diagnostics import EqdslError
+from eqdsl.languages.base import Leaf, OpSemantics
 
 
-@dataclass(frozen=True)
-class Leaf:
-    """An input operator (`input`, `weight`, `var`): its value is drawn at random, once per
-    distinct argument list, with the shape `shape(*args)` gives (() for a scalar)."""
-
-    shape: Callable[..., tuple[int, ...]]
-
-
-OpSemantics = Callable[..., Any] | Leaf
 
 
 class SemanticsError(Exception):
@@ -55,8 +47,8 @@ def load_semantics(lang: ir.Language) -> dict[str, OpSemantics]:
 
 
 def _find_module(name: str, file: str):
-    shipped = f"eqdsl.lang.{name.replace('-', '_')}_ref"
-    if importlib.util.find_spec(shipped) is not None:
+    shipped = f"eqdsl.languages.{name.replace('-', '_')}.semantics"
+    if _shipped(shipped):
         return importlib.import_module(shipped), shipped
     sibling = Path(file).with_name(Path(file).stem + "_ref.py")
     if not sibling.is_file():
@@ -68,6 +60,13 @@ def _find_module(name: str, file: str):
     except Exception as err:  # a user's file: report, don't crash
         raise EqdslError.one(f"{sibling}: cannot load reference semantics: {err}") from None
     return module, str(sibling)
+
+
+def _shipped(module: str) -> bool:
+    try:
+        return importlib.util.find_spec(module) is not None
+    except ModuleNotFoundError:  # no package for this language name
+        return False
 
 
 def apply(sem: dict[str, OpSemantics], op: str, args: list[Any]) -> Any:

@@ -11,8 +11,8 @@ from __future__ import annotations
 import random
 
 from eqdsl import ir
-from eqdsl.cost.evaluate import EvalError
-from eqdsl.lower.exprs import shape_key
+from eqdsl.ir.evaluate import EvalError
+from eqdsl.ir.exprs import shape_key
 from eqdsl.verify.examples import _FAILED, _collect_vars, _concrete_shape
 
 

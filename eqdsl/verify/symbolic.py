@@ -2,7 +2,7 @@
 
 Contract: `SymEval(backend).value(e, env)` evaluates a typed `ir.Expr` where ints may be unknown.
 Lists always have a known length (ranks are chosen first). Known parts are computed in Python with
-the same rules as `eqdsl.cost.evaluate`; unknown parts go to the backend: `NullBackend` (ranks
+the same rules as `eqdsl.ir.evaluate`; unknown parts go to the backend: `NullBackend` (ranks
 only: every unknown is None) or `CpBackend` (CP-SAT variables and reified constraints, so a solve
 gives sizes meeting every requirement). `Infeasible` means a requirement is false whatever the
 unknowns are, e.g. an index past a list's end or `len(a) == len(b)` with different ranks.
@@ -14,8 +14,8 @@ from typing import Any, assert_never
 from ortools.sat.python import cp_model
 
 from eqdsl import ir
-from eqdsl.cost.evaluate import _BIN as CONCRETE_BINOPS
-from eqdsl.lower.exprs import env_key
+from eqdsl.ir.evaluate import BINARY_OPS as CONCRETE_BINOPS
+from eqdsl.ir.exprs import env_key
 
 BIG = 10 ** 6
 

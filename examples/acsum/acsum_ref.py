@@ -1,7 +1,7 @@
 """Reference semantics of acsum.eqr (for `eqdsl verify` and translation validation)."""
 import numpy as np
 
-from eqdsl.verify.semantics import Leaf
+from eqdsl.languages.base import Leaf
 
 SEMANTICS = {
     "var": Leaf(lambda name: ()),

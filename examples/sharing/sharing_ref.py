@@ -2,7 +2,7 @@
 because it sits beside the .eqr file as `<name>_ref.py`)."""
 import numpy as np
 
-from eqdsl.verify.semantics import Leaf
+from eqdsl.languages.base import Leaf
 
 SEMANTICS = {
     "input": Leaf(lambda name, rows, cols: (rows, cols)),

@@ -1,0 +1,37 @@
+"""Q-gym's `conv_layer` program source (registered by entry point, `eqdsl.program_sources`).
+
+`program: {builder: conv_layer, R, S, C, K, Q, tpr?, seed?, weights?, start?}` → the layer's
+per-kernel sums (or SumMerge's program with `start: summerge`, so the search, which keeps its
+best, ends at or below SumMerge's cost), with plain, factorisation and SumMerge as baselines.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from eqdsl import ir
+from eqdsl.apps.qgym.baselines import layer_baselines
+from eqdsl.apps.qgym.layer import layer_expressions, layer_from_params, layer_start
+from eqdsl.apps.qgym.summerge import summerge
+from eqdsl.sources.base import Baselines, ProgramRef, SourceProgram
+
+
+@dataclass(frozen=True)
+class ConvLayerSource:
+    name: str = "conv_layer"
+    builder: bool = True
+
+    def load(self, ref: ProgramRef, language: ir.Language) -> SourceProgram:
+        params = dict(ref.params)
+        start, layer = layer_start(params), layer_from_params(params, ref.base)
+        merged = summerge(language, layer)  # SumMerge runs once: the start and a baseline
+        program = merged if start == "summerge" else layer_expressions(language, layer)
+        return SourceProgram(program, Baselines(layer_baselines(layer, merged), "plain",
+                                                "same layer, other methods"))
+
+    def inputs(self, ref: ProgramRef) -> list[Path]:
+        weights = ref.get("weights")
+        return [ref.base / weights] if isinstance(weights, str) else []
+
+
+CONV_LAYER = ConvLayerSource()

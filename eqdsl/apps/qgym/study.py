@@ -1,0 +1,117 @@
+"""One layer through every method: plain, factorisation, SumMerge, eqdsl (greedy, CP-SAT, pulsed).
+
+Contract: `optimize(lang, layer, search)` runs eqdsl's search on the layer's expressions and
+returns the best program with its outcome; `check_exact(program, layer)` evaluates a program on
+random integer activations (int64, exact) and says whether every root equals the plain layer;
+`compare(lang, layer, searches)` returns a `LayerResult` with each method's op count. The search
+is eqdsl's public pipeline (`eqdsl.pipeline.optimize`) with a pulsed schedule.
+"""
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from eqdsl import ir
+from eqdsl.apps.qgym.baselines import OpCount, count_ops, factorised_count, plain_count
+from eqdsl.apps.qgym.layer import QuantizedLayer, layer_expressions
+from eqdsl.apps.qgym.summerge import summerge
+from eqdsl.extract.registry import ExtractConfig
+from eqdsl.pipeline import optimize as optimize_program
+from eqdsl.schedule.pulsed import PulsedConfig
+from eqdsl.schedule.runner import ScheduleOutcome
+
+
+@dataclass(frozen=True)
+class Search:
+    """eqdsl's search on a layer: `epochs` = 1 is a single explore + extract."""
+
+    name: str
+    extract: str = "cpsat"  # or greedy-dag
+    epochs: int = 1
+    explore_iter: int = 3
+    node_limit: int = 200_000
+    epoch_time_limit_s: float = 10.0
+    time_limit_s: float = 300.0
+    start: str = "layer"  # or "summerge": search from SumMerge's program (see layer.STARTS)
+
+
+@dataclass
+class MethodResult:
+    ops: OpCount
+    seconds: float
+    exact: bool
+    notes: str = ""
+
+
+@dataclass
+class LayerResult:
+    layer: QuantizedLayer
+    methods: dict[str, MethodResult] = field(default_factory=dict)
+    programs: dict[str, ir.Program] = field(default_factory=dict)
+
+    def reduction(self, method: str) -> float:
+        """% of the plain layer's weighted cost (C_mul = 2, C_add = 1) removed."""
+        return 100.0 * (1 - self.methods[method].ops.cost / self.layer.spec.plain_cost)
+
+
+
+
+def optimize(lang: ir.Language, layer: QuantizedLayer, search: Search) -> tuple[ir.Program, ScheduleOutcome]:
+    start = summerge(lang, layer) if search.start == "summerge" else layer_expressions(lang, layer)
+    schedule = PulsedConfig(node_limit=search.node_limit, time_limit_s=search.time_limit_s, epochs=search.epochs,
+                            explore_iter=search.explore_iter, epoch_extract=search.extract,
+                            epoch_time_limit_s=search.epoch_time_limit_s)
+    # the pulsed schedule leaves exactly its best program in the e-graph: tree greedy returns it
+    result = optimize_program(lang, start, schedule, ExtractConfig(method="greedy", compare=()))
+    assert result.outcome is not None
+    return result.optimized_program(search.name), result.outcome
+
+
+def check_exact(program: ir.Program, layer: QuantizedLayer, batch: int = 4, seed: int = 0) -> bool:
+    spec = layer.spec
+    rng = np.random.default_rng(seed)
+    x = rng.integers(-128, 128, size=(spec.R, spec.S + spec.tpr, spec.C, batch), dtype=np.int64)
+    values: list = []
+    for node in program.nodes:
+        args = [values[a.index] if isinstance(a, ir.Child) else a for a in node.args]
+        match node.op:
+            case "x":
+                values.append(x[args[0], args[1], args[2]])
+            case "w":
+                values.append(np.int64(args[0]))
+            case "add":
+                values.append(args[0] + args[1])
+            case "mul":
+                values.append(args[0] * args[1])
+            case op:
+                raise ValueError(f"check_exact: unexpected operator {op!r}")
+    for root, value in zip(range(len(program.roots)), (values[r] for r in program.roots)):
+        j, k = divmod(root, spec.K)
+        window = x[:, j:j + spec.S, :, :]  # [R, S, C, batch]
+        expected = np.einsum("crs,rscb->b", layer.weights[k], window)
+        if not np.array_equal(np.broadcast_to(value, expected.shape), expected):
+            return False
+    return True
+
+
+def compare(lang: ir.Language, layer: QuantizedLayer, searches: list[Search]) -> LayerResult:
+    result = LayerResult(layer)
+    result.methods["plain"] = MethodResult(plain_count(layer.spec), 0.0, True)
+    t0 = time.perf_counter()
+    result.methods["factorisation"] = MethodResult(factorised_count(layer), time.perf_counter() - t0, True)
+    t0 = time.perf_counter()
+    merged = summerge(lang, layer)
+    result.methods["summerge"] = MethodResult(count_ops(merged), time.perf_counter() - t0,
+                                              check_exact(merged, layer))
+    result.programs["summerge"] = merged
+    for search in searches:
+        t0 = time.perf_counter()
+        program, outcome = optimize(lang, layer, search)
+        notes = ", ".join(f"{e.cost:.0f}" for e in outcome.epochs)
+        result.methods[search.name] = MethodResult(count_ops(program), time.perf_counter() - t0,
+                                                   check_exact(program, layer), notes)
+        result.programs[search.name] = program
+    return result
+

@@ -1,0 +1,92 @@
+"""YAML run configuration → frozen dataclasses, validated with errors that name the YAML path.
+
+Contract: `load_config(path)` returns a `RunConfig` or raises `EqdslError` whose diagnostic names
+the path of the bad key (`schedule.k_multi: expected an int ≥ 0, got 'one'`). Unknown keys are
+errors. Relative file paths are resolved against the config file's folder. Each section's keys come
+from its registry (schedule kinds, extractors, program sources).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from eqdsl.diagnostics import EqdslError
+from eqdsl.extract.registry import ExtractConfig
+from eqdsl.fields import REQUIRED, Reader, int_at_least, read_section
+from eqdsl.schedule.registry import read_schedule
+from eqdsl.schedule.runner import LimitsConfig
+from eqdsl.sources.base import ProgramRef
+from eqdsl.sources.registry import read_program
+
+
+@dataclass(frozen=True)
+class RunConfig:
+    source: Path
+    ruleset: str
+    program: ProgramRef
+    schedule: LimitsConfig  # the kind's own config class (eqdsl.schedule.registry)
+    extract: ExtractConfig
+    output: Path
+    raw: dict
+    target: str | None = None  # a shipped target name or a .yaml path (eqdsl.cost.targets)
+    validate: ValidateConfig | None = None  # translation validation after extraction (off: None)
+
+
+@dataclass(frozen=True)
+class ValidateConfig:
+    """Run the input and the extracted program on the same random inputs (eqdsl.verify.validate)."""
+
+    samples: int = 3
+    seed: int = 0
+
+
+def parse_config(data: Any, source: Path) -> RunConfig:
+    base = source.parent
+    r = Reader(data, "")
+    is_str = lambda v: isinstance(v, str) and v != ""  # noqa: E731
+    ruleset = r.get("ruleset", REQUIRED, is_str, "a shipped ruleset name or a path to a .eqr file")
+    program = read_program(r.get("program", {}, lambda v: isinstance(v, (str, dict)),
+                             "a path or a mapping with file/name/text"), base)
+    schedule = read_schedule(r.get("schedule", None, lambda v: v is None or isinstance(v, dict), "a mapping"))
+    extract = read_section(ExtractConfig, r.get("extract", None, lambda v: v is None or isinstance(v, dict),
+                                                "a mapping"), "extract")
+    output = r.get("output", f"results/{source.stem}", is_str, "an output folder path")
+    target = r.get("target", None, lambda v: v is None or is_str(v), "a target name or a .yaml path")
+    validate = _validate(r.get("validate", False, lambda v: isinstance(v, (bool, dict)),
+                               "true/false or a mapping with samples/seed"))
+    r.finish()
+    return RunConfig(source, ruleset, program, schedule, extract, Path(output), data, target, validate)
+
+
+def _validate(data: bool | dict) -> ValidateConfig | None:
+    if data is False:
+        return None
+    if data is True:
+        return ValidateConfig()
+    r = Reader(data, "validate")
+    samples = r.get("samples", ValidateConfig.samples, int_at_least(1), "an integer >= 1")
+    seed = r.get("seed", ValidateConfig.seed, int_at_least(0), "an integer >= 0")
+    r.finish()
+    return ValidateConfig(samples, seed)
+
+
+def load_config(path: Path) -> RunConfig:
+    try:
+        text = path.read_text()
+    except (OSError, UnicodeDecodeError) as err:
+        raise EqdslError.one(f"cannot read config {path}: {err}") from None
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as err:
+        mark = getattr(err, "problem_mark", None)
+        where = f"{path}:{mark.line + 1}:{mark.column + 1}" if mark else str(path)
+        problem = getattr(err, "problem", None) or str(err)
+        raise EqdslError.one(f"{where}: invalid YAML: {problem}") from None
+    try:
+        return parse_config(data, path)
+    except EqdslError as err:
+        raise EqdslError([replace(d, path=f"{path}: {d.path}") if d.path else d
+                          for d in err.diagnostics]) from None

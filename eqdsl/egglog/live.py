@@ -1,0 +1,131 @@
+"""The live e-graph → `ExtractionProblem` with costs from the language's `cost` rules
+(`eqdsl.egglog.readback` turns a selection back into a program).
+
+Contract: analysis rows and root markers are dropped; primitive leaves (ints, strings, vecs) stay
+as cost-0 classes so programs can be rebuilt with their literal arguments. Each operator node's
+cost is its cost rule evaluated on its parameters, its children's shapes and its own shape
+(`out`); a cost rule that fails on some node is an `EqdslError` naming the rule.
+"""
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+
+from eqdsl import ir
+from eqdsl.ir.evaluate import EvalError, Value, evaluate
+from eqdsl.diagnostics import EqdslError, Span
+from eqdsl.extract.egraph import ExtractionProblem, build_problem
+from eqdsl.egglog.lower import Lowered
+
+
+@dataclass(frozen=True)
+class LiveEGraph:
+    problem: ExtractionProblem
+    values: dict[str, Value]  # primitive class id → its value
+    shapes: dict[str, Value]  # operator class id → its shape (shaped sorts only)
+
+
+def _decode_value(node_id: str, nodes: dict) -> Value:
+    node = nodes[node_id]
+    op = node["op"]
+    if op == "vec-of":
+        return tuple(_decode_value(k, nodes) for k in node["children"])
+    if op == "vec-empty":
+        return ()
+    if op.startswith('"'):
+        return json.loads(op)
+    if op in ("true", "false"):
+        return op == "true"
+    return int(op)
+
+
+def live_problem(data: dict, lowered: Lowered, params: dict[str, int] | None = None) -> LiveEGraph:
+    """`params`: the target values the cost rules read (`eqdsl.cost.targets.bind_target`)."""
+    nodes = data["nodes"]
+    lang = lowered.language
+    roots: list[tuple[int, str]] = []
+    shapes: dict[str, Value] = {}
+    values: dict[str, Value] = {}
+    rows = []
+    value_nodes = {n["eclass"]: nid for nid, n in nodes.items() if _is_value(n["op"])}
+    for nid, node in nodes.items():
+        op, kids = node["op"], node["children"]
+        if op in lowered.root_rels:
+            roots.append((_decode_value(kids[1], nodes), nodes[kids[0]]["eclass"]))
+        elif op in lowered.analysis_fns:
+            shapes[nodes[kids[0]]["eclass"]] = _decode_value(value_nodes[node["eclass"]], nodes)
+        elif op in lowered.op_of_egg:
+            rows.append([nid, lowered.op_of_egg[op], node["eclass"], kids, 0.0, node.get("subsumed", False)])
+        else:
+            values[node["eclass"]] = _decode_value(nid, nodes)
+            rows.append([nid, op, node["eclass"], kids, 0.0, False])
+    if not roots:
+        raise EqdslError.one("the e-graph has no roots: load a program with at least one `root`")
+    for row in rows:
+        if row[1] in lang.ops:
+            row[4] = _node_cost(lang, row, nodes, values, shapes, params or {})
+    constant = constant_classes(lang, rows, nodes)
+    for row in rows:
+        if _folded(lang, row, nodes, constant):
+            row[4] = 0.0
+    problem = build_problem([tuple(r) for r in rows], [cid for _, cid in sorted(roots)])
+    return LiveEGraph(problem, values, shapes)
+
+
+_VALUE_OPS = ("vec-of", "vec-empty")
+
+
+def _operand_classes(lang: ir.Language, row, nodes: dict) -> list[str]:
+    """Classes of a node's operands of a user sort (its parameters are not operands)."""
+    op = lang.ops[row[1]]
+    return [nodes[kid]["eclass"] for kid, p in zip(row[3], op.params) if isinstance(p.type, ir.SortType)]
+
+
+def constant_classes(lang: ir.Language, rows, nodes: dict) -> set[str]:
+    """Classes computable before the program runs: a `const` operator's, or any class with a node
+    whose operands are all constant (TENSAT/TASO fold such subgraphs at inference time)."""
+    constant: set[str] = set()
+    changed = True
+    while changed:
+        changed = False
+        for row in rows:
+            if row[1] not in lang.ops or row[2] in constant:
+                continue
+            operands = _operand_classes(lang, row, nodes)
+            if lang.ops[row[1]].const or (operands and all(c in constant for c in operands)):
+                constant.add(row[2])
+                changed = True
+    return constant
+
+
+def _folded(lang: ir.Language, row, nodes: dict, constant: set[str]) -> bool:
+    if row[1] not in lang.ops or lang.ops[row[1]].const:
+        return False
+    operands = _operand_classes(lang, row, nodes)
+    return bool(operands) and all(c in constant for c in operands)
+
+
+def _is_value(op: str) -> bool:
+    return op in _VALUE_OPS or op in ("true", "false") or op.startswith('"') or op.lstrip("-").isdigit()
+
+
+def _node_cost(lang: ir.Language, row, nodes: dict, values: dict, shapes: dict,
+               params: dict[str, int]) -> float:
+    _, op_name, eclass, kids, _, _ = row
+    rule, op = lang.costs[op_name], lang.ops[op_name]
+    if rule.constant is not None:
+        return rule.constant
+    env: dict[str, Value] = dict(params)
+    for name, param, kid in zip(rule.params, op.params, kids):
+        kid_class = nodes[kid]["eclass"]
+        env[name] = shapes.get(kid_class) if isinstance(param.type, ir.SortType) else values[kid_class]
+    if eclass in shapes:
+        env["out"] = shapes[eclass]
+    try:
+        cost = evaluate(rule.body, env)
+    except (EvalError, KeyError, TypeError) as err:
+        raise EqdslError.one(f"cost rule of '{op_name}' failed on a node with {env}: {err}",
+                             rule.span) from None
+    if cost < 0:
+        raise EqdslError.one(f"cost rule of '{op_name}' gave a negative cost {cost} for {env}", rule.span)
+    return float(cost)

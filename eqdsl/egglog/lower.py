@@ -1,0 +1,427 @@
+"""Lower a checked `ir.Language` (and its programs) to egglog program text.
+
+Contract: `lower_language(lang)` returns `Lowered`: the declarations and rules as egglog text
+plus the names the runner needs (one ruleset per rule, the `single`/`multi`/`all`/`analysis`
+groups, analysis functions, root relations). `load_program(program, lowered)` returns the text
+that inserts a program (one rule with local lets, run once) and marks its roots.
+
+Shape checking (TENSAT's check-before-apply): every new node on a rule's right side has its
+shape computed in the rule's query from the shapes of the left side's variables, and its
+operator's `require` conditions are added to the query, so an ill-shaped term is never built.
+"""
+from __future__ import annotations
+
+import functools
+import re
+from dataclasses import dataclass, field
+from typing import assert_never
+
+from egglog import bindings
+
+from eqdsl import ir
+from eqdsl.diagnostics import EqdslError
+from eqdsl.egglog.terms import Unlowerable, facts, literal, term
+from eqdsl.ir.exprs import shape_key, term_shape_key
+
+VEC_SORT = "IVec"
+PRIM_SORTS = {ir.Prim.INT: "i64", ir.Prim.STR: "String", ir.Prim.BOOL: "bool", ir.Prim.INTS: VEC_SORT}
+GROUPS = ("single", "multi", "all")
+
+
+@functools.cache
+def egg_name(op: str) -> str:
+    """The op's name in egglog: itself unless egglog already has a primitive of that name."""
+    probe = bindings.EGraph()
+    try:
+        probe.parse_and_run_program(f"(sort Probe__)\n(constructor {op} () Probe__)")
+        return op
+    except BaseException:  # noqa: BLE001 - egglog reports the clash as EggSmolError
+        return op + "_"
+
+
+def shape_fn(sort: str) -> str:
+    return f"_shape_{sort}"
+
+
+def root_rel(sort: str) -> str:
+    return f"_root_{sort}"
+
+
+def ruleset_of(rule: ir.Rule) -> str:
+    return f"rule_{rule.name}"
+
+
+@dataclass(frozen=True)
+class Lowered:
+    language: ir.Language
+    text: str
+    op_of_egg: dict[str, str]  # egglog constructor name → eqdsl operator
+    analysis_fns: frozenset[str]
+    root_rels: frozenset[str]
+    rulesets: dict[str, str] = field(default_factory=dict)  # rule name → ruleset
+
+
+def lower_language(lang: ir.Language) -> Lowered:
+    sections = [f";; eqdsl language {lang.name}", *_declarations(lang)]
+    sections.append(";; ---- shape analysis ----")
+    sections.extend(_shape_rule(lang, r) for r in lang.shapes.values())
+    sections.append(";; ---- rewrite rules ----")
+    for rule in lang.rules:
+        sections.append(f"(ruleset {ruleset_of(rule)})")
+        sections.append(_rewrite(lang, rule))
+    sections.extend(_groups(lang))
+    shaped = [s for s in lang.sorts.values() if s.shape_type is not None]
+    return Lowered(
+        lang, "\n".join(sections) + "\n",
+        {egg_name(o): o for o in lang.ops},
+        frozenset(shape_fn(s.name) for s in shaped),
+        frozenset(root_rel(s) for s in lang.sorts),
+        {r.name: ruleset_of(r) for r in lang.rules},
+    )
+
+
+def _declarations(lang: ir.Language) -> list[str]:
+    out = [f"(sort {VEC_SORT} (Vec i64))", "(ruleset analysis)", "(ruleset load)"]
+    out += [f"(sort {s})" for s in lang.sorts]
+    for op in lang.ops.values():
+        args = " ".join(_egg_type(p.type) for p in op.params)
+        cost = lang.costs[op.name].constant
+        cost_attr = f" :cost {int(cost)}" if cost is not None and cost == int(cost) else ""
+        out.append(f"(constructor {egg_name(op.name)} ({args}) {op.result}{cost_attr})")
+    for s in lang.sorts.values():
+        if s.shape_type is not None:
+            out.append(f"(function {shape_fn(s.name)} ({s.name}) {PRIM_SORTS[s.shape_type]} :no-merge)")
+        out.append(f"(relation {root_rel(s.name)} ({s.name} i64))")
+    return out
+
+
+def _egg_type(t: ir.ValueType) -> str:
+    match t:
+        case ir.SortType(name=n):
+            return n
+        case ir.Prim() as p:
+            return PRIM_SORTS[p]
+        case _:
+            assert_never(t)
+
+
+def _lowering_error(what: str, err: Unlowerable, span) -> EqdslError:
+    return EqdslError.one(f"cannot lower {what} to egglog: {err}", span)
+
+
+def _shape_rule(lang: ir.Language, rule: ir.ShapeRule) -> str:
+    op = lang.ops[rule.op]
+    env: dict[str, str] = {}
+    args, child_facts = [], []
+    for name, param in zip(rule.params, op.params):
+        match param.type:
+            case ir.SortType(name=sort) if lang.sorts[sort].shape_type is not None:
+                args.append(f"_c_{name}")
+                child_facts.append(f"(= {name} ({shape_fn(sort)} _c_{name}))")
+                env[name] = name
+            case _:
+                args.append(name)
+                env[name] = name
+    try:
+        requires = [f for r in rule.requires for f in facts(r, env)]
+        body = term(rule.body, env)
+    except Unlowerable as err:
+        raise _lowering_error(f"the shape rule of '{rule.op}'", err, rule.span) from None
+    query = [f"(= _e ({egg_name(op.name)} {' '.join(args)}))".replace(" )", ")"), *child_facts, *requires]
+    return (f"(rule ({' '.join(query)})\n      ((set ({shape_fn(op.result)} _e) {body}))\n"
+            f"      :ruleset analysis :name \"shape:{rule.op}\")")
+
+
+# ---- rewrite rules ----
+@dataclass
+class _RuleLowering:
+    lang: ir.Language
+    query: list[str] = field(default_factory=list)
+    env: dict[str, str] = field(default_factory=dict)
+    counter: int = 0
+    rhs_shapes: dict[str, str | None] = field(default_factory=dict)  # right-side term → its shape
+    # Left-side nodes exist, so their shape requirements hold: with `assuming`, requirements only
+    # feed `same` (a union-find of equal shape variables) and right-side ones they imply are dropped
+    # — equalities between shape variables make egglog's planner join shape tables first.
+    assuming: bool = False
+    same: dict[str, str] = field(default_factory=dict)
+    assumed: set[str] = field(default_factory=set)  # left-side shape variables: droppable if unread
+    known: set[str] = field(default_factory=set)  # left-side requirement facts, canonical (`same`)
+
+    def find(self, v: str) -> str:
+        while self.same.get(v, v) != v:
+            v = self.same[v]
+        return v
+
+    def require(self, fact: str) -> None:
+        pair = _var_equality(fact)
+        if pair is not None:
+            a, b = map(self.find, pair)
+            if a == b:
+                return
+            self.same[a] = b
+        canon = self.canonical(fact)
+        if self.assuming:
+            self.known.add(canon)
+        elif canon not in self.known and fact not in self.query:
+            self.query.append(fact)
+
+    def canonical(self, fact: str) -> str:
+        return _VAR_TOKEN.sub(lambda m: self.find(m.group(0)), fact)
+
+    def trivially_true(self, req: ir.Expr, env: dict[str, str]) -> bool:
+        """broadcasts(x, x): a shape broadcasts to itself."""
+        match req:
+            case ir.Builtin(fn="broadcasts", args=(ir.Ref(name=b), ir.Ref(name=a))):
+                return b in env and a in env and self.find(env[b]) == self.find(env[a])
+            case _:
+                return False
+
+    def fresh(self, prefix: str) -> str:
+        self.counter += 1
+        return f"_{prefix}{self.counter}"
+
+    def shape_of_var(self, var: str, sort: str) -> str:
+        key = shape_key(var)
+        if key not in self.env:
+            self.env[key] = f"_s_{var}"
+            self.query.append(f"(= _s_{var} ({shape_fn(sort)} ?{var}))")
+        return self.env[key]
+
+
+_VAR_TOKEN = re.compile(r"(?<![A-Za-z0-9_\-])[_?][A-Za-z0-9_]+")
+
+
+def _var_equality(fact: str) -> tuple[str, str] | None:
+    parts = fact[1:-1].split(" ") if fact.startswith("(= ") and fact.endswith(")") else []
+    if len(parts) == 3 and all(_is_var(x) for x in parts[1:]):
+        return parts[1], parts[2]
+    return None
+
+
+def _is_var(token: str) -> bool:
+    return token.startswith(("_", "?")) and "(" not in token and ")" not in token
+
+
+def _prune_unused(query: list[str], actions: list[str], assumed: set[str]) -> list[str]:
+    """Drop shape lookups (`_s_x`) and left-side shapes nothing reads. A right-side shape stays even
+    if unread: computing it may fail, and that failure keeps an ill-shaped node out."""
+    while True:
+        text = " ".join(query + actions)
+        unused = [f for f in query if (m := _BINDING.fullmatch(f)) and _token_count(text, m.group(1)) == 1
+                  and (m.group(1).startswith("_s_") or m.group(1) in assumed)]
+        if not unused:
+            return query
+        query = [f for f in query if f not in unused]
+
+
+_BINDING = re.compile(r"\(= (_(?:s|r)[A-Za-z0-9_]*) \(.*\)\)")
+
+
+def _token_count(text: str, token: str) -> int:
+    return len(re.findall(rf"(?<![A-Za-z0-9_]){re.escape(token)}(?![A-Za-z0-9_])", text))
+
+
+def _pattern_text(p: ir.Pattern) -> str:
+    match p:
+        case ir.PVar(name=v):
+            return f"?{v}"
+        case ir.PLit(value=v):
+            return literal(v)
+        case ir.PBound(name=n):
+            return f"?{n}"
+        case ir.PApp(op=op, args=args):
+            inner = " ".join(_pattern_text(a) for a in args)
+            return f"({egg_name(op)} {inner})" if inner else f"({egg_name(op)})"
+        case _:
+            assert_never(p)
+
+
+def _rewrite(lang: ir.Language, rule: ir.Rule) -> str:
+    lw = _RuleLowering(lang)
+    roots = [f"_lhs{i}" for i in range(len(rule.lhs))]
+    lw.query += [f"(= {r} {_pattern_text(p)})" for r, p in zip(roots, rule.lhs)]
+    try:
+        _conditions(lw, rule)
+        lw.assuming = True
+        for lhs in rule.lhs:
+            _check_shape(lw, lhs)
+        lw.assuming = False
+        for rhs in rule.rhs:
+            if isinstance(rhs, ir.PApp):  # a bare ?x on the right exists already: nothing to check
+                _check_shape(lw, rhs)
+    except Unlowerable as err:
+        raise _lowering_error(f"rule '{rule.name}'", err, rule.span) from None
+    actions = [f"(union {r} {_pattern_text(p)})" for r, p in zip(roots, rule.rhs)]
+    query = _prune_unused(lw.query, actions, lw.assumed)
+    return (f"(rule ({' '.join(query)})\n      ({' '.join(actions)})\n"
+            f"      :ruleset {ruleset_of(rule)} :name \"{rule.name}\")")
+
+
+def _conditions(lw: _RuleLowering, rule: ir.Rule) -> None:
+    var_sorts = _var_sorts(rule)
+    for var in _var_names(rule):
+        lw.env["?" + var] = f"?{var}"
+    for name, value in rule.wheres:
+        _bind_shapes(lw, value, var_sorts)
+        lw.query.append(f"(= ?{name} {term(value, lw.env)})")
+        lw.env[name] = f"?{name}"
+    for cond in rule.conds:
+        match cond:
+            case ir.ExprCond(expr=e):
+                _bind_shapes(lw, e, var_sorts)
+                lw.query.extend(facts(e, lw.env))
+            case ir.ClassCond(equal=eq, left=l, right=r):
+                for side in (l, r):
+                    if not eq and isinstance(side, ir.PApp) and _has_var(side):
+                        raise Unlowerable("'!=' compares an e-class with a variable or a ground "
+                                          "term, not a pattern with variables")
+                lw.query.append(f"({'=' if eq else '!='} {_pattern_text(l)} {_pattern_text(r)})")
+            case _:
+                assert_never(cond)
+
+
+def _has_var(p: ir.Pattern) -> bool:
+    match p:
+        case ir.PVar() | ir.PBound():
+            return True
+        case ir.PLit():
+            return False
+        case ir.PApp(args=args):
+            return any(_has_var(a) for a in args)
+        case _:
+            assert_never(p)
+
+
+def _var_names(rule: ir.Rule) -> set[str]:
+    def walk(p: ir.Pattern) -> set[str]:
+        match p:
+            case ir.PVar(name=v):
+                return {v}
+            case ir.PApp(args=args):
+                return set().union(*(walk(a) for a in args)) if args else set()
+            case _:
+                return set()
+
+    return set().union(*(walk(p) for p in rule.lhs))
+
+
+def _var_sorts(rule: ir.Rule) -> dict[str, str]:
+    """Pattern variables of a user sort, with the sort."""
+    out: dict[str, str] = {}
+
+    def walk(p: ir.Pattern) -> None:
+        match p:
+            case ir.PVar(name=v, type=ir.SortType(name=s)):
+                out[v] = s
+            case ir.PApp(args=args):
+                for a in args:
+                    walk(a)
+            case _:
+                pass
+
+    for p in rule.lhs:
+        walk(p)
+    return out
+
+
+def _bind_shapes(lw: _RuleLowering, e: ir.Expr, var_sorts: dict[str, str]) -> None:
+    for var in _shape_vars(e):
+        if isinstance(var, ir.ShapeOfTerm):
+            lw.env[term_shape_key(var)] = _check_shape(lw, var.pattern)
+        else:
+            lw.shape_of_var(var, var_sorts[var])
+
+
+def _shape_vars(e: ir.Expr) -> list[str | ir.ShapeOfTerm]:
+    """Pattern variables (and right-side terms) whose shapes `e` reads."""
+    match e:
+        case ir.ShapeOf(var=v):
+            return [v]
+        case ir.ShapeOfTerm():
+            return [e]
+        case ir.Const() | ir.Ref():
+            return []
+        case ir.Builtin(args=args) | ir.ListOf(items=args):
+            return [v for a in args for v in _shape_vars(a)]
+        case ir.BinOp(left=a, right=b) | ir.IndexOf(base=a, index=b):
+            return _shape_vars(a) + _shape_vars(b)
+        case ir.UnOp(arg=a) | ir.SliceOf(base=a):
+            return _shape_vars(a)
+        case ir.Replace(base=a, index=b, value=c):
+            return _shape_vars(a) + _shape_vars(b) + _shape_vars(c)
+        case _:
+            assert_never(e)
+
+
+def _check_shape(lw: _RuleLowering, p: ir.Pattern) -> str | None:
+    """Add the shape requirements of a right-side node; return its shape's egglog expression."""
+    match p:
+        case ir.PVar(name=v, type=ir.SortType(name=s)):
+            return lw.shape_of_var(v, s) if lw.lang.sorts[s].shape_type is not None else None
+        case ir.PVar(name=v):
+            return f"?{v}"
+        case ir.PLit(value=v):
+            return literal(v)
+        case ir.PBound(name=n):
+            return f"?{n}"
+        case ir.PApp(op=op_name, args=args):
+            key = _pattern_text(p)
+            if key not in lw.rhs_shapes:
+                lw.rhs_shapes[key] = _check_app_shape(lw, op_name, args)
+            return lw.rhs_shapes[key]
+        case _:
+            assert_never(p)
+
+
+def _check_app_shape(lw: _RuleLowering, op_name: str, args: tuple[ir.Pattern, ...]) -> str | None:
+    child_exprs = [_check_shape(lw, a) for a in args]
+    rule = lw.lang.shapes.get(op_name)
+    if rule is None:
+        return None
+    env = {name: e for name, e in zip(rule.params, child_exprs) if e is not None}
+    for req in rule.requires:
+        if lw.trivially_true(req, env):
+            continue
+        for fact in facts(req, env):
+            lw.require(fact)
+    body = term(rule.body, env)
+    if _is_var(body):
+        return body
+    shape_var = lw.fresh("r")
+    lw.query.append(f"(= {shape_var} {body})")
+    if lw.assuming:
+        lw.assumed.add(shape_var)
+    return shape_var
+
+
+def _groups(lang: ir.Language) -> list[str]:
+    single = " ".join(ruleset_of(r) for r in lang.single_rules)
+    multi = " ".join(ruleset_of(r) for r in lang.multi_rules)
+    out = [";; ---- groups ----"]
+    for name, members in (("single", single), ("multi", multi)):
+        out.append(f"(unstable-combined-ruleset {name} {members})" if members else f"(ruleset {name})")
+    out.append("(unstable-combined-ruleset all single multi)")
+    return out
+
+
+def load_program(program: ir.Program, lowered: Lowered) -> str:
+    """One rule with local lets (fast for big programs), run once; roots marked by relation."""
+    lang = lowered.language
+    actions = []
+    for i, node in enumerate(program.nodes):
+        args = " ".join(f"_n{a.index}" if isinstance(a, ir.Child) else literal(a) for a in node.args)
+        actions.append(f"(let _n{i} ({egg_name(node.op)}{' ' + args if args else ''}))")
+    # `?x != num(0)` is a join in egglog: the ground term must exist for the test to mean anything.
+    actions += [f"(let _g{i} {t})" for i, t in enumerate(_ground_condition_terms(lang))]
+    for k, root in enumerate(program.roots):
+        actions.append(f"({root_rel(lang.ops[program.nodes[root].op].result)} _n{root} {k})")
+    return (f"(rule () ({' '.join(actions)}) :ruleset load :name \"load:{program.name}\")\n"
+            f"(run load 1)\n")
+
+
+def _ground_condition_terms(lang: ir.Language) -> list[str]:
+    terms = {_pattern_text(side) for rule in lang.rules for cond in rule.conds
+             if isinstance(cond, ir.ClassCond) for side in (cond.left, cond.right)
+             if isinstance(side, ir.PApp) and not _has_var(side)}
+    return sorted(terms)

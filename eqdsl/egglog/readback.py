@@ -1,0 +1,83 @@
+"""A selection of a live e-graph's nodes → the extracted program, as `ir.Program` or `.eqr` text.
+
+Contract: `program_text(live, selection)` prints a program `load_program_text` reads back;
+`selection_program` builds the same program directly. Value classes become literal arguments.
+"""
+from __future__ import annotations
+
+import json
+
+from eqdsl import ir
+from eqdsl.diagnostics import Span
+from eqdsl.egglog.live import LiveEGraph
+from eqdsl.extract.egraph import Selection, reachable
+from eqdsl.ir.evaluate import Value
+
+
+def _literal(value: Value) -> str:
+    match value:
+        case bool():
+            return "true" if value else "false"
+        case str():
+            return json.dumps(value)
+        case tuple():
+            return "[" + ", ".join(str(v) for v in value) + "]"
+        case _:
+            return str(value)
+
+
+INLINE_DEPTH = 16  # deeper terms are cut into `let`s: readable, and parsers need no deep recursion
+
+
+def program_text(live: LiveEGraph, selection: Selection, name: str = "optimized") -> str:
+    """The selection as an `.eqr` program: shared subterms and every `INLINE_DEPTH`-th level of
+    a deep term become `let`s, one `root` per root."""
+    p = live.problem
+    order = reachable(p, selection)
+    uses: dict[int, int] = {}
+    for c in order:
+        for k in p.nodes[selection[c]].children:
+            uses[k] = uses.get(k, 0) + 1
+    for r in p.roots:
+        uses[r] = uses.get(r, 0) + 1
+    text: dict[int, str] = {}
+    depth: dict[int, int] = {}  # nesting depth of text[c]
+    lines = [f"program {name}:"]
+    for c in order:
+        node = p.nodes[selection[c]]
+        cid = p.class_ids[c]
+        if cid in live.values:
+            text[c], depth[c] = _literal(live.values[cid]), 0
+            continue
+        expr = f"{node.op}({', '.join(text[k] for k in node.children)})"
+        depth[c] = 1 + max((depth[k] for k in node.children), default=0)
+        if node.children and (uses.get(c, 0) > 1 or depth[c] >= INLINE_DEPTH):
+            lines.append(f"  let t{c} = {expr}")
+            text[c], depth[c] = f"t{c}", 0
+        else:
+            text[c] = expr
+    lines += [f"  root {text[r]}" for r in p.roots]
+    return "\n".join(lines) + "\n"
+
+
+def selection_program(live: LiveEGraph, selection: Selection, name: str = "optimized") -> ir.Program:
+    """The selection as an `ir.Program` (what `program_text` prints, without the text round trip):
+    value classes become literal arguments, every other class one node."""
+    p = live.problem
+    index: dict[int, int] = {}
+    nodes: list[ir.TermNode] = []
+    for c in reachable(p, selection):
+        cid = p.class_ids[c]
+        if cid in live.values:
+            continue
+        node = p.nodes[selection[c]]
+        args = tuple(_literal_arg(live.values[p.class_ids[k]]) if p.class_ids[k] in live.values
+                     else ir.Child(index[k]) for k in node.children)
+        index[c] = len(nodes)
+        nodes.append(ir.TermNode(node.op, args))
+    return ir.Program(name, tuple(nodes), tuple(index[r] for r in p.roots), Span("<extracted>", 0, 0))
+
+
+def _literal_arg(value: Value):
+    return tuple(value) if isinstance(value, list) else value
+

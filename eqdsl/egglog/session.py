@@ -1,0 +1,231 @@
+"""The boundary with egglog: one e-graph session, its commands, and conversion of its outputs.
+
+Contract: `EGraphSession` is the one object that runs egglog commands (`egg_name`'s probe aside,
+this package is the only one importing egglog). Every egglog failure, including Rust panics
+(`PanicException` is a `BaseException`), leaves as `EqdslError`. `extract_now` is how a schedule
+extracts mid-run without knowing how the e-graph is serialized or read back.
+"""
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any
+
+from egglog import bindings
+
+from eqdsl import ir
+from eqdsl.diagnostics import EqdslError
+from eqdsl.egglog.live import LiveEGraph, live_problem
+from eqdsl.egglog.lower import Lowered, load_program
+from eqdsl.egglog.readback import selection_program
+from eqdsl.extract.result import Extraction, Extractor
+
+
+@dataclass(frozen=True)
+class StepResult:
+    """What one `run <ruleset> 1` did."""
+
+    matches: dict[str, int]
+    updated: bool
+
+
+class EGraphSession:
+    def __init__(self, lowered: Lowered) -> None:
+        self.lowered = lowered
+        self.reset()
+
+    def reset(self) -> None:
+        """Start over with an empty e-graph of the same language (pulsed search's new epoch)."""
+        self._egraph = bindings.EGraph()
+        self._execute(self.lowered.text, "declaring the language")
+        self._constructors = set(self.lowered.op_of_egg)
+        self._class_sorts = frozenset(self.lowered.language.sorts)
+        self._handles: dict[str, str] = {}  # class key → egglog global naming that class
+        self._handle_log: list[list[str]] = []  # handles defined since each open push
+        self.depth = 0
+
+    def _execute(self, text: str, doing: str) -> list:
+        try:
+            return self._egraph.parse_and_run_program(text)
+        except (KeyboardInterrupt, SystemExit):
+            raise
+        except BaseException as err:  # noqa: BLE001 - EggSmolError and pyo3 PanicException
+            raise EqdslError.one(f"egglog failed while {doing}: {_first_lines(str(err))}",
+                                 notes=_hint(str(err))) from None
+
+    def load(self, program: ir.Program) -> None:
+        self._execute(load_program(program, self.lowered), f"loading program '{program.name}'")
+        self.saturate_analysis()
+
+    def define_ruleset(self, name: str, rules: list[str]) -> None:
+        """A ruleset running the named rules of the language together (a schedule's subset)."""
+        members = " ".join(self.lowered.rulesets[r] for r in rules)
+        self._execute(f"(unstable-combined-ruleset {name} {members})", f"defining ruleset {name}")
+
+    def saturate_analysis(self) -> None:
+        self._execute("(run-schedule (saturate analysis))", "computing shapes")
+
+    def step(self, ruleset: str) -> StepResult:
+        """Apply a ruleset once (all matches of one iteration), then bring shapes up to date."""
+        outputs = self._execute(f"(run {ruleset} 1)\n(run-schedule (saturate analysis))",
+                                f"running ruleset {ruleset}")
+        report = outputs[0].report
+        return StepResult(dict(report.num_matches_per_rule), bool(report.updated))
+
+    def size(self) -> int:
+        """Number of e-nodes of the language's operators (analysis rows excluded)."""
+        outputs = self._execute("(print-size)", "measuring the e-graph")
+        return sum(n for name, n in outputs[0].sizes if name in self._constructors)
+
+    def push(self) -> None:
+        self._execute("(push)", "saving the e-graph")
+        self._handle_log.append([])
+        self.depth += 1
+
+    def pop(self) -> None:
+        self._execute("(pop)", "restoring the e-graph")
+        for key in self._handle_log.pop():
+            del self._handles[key]
+        self.depth -= 1
+
+    def count_classes(self) -> int:
+        frozen = self._egraph.freeze()
+        outputs = set()
+        for name, fn in frozen.functions.items():
+            if name in self._constructors:
+                outputs.update(str(row.output) for row in fn.rows)
+        return len(outputs)
+
+    def frozen(self) -> "FrozenGraph":
+        """The operator nodes (analysis rows and lets excluded) and the root classes, by class key."""
+        frozen = self._egraph.freeze()
+        nodes: list[FrozenNode] = []
+        roots: list[tuple[int, str]] = []
+        for name, fn in frozen.functions.items():
+            sorts = list(fn.input_sorts)
+            if name in self.lowered.root_rels:
+                roots += [(self._egraph.value_to_i64(r.inputs[1]), f"{sorts[0]}:{r.inputs[0]}")
+                          for r in fn.rows]
+            elif name in self._constructors:
+                nodes += [_frozen_node(name, sorts, fn.output_sort, r, self._class_sorts)
+                          for r in fn.rows]
+        return FrozenGraph(tuple(nodes), tuple(c for _, c in sorted(roots)))
+
+    def subsume(self, graph: "FrozenGraph", cut: list[int], witness: dict[str, int]) -> None:
+        """Subsume nodes `cut` of `graph` (a `frozen()` result with no change since). `witness`
+        gives each class a node whose children's witnesses never lead back to it."""
+        handles = _HandleWriter(self, graph, witness)
+        lines = [f"(subsume {handles.term(graph.nodes[i])})" for i in cut]
+        self._execute("\n".join(handles.lets + lines), "filtering cycles")
+        self._handles.update(handles.new)
+        if self._handle_log:
+            self._handle_log[-1].extend(handles.new)
+
+    def live(self, params: dict[str, int] | None = None) -> LiveEGraph:
+        """The e-graph as an extraction problem with the language's costs (`params`: the target's)."""
+        return live_problem(self.serialize(), self.lowered, params)
+
+    def extract_now(self, extractor: Extractor, params: dict[str, int] | None,
+                    name: str) -> tuple[ir.Program, Extraction]:
+        """Extract every root with `extractor`; the program is named `name`."""
+        live = self.live(params)
+        extraction = extractor.extract(live.problem)
+        return selection_program(live, extraction.selection, name), extraction
+
+    def serialize(self) -> dict:
+        try:
+            return json.loads(self._egraph.serialize([]).to_json())
+        except (KeyboardInterrupt, SystemExit):
+            raise
+        except BaseException as err:  # noqa: BLE001
+            raise EqdslError.one(f"egglog failed to serialize the e-graph: {_first_lines(str(err))}") from None
+
+
+@dataclass(frozen=True)
+class FrozenNode:
+    """One operator row of a frozen e-graph. Class keys are `Sort:id` (ids are per sort)."""
+
+    fn: str  # egglog constructor name
+    eclass: str
+    args: tuple[tuple[str, Any], ...]  # (egglog sort, raw value) per argument
+    children: tuple[str, ...]  # class keys of the arguments of user sorts
+    subsumed: bool
+
+    @property
+    def key(self) -> tuple:
+        return (self.fn, tuple(f"{s}:{v}" for s, v in self.args))
+
+
+@dataclass(frozen=True)
+class FrozenGraph:
+    nodes: tuple[FrozenNode, ...]
+    roots: tuple[str, ...]  # class keys, in root order
+
+
+def _frozen_node(fn: str, sorts: list[str], out_sort: str, row, class_sorts: frozenset[str]) -> FrozenNode:
+    args = tuple(zip(sorts, row.inputs))
+    kids = tuple(f"{s}:{v}" for s, v in args if s in class_sorts)
+    return FrozenNode(fn, f"{out_sort}:{row.output}", args, kids, bool(row.subsumed))
+
+
+class _HandleWriter:
+    """Names classes in egglog commands: a class is named by a global `$hN` let-bound to its
+    witness node (well-founded: following witnesses never returns to a class), children first."""
+
+    def __init__(self, session: EGraphSession, graph: FrozenGraph, witness: dict[str, int]) -> None:
+        self.session, self.graph, self.witness = session, graph, witness
+        self.lets: list[str] = []
+        self.new: dict[str, str] = {}
+
+    def name_of(self, key: str) -> str | None:
+        return self.session._handles.get(key) or self.new.get(key)
+
+    def term(self, node: FrozenNode) -> str:
+        """The node as an egglog term over class names (defining the names it needs first)."""
+        self._define(node.children)
+        return self._render(node)
+
+    def _render(self, node: FrozenNode) -> str:
+        args = [self.name_of(f"{s}:{v}") if s in self.session._class_sorts else self.literal(s, v)
+                for s, v in node.args]
+        return f"({node.fn}{''.join(' ' + a for a in args)})"
+
+    def _define(self, keys: tuple[str, ...]) -> None:
+        """Let-bind every class in `keys` that has no name yet, children before parents."""
+        stack = [(k, False) for k in keys]
+        while stack:
+            key, expanded = stack.pop()
+            if self.name_of(key):
+                continue
+            node = self.graph.nodes[self.witness[key]]
+            if not expanded:
+                stack.append((key, True))
+                stack += [(k, False) for k in node.children if not self.name_of(k)]
+                continue
+            name = f"$h{len(self.session._handles) + len(self.new)}"
+            self.lets.append(f"(let {name} {self._render(node)})")
+            self.new[key] = name
+
+    def literal(self, sort: str, value) -> str:
+        eg = self.session._egraph
+        match sort:
+            case "i64":
+                return str(eg.value_to_i64(value))
+            case "String":
+                return json.dumps(eg.value_to_string(value))
+            case "bool":
+                return "true" if eg.value_to_bool(value) else "false"
+            case _:  # the [Int] vector sort
+                items = [str(eg.value_to_i64(v)) for v in eg.value_to_vec(value)]
+                return f"(vec-of {' '.join(items)})" if items else "(vec-empty)"
+
+
+def _first_lines(text: str, n: int = 4) -> str:
+    return "\n".join(text.strip().splitlines()[:n])
+
+
+def _hint(message: str) -> tuple[str, ...]:
+    if "Illegal merge" in message:
+        return ("a rule unioned two terms with different shapes: the rule is unsound, or a shape "
+                "rule is wrong (run `eqdsl verify` on the ruleset)",)
+    return ()

@@ -1,0 +1,93 @@
+"""The extractors by name, and the `extract:` config section they are built from.
+
+Contract: `EXTRACTORS` maps a name to an `ExtractorKind`; it feeds config validation
+(`extract.method`, `extract.compare`, a pulsed schedule's `epoch_extract`), the CLI's
+`--extractor` choices, `make_extractor` and the tests' parametrisation. Adding an extractor is
+one module with an `extract(problem) -> Extraction` method plus one `register_extractor` line
+(or an entry point in the `eqdsl.extractors` group).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from importlib.metadata import entry_points
+from typing import Callable
+
+from eqdsl.diagnostics import EqdslError
+from eqdsl.extract.cpsat import CpSatExtractor
+from eqdsl.extract.dag import GreedyDagExtractor
+from eqdsl.extract.greedy import GreedyExtractor
+from eqdsl.extract.result import Extractor
+from eqdsl.fields import int_at_least, names, one_of, option, positive_number
+
+
+@dataclass(frozen=True)
+class ExtractorKind:
+    name: str
+    make: Callable[[ExtractConfig], Extractor]
+    summary: str
+    dag_cost: bool = True  # minimises DAG cost (shared subterms counted once), not tree cost
+
+
+EXTRACTORS: dict[str, ExtractorKind] = {}
+
+
+def register_extractor(kind: ExtractorKind) -> None:
+    EXTRACTORS[kind.name] = kind
+
+
+def extractor_names() -> list[str]:
+    _load_plugins()
+    return list(EXTRACTORS)
+
+
+def dag_extractor_names() -> list[str]:
+    return [name for name in extractor_names() if EXTRACTORS[name].dag_cost]
+
+
+_plugins_loaded = False
+
+
+def _load_plugins() -> None:
+    global _plugins_loaded
+    if not _plugins_loaded:
+        _plugins_loaded = True
+        for point in entry_points(group="eqdsl.extractors"):
+            register_extractor(point.load())
+
+
+ACYCLIC = ("order", "lazy", "filter-list")
+WARM_STARTS = ("greedy", "greedy-dag")
+
+
+def _extractor_list(v: object) -> bool:
+    return isinstance(v, list) and all(isinstance(x, str) and x in extractor_names() for x in v)
+
+
+@dataclass(frozen=True)
+class ExtractConfig:
+    method: str = option("cpsat", one_of(extractor_names), lambda: "one of " + names(extractor_names)())
+    time_limit_s: float = option(60.0, positive_number, "a number > 0", float)
+    acyclic: str = option("order", one_of(ACYCLIC), f"one of {', '.join(ACYCLIC)}")
+    warm_start: str | None = option("greedy-dag", lambda v: v is None or v in WARM_STARTS,
+                                    "greedy, greedy-dag or null")
+    compare: tuple[str, ...] = option(("greedy", "greedy-dag"), lambda v: _extractor_list(v),
+                                      lambda: "a list of extractors from " + names(extractor_names)(), tuple)
+    # one CP-SAT worker with the full LP relaxation proves DAG optima fastest here
+    workers: int = option(1, int_at_least(1), "an int ≥ 1")
+
+
+def make_extractor(method: str, cfg: ExtractConfig, path: str = "extract.method") -> Extractor:
+    kind = EXTRACTORS.get(method) if method in extractor_names() else None
+    if kind is None:
+        raise EqdslError.one(f"unknown extractor {method!r}; expected one of {', '.join(extractor_names())}",
+                             path=path)
+    return kind.make(cfg)
+
+
+register_extractor(ExtractorKind("greedy", lambda cfg: GreedyExtractor(),
+                                 "egg's bottom-up extractor: cheapest node per class by tree cost", dag_cost=False))
+register_extractor(ExtractorKind("greedy-dag", lambda cfg: GreedyDagExtractor(),
+                                 "bottom-up with node sets: shared subterms counted once (DAG cost)"))
+register_extractor(ExtractorKind(
+    "cpsat", lambda cfg: CpSatExtractor(cfg.time_limit_s, cfg.acyclic, cfg.warm_start, cfg.workers),
+    "OR-Tools CP-SAT: proven-optimal DAG cost, or a labelled feasible result at the time limit"))

@@ -1,0 +1,1 @@
+"""Name resolution and type checking of parsed `.eqr` modules into the IR (`eqdsl.ir`)."""

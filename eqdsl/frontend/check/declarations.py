@@ -1,0 +1,196 @@
+"""Check sorts, operators, shape rules and cost rules; build their IR.
+
+Contract: each function reports every problem it finds to the sink and returns what it could
+build; the caller raises once at the end so a user sees all errors of a file at once.
+"""
+from __future__ import annotations
+
+from eqdsl import ir
+from eqdsl.frontend.check.exprs import Scope, resolve
+from eqdsl.diagnostics import DiagnosticSink, Span
+from eqdsl.ir.exprs import const_int
+from eqdsl.ir import Prim
+from eqdsl.frontend import ast
+
+PRIMS = {"Int": Prim.INT, "Str": Prim.STR}
+LIST_PRIMS = {"Int": Prim.INTS}
+
+
+def check_sorts(decls: list[ast.SortDecl], sink: DiagnosticSink) -> dict[str, ir.Sort]:
+    sorts: dict[str, ir.Sort] = {}
+    for d in decls:
+        if d.name in PRIMS or d.name == "Bool":
+            sink.error(f"'{d.name}' is a built-in type; expected a new sort name", d.span)
+            continue
+        if d.name in sorts:
+            sink.error(f"duplicate sort '{d.name}' (first declared at {sorts[d.name].span})", d.span)
+            continue
+        sorts[d.name] = ir.Sort(d.name, _shape_field(d, sink), d.span)
+    return sorts
+
+
+def _shape_field(d: ast.SortDecl, sink: DiagnosticSink) -> Prim | None:
+    if not d.fields:
+        return None
+    if len(d.fields) > 1 or d.fields[0].name != "shape":
+        sink.error("a sort carries one analysis field named 'shape'; found "
+                   f"{', '.join(f.name for f in d.fields)}", d.fields[0].span)
+        return None
+    t = d.fields[0].type
+    prim = (LIST_PRIMS if t.is_list else PRIMS).get(t.name)
+    if prim is None:
+        sink.error(f"a shape is Int or [Int]; found {t}", t.span)
+    return prim
+
+
+def _value_type(t: ast.TypeRef, sorts: dict[str, ir.Sort], sink: DiagnosticSink) -> ir.ValueType | None:
+    if t.is_list:
+        if t.name in LIST_PRIMS:
+            return LIST_PRIMS[t.name]
+        sink.error(f"unknown list type {t}; expected [Int]", t.span)
+        return None
+    if t.name in PRIMS:
+        return PRIMS[t.name]
+    if t.name in sorts:
+        return ir.SortType(t.name)
+    sink.error(f"unknown type '{t.name}'; expected Int, Str, [Int] or one of the sorts: "
+               f"{', '.join(sorted(sorts)) or '(none declared)'}", t.span)
+    return None
+
+
+def check_ops(decls: list[ast.OpDecl], sorts: dict[str, ir.Sort], sink: DiagnosticSink) -> dict[str, ir.Operator]:
+    ops: dict[str, ir.Operator] = {}
+    for d in decls:
+        if d.name in ops:
+            sink.error(f"duplicate operator '{d.name}' (first declared at {ops[d.name].span})", d.span)
+            continue
+        if d.name in ("shape",) or d.name in _RESERVED:
+            sink.error(f"'{d.name}' is reserved; expected another operator name", d.span)
+            continue
+        params = [ir.Param(p.name, _value_type(p.type, sorts, sink)) for p in d.params]
+        if d.result not in sorts:
+            sink.error(f"operator result must be a declared sort; found '{d.result}'", d.result_span)
+            continue
+        if all(p.type is not None for p in params):
+            ops[d.name] = ir.Operator(d.name, tuple(params), d.result, d.span, d.const)
+    return ops
+
+
+_RESERVED = {"len", "prod", "sum", "min", "max", "true", "false", "out"}
+
+
+def _op_scope(op: ir.Operator, names: tuple[str, ...], sorts: dict[str, ir.Sort], what: str) -> Scope:
+    scope = Scope(what=what)
+    for name, param in zip(names, op.params):
+        match param.type:
+            case ir.SortType(name=sort_name):
+                shape_type = sorts[sort_name].shape_type
+                if shape_type is not None:
+                    scope.names[name] = shape_type
+            case Prim() as prim:
+                scope.names[name] = prim
+    return scope
+
+
+def _lookup_op(op_name: str, names: tuple[str, ...], span: Span, ops: dict[str, ir.Operator],
+               kind: str, sink: DiagnosticSink) -> ir.Operator | None:
+    op = ops.get(op_name)
+    if op is None:
+        sink.error(f"{kind} rule for unknown operator '{op_name}'", span)
+        return None
+    if len(names) != op.arity:
+        sink.error(f"{kind} rule for '{op_name}' names {len(names)} parameter(s); "
+                   f"'{op_name}' has {op.arity}: ({', '.join(p.name for p in op.params)})", span)
+        return None
+    return op
+
+
+def check_shapes(decls: list[ast.ShapeDecl], ops: dict[str, ir.Operator], sorts: dict[str, ir.Sort],
+                 sink: DiagnosticSink) -> dict[str, ir.ShapeRule]:
+    shapes: dict[str, ir.ShapeRule] = {}
+    declared = {d.op for d in decls}
+    for d in decls:
+        op = _lookup_op(d.op, d.params, d.span, ops, "shape", sink)
+        if op is None:
+            continue
+        if d.op in shapes:
+            sink.error(f"duplicate shape rule for '{d.op}' (first at {shapes[d.op].span})", d.span)
+            continue
+        want = sorts[op.result].shape_type
+        if want is None:
+            sink.error(f"shape rule for '{d.op}', but its sort {op.result} declares no shape", d.span)
+            continue
+        scope = _op_scope(op, d.params, sorts, f"the shape rule of '{d.op}'")
+        body = resolve(d.body, scope, sink)
+        requires = [resolve(r, scope, sink) for r in d.requires]
+        if body is not None and body.type != want:
+            sink.error(f"shape of '{d.op}' must be {want.value}; found {body.type.value}", d.body.span)
+            continue
+        for r, src in zip(requires, d.requires):
+            if r is not None and r.type != Prim.BOOL:
+                sink.error(f"a requirement must be a condition; found {r.type.value}", src.span)
+        if body is not None and None not in requires:
+            shapes[d.op] = ir.ShapeRule(d.op, d.params, body, tuple(requires), d.span)
+    for op in ops.values():
+        if sorts[op.result].shape_type is not None and op.name not in declared:
+            sink.error(f"missing shape rule for '{op.name}': its sort {op.result} carries a shape",
+                       op.span)
+    return shapes
+
+
+def check_params(decls: list[ast.TargetParamDecl], sink: DiagnosticSink) -> dict[str, ir.TargetParam]:
+    params: dict[str, ir.TargetParam] = {}
+    for d in decls:
+        if d.name in params:
+            sink.error(f"duplicate param '{d.name}' (first declared at {params[d.name].span})", d.span)
+        elif d.name in _RESERVED:
+            sink.error(f"'{d.name}' is reserved; expected another param name", d.span)
+        elif d.type.is_list or d.type.name != "Int":
+            sink.error(f"a target param is an Int; found {d.type}", d.type.span)
+        else:
+            params[d.name] = ir.TargetParam(d.name, Prim.INT, d.span)
+    return params
+
+
+def check_costs(decls: list[ast.CostDecl], ops: dict[str, ir.Operator], sorts: dict[str, ir.Sort],
+                sink: DiagnosticSink, params: dict[str, ir.TargetParam]) -> dict[str, ir.CostRule]:
+    costs: dict[str, ir.CostRule] = {}
+    declared = {name for d in decls for name in d.ops}
+    for d in decls:
+        for op_name in d.ops:
+            names = d.params if d.params is not None else tuple(p.name for p in ops[op_name].params) \
+                if op_name in ops else ()
+            op = _lookup_op(op_name, names, d.span, ops, "cost", sink)
+            if op is None:
+                continue
+            if op_name in costs:
+                sink.error(f"duplicate cost rule for '{op_name}' (first at {costs[op_name].span})", d.span)
+                continue
+            rule = _cost_rule(d, op, names, sorts, sink, params)
+            if rule is not None:
+                costs[op_name] = rule
+    for op in ops.values():
+        if op.name not in declared:
+            sink.error(f"missing cost rule for '{op.name}' (write e.g. `cost {op.name} = 1`)", op.span)
+    return costs
+
+
+def _cost_rule(d: ast.CostDecl, op: ir.Operator, names: tuple[str, ...], sorts: dict[str, ir.Sort],
+               sink: DiagnosticSink, params: dict[str, ir.TargetParam]) -> ir.CostRule | None:
+    scope = _op_scope(op, names if d.params is not None else (), sorts, f"the cost rule of '{op.name}'")
+    for p in params.values():  # an operator's own parameter names shadow target params
+        scope.names.setdefault(p.name, p.type)
+    out_type = sorts[op.result].shape_type
+    if out_type is not None and d.params is not None:
+        scope.names.setdefault("out", out_type)
+    body = resolve(d.body, scope, sink)
+    if body is None:
+        return None
+    if body.type != Prim.INT:
+        sink.error(f"a cost must be an Int expression; found {body.type.value}", d.body.span)
+        return None
+    constant = const_int(body)
+    if constant is not None and constant < 0:
+        sink.error(f"costs are non-negative; found {constant}", d.body.span)
+        return None
+    return ir.CostRule(op.name, names, body, d.span)

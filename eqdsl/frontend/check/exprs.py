@@ -1,0 +1,182 @@
+"""Type and resolve value expressions (shape rules, requirements, conditions, `where`, costs).
+
+Contract: `resolve(e, scope, sink)` returns a typed `ir.Expr`, or None after reporting at least
+one diagnostic to `sink`. Types are `Prim`: Int, Str, Bool and [Int] (a shape).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Callable, assert_never
+
+from eqdsl import ir
+from eqdsl.diagnostics import DiagnosticSink
+from eqdsl.ir import Prim
+from eqdsl.frontend import ast
+
+BUILTINS: dict[str, tuple[tuple[Prim, ...], Prim]] = {
+    "len": ((Prim.INTS,), Prim.INT),
+    "prod": ((Prim.INTS,), Prim.INT),
+    "sum": ((Prim.INTS,), Prim.INT),
+    "min": ((Prim.INT, Prim.INT), Prim.INT),
+    "max": ((Prim.INT, Prim.INT), Prim.INT),
+    # shape builtins for ranks up to MAX_RANK (8): egglog has no loops over a vec
+    "broadcasts": ((Prim.INTS, Prim.INTS), Prim.BOOL),  # b broadcasts to a, numpy rules
+    "permute": ((Prim.INTS, Prim.INTS), Prim.INTS),     # [x[p[0]], ..., x[p[n-1]]]
+    "is_perm": ((Prim.INTS,), Prim.BOOL),               # p is a permutation of 0..len(p)-1
+    "positive": ((Prim.INTS,), Prim.BOOL),              # len(x) >= 1 and every x[i] >= 1
+}
+ARITH = {"add", "sub", "mul", "div", "mod"}
+CMP_NAMES = {"==": "eq", "!=": "ne", "<": "lt", "<=": "le", ">": "gt", ">=": "ge"}
+
+
+@dataclass
+class Scope:
+    """Names visible in an expression; `shape_vars` maps pattern vars to their shape type."""
+
+    names: dict[str, Prim] = field(default_factory=dict)
+    value_vars: dict[str, Prim] = field(default_factory=dict)  # ?k of a primitive type
+    shape_vars: dict[str, Prim | None] = field(default_factory=dict)  # ?x of a user sort
+    what: str = "expression"
+    # resolves `shape(term)` for a term over pattern variables; None where terms are not allowed
+    term_shape: Callable[[ast.Expr], ir.Expr | None] | None = None
+
+
+def resolve(e: ast.Expr, scope: Scope, sink: DiagnosticSink) -> ir.Expr | None:
+    match e:
+        case ast.IntLit(value=v):
+            return ir.Const(v, Prim.INT)
+        case ast.StrLit(value=v):
+            return ir.Const(v, Prim.STR)
+        case ast.Name(name=n, span=span):
+            if n in ("true", "false"):
+                return ir.Const(n == "true", Prim.BOOL)
+            if n not in scope.names:
+                notes = ("write subtraction with spaces: `a - b`",) if "-" in n else ()
+                sink.error(f"unknown name '{n}' in {scope.what}; expected one of: "
+                           f"{_listing(scope.names)}", span, notes)
+                return None
+            return ir.Ref(n, scope.names[n])
+        case ast.Var(name=v, span=span):
+            if v not in scope.value_vars:
+                hint = " (use shape(?%s) for its shape)" % v if v in scope.shape_vars else ""
+                sink.error(f"pattern variable ?{v} is not an Int/Str value here{hint}", span)
+                return None
+            return ir.Ref("?" + v, scope.value_vars[v])
+        case ast.Call():
+            return _call(e, scope, sink)
+        case ast.ListLit(items=items, span=span):
+            args = [_expect(i, Prim.INT, scope, sink) for i in items]
+            return None if None in args else ir.ListOf(tuple(args))
+        case ast.Index(base=b, index=i):
+            base, idx = _expect(b, Prim.INTS, scope, sink), _expect(i, Prim.INT, scope, sink)
+            return None if base is None or idx is None else ir.IndexOf(base, idx)
+        case ast.Slice():
+            return _slice(e, scope, sink)
+        case ast.With(base=b, index=i, value=v):
+            parts = (_expect(b, Prim.INTS, scope, sink), _expect(i, Prim.INT, scope, sink),
+                     _expect(v, Prim.INT, scope, sink))
+            return None if None in parts else ir.Replace(*parts)
+        case ast.Unary(op=op, arg=a):
+            want = Prim.INT if op == "neg" else Prim.BOOL
+            arg = _expect(a, want, scope, sink)
+            return None if arg is None else ir.UnOp(op, arg, want)
+        case ast.Binary():
+            return _binary(e, scope, sink)
+        case ast.Compare():
+            return _compare(e, scope, sink)
+        case _:
+            assert_never(e)
+
+
+def _listing(names: dict[str, Prim]) -> str:
+    return ", ".join(sorted(names)) if names else "(none)"
+
+
+def _expect(e: ast.Expr, want: Prim, scope: Scope, sink: DiagnosticSink) -> ir.Expr | None:
+    got = resolve(e, scope, sink)
+    if got is not None and got.type != want:
+        sink.error(f"type mismatch: expected {want.value}, found {got.type.value}", e.span)
+        return None
+    return got
+
+
+def _call(e: ast.Call, scope: Scope, sink: DiagnosticSink) -> ir.Expr | None:
+    if e.fn == "shape":
+        return _shape_of(e, scope, sink)
+    if e.fn not in BUILTINS:
+        sink.error(f"unknown function '{e.fn}' in {scope.what}; expected one of: shape, "
+                   f"{', '.join(sorted(BUILTINS))}", e.fn_span)
+        return None
+    param_types, result = BUILTINS[e.fn]
+    if len(e.args) != len(param_types):
+        sink.error(f"'{e.fn}' takes {len(param_types)} argument(s), found {len(e.args)}", e.span)
+        return None
+    args = [_expect(a, t, scope, sink) for a, t in zip(e.args, param_types)]
+    return None if None in args else ir.Builtin(e.fn, tuple(args), result)
+
+
+def _shape_of(e: ast.Call, scope: Scope, sink: DiagnosticSink) -> ir.Expr | None:
+    match e.args:
+        case (ast.Var(name=v, span=span),) if v in scope.shape_vars:
+            shape_type = scope.shape_vars[v]
+            if shape_type is None:
+                sink.error(f"shape(?{v}): the sort of ?{v} declares no shape "
+                           "(declare it as `sort S { shape: [Int] }`)", span)
+                return None
+            return ir.ShapeOf(v, shape_type)
+        case (ast.Var(name=v, span=span),):
+            sink.error(f"shape(?{v}): ?{v} is not bound to a term of a user sort here", span)
+            return None
+        case (ast.Call() as t,) if scope.term_shape is not None:
+            return scope.term_shape(t)
+        case _:
+            sink.error("shape(...) expects one pattern variable, e.g. shape(?x)", e.span)
+            return None
+
+
+def _slice(e: ast.Slice, scope: Scope, sink: DiagnosticSink) -> ir.Expr | None:
+    base = _expect(e.base, Prim.INTS, scope, sink)
+    bounds = [_const_int(b, sink) if b is not None else None for b in (e.lo, e.hi)]
+    if base is None or "bad" in bounds:
+        return None
+    return ir.SliceOf(base, bounds[0], bounds[1])
+
+
+def _const_int(e: ast.Expr, sink: DiagnosticSink) -> int | str:
+    match e:
+        case ast.IntLit(value=v):
+            return v
+        case ast.Unary(op="neg", arg=ast.IntLit(value=v)):
+            return -v
+        case _:
+            sink.error("slice bounds must be integer constants such as 1 or -1", e.span)
+            return "bad"
+
+
+def _binary(e: ast.Binary, scope: Scope, sink: DiagnosticSink) -> ir.Expr | None:
+    if e.op in ("and", "or"):
+        want, result = Prim.BOOL, Prim.BOOL
+    elif e.op == "cat":
+        want, result = Prim.INTS, Prim.INTS
+    else:
+        want, result = Prim.INT, Prim.INT
+    left, right = _expect(e.left, want, scope, sink), _expect(e.right, want, scope, sink)
+    return None if left is None or right is None else ir.BinOp(e.op, left, right, result)
+
+
+def _compare(e: ast.Compare, scope: Scope, sink: DiagnosticSink) -> ir.Expr | None:
+    operands = [resolve(o, scope, sink) for o in e.operands]
+    if None in operands:
+        return None
+    result: ir.Expr | None = None
+    for (left, right), op, node in zip(zip(operands, operands[1:]), e.ops, e.operands[1:]):
+        name = CMP_NAMES[op]
+        if left.type != right.type:
+            sink.error(f"cannot compare {left.type.value} with {right.type.value}", node.span)
+            return None
+        if name not in ("eq", "ne") and left.type != Prim.INT:
+            sink.error(f"'{op}' compares Int values, found {left.type.value}", node.span)
+            return None
+        cmp = ir.BinOp(name, left, right, Prim.BOOL)
+        result = cmp if result is None else ir.BinOp("and", result, cmp, Prim.BOOL)
+    return result

@@ -1,0 +1,321 @@
+"""Check rewrite rules and input programs; build their IR.
+
+Contract: as in `declarations`: report to the sink, return what could be built.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import assert_never
+
+from eqdsl import ir
+from eqdsl.frontend.check.exprs import Scope, resolve
+from eqdsl.diagnostics import DiagnosticSink
+from eqdsl.ir import Prim
+from eqdsl.frontend import ast
+
+ANY_SORT = "any sort"
+
+
+@dataclass
+class _PatternContext:
+    ops: dict[str, ir.Operator]
+    sink: DiagnosticSink
+    var_types: dict[str, ir.ValueType]  # filled while reading the left side
+    bound: dict[str, Prim]  # `where` names usable on the right side
+    binding: bool  # True on the left side: new variables get bound
+
+
+def _type_name(t: ir.ValueType | str) -> str:
+    match t:
+        case ir.SortType(name=n):
+            return n
+        case Prim() as p:
+            return p.value
+        case str():
+            return t
+        case _:
+            assert_never(t)
+
+
+def _pattern(e: ast.Expr, want: ir.ValueType | str, ctx: _PatternContext) -> ir.Pattern | None:
+    """`want` is the type the position expects; ANY_SORT at the top of a rule side."""
+    match e:
+        case ast.Var(name=v, span=span):
+            return _pattern_var(v, span, want, ctx)
+        case ast.IntLit(value=v) | ast.Unary(op="neg", arg=ast.IntLit(value=v)):
+            value = -v if isinstance(e, ast.Unary) else v
+            return _literal(value, Prim.INT, e, want, ctx)
+        case ast.StrLit(value=v):
+            return _literal(v, Prim.STR, e, want, ctx)
+        case ast.Name(name=n, span=span) if n in ctx.bound:
+            if want != ctx.bound[n]:
+                ctx.sink.error(f"'{n}' is {ctx.bound[n].value}; expected {_type_name(want)}", span)
+                return None
+            return ir.PBound(n, ctx.bound[n])
+        case ast.Name(name=n, span=span):
+            return _application(n, (), span, span, want, ctx)
+        case ast.Call(fn=fn, args=args, span=span, fn_span=fn_span):
+            return _application(fn, args, span, fn_span, want, ctx)
+        case _:
+            ctx.sink.error(f"expected a term (an operator application, ?var or literal) of "
+                           f"{_type_name(want)}", e.span)
+            return None
+
+
+def _pattern_var(v: str, span, want, ctx: _PatternContext) -> ir.Pattern | None:
+    known = ctx.var_types.get(v)
+    if known is None and not ctx.binding:
+        ctx.sink.error(f"variable ?{v} is not bound by the left-hand side", span)
+        return None
+    if known is None:
+        if want == ANY_SORT:
+            ctx.sink.error(f"a left-hand side must be an operator application, found ?{v}", span)
+            return None
+        ctx.var_types[v] = want
+        return ir.PVar(v, want)
+    if want != ANY_SORT and want != known:
+        ctx.sink.error(f"?{v} is {_type_name(known)} here but {_type_name(want)} elsewhere", span)
+        return None
+    return ir.PVar(v, known)
+
+
+def _literal(value, prim: Prim, e: ast.Expr, want, ctx: _PatternContext) -> ir.Pattern | None:
+    if want != prim:
+        ctx.sink.error(f"sort mismatch: expected {_type_name(want)}, found {prim.value} literal", e.span)
+        return None
+    return ir.PLit(value, prim)
+
+
+def _application(fn: str, args, span, fn_span, want, ctx: _PatternContext) -> ir.Pattern | None:
+    op = ctx.ops.get(fn)
+    if op is None:
+        ctx.sink.error(f"unknown operator '{fn}'; expected one of: {', '.join(sorted(ctx.ops))}", fn_span)
+        return None
+    if len(args) != op.arity:
+        ctx.sink.error(f"wrong arity: '{fn}' takes {op.arity} argument(s) "
+                       f"({', '.join(p.name for p in op.params)}), found {len(args)}", span)
+        return None
+    if want != ANY_SORT and want != ir.SortType(op.result):
+        ctx.sink.error(f"sort mismatch: expected {_type_name(want)}, found '{fn}' of sort {op.result}", span)
+        return None
+    children = [_pattern(a, p.type, ctx) for a, p in zip(args, op.params)]
+    return None if None in children else ir.PApp(fn, tuple(children), span)
+
+
+def pattern_sort(p: ir.Pattern, ops: dict[str, ir.Operator]) -> ir.ValueType:
+    match p:
+        case ir.PApp(op=op):
+            return ir.SortType(ops[op].result)
+        case ir.PVar(type=t) | ir.PLit(type=t) | ir.PBound(type=t):
+            return t
+        case _:
+            assert_never(p)
+
+
+def check_rules(decls: list[ast.RuleDecl], ops: dict[str, ir.Operator], sorts: dict[str, ir.Sort],
+                sink: DiagnosticSink) -> list[ir.Rule]:
+    rules: list[ir.Rule] = []
+    seen: dict[str, ast.RuleDecl] = {}
+    for d in decls:
+        if d.name in seen:
+            sink.error(f"duplicate rule name '{d.name}' (first at {seen[d.name].span})", d.span)
+            continue
+        seen[d.name] = d
+        if len(d.lhs) != len(d.rhs):
+            sink.error(f"multi-pattern rule '{d.name}' has {len(d.lhs)} left pattern(s) and "
+                       f"{len(d.rhs)} right pattern(s); expected the same number", d.arrow_span)
+            continue
+        if d.arrow == "<=>" and (len(d.lhs) > 1 or d.wheres or d.conds):
+            sink.error("'<=>' is for plain single-pattern rules; write two '=>' rules to add "
+                       "conditions or several patterns", d.arrow_span)
+            continue
+        directions = [(d.name, d.lhs, d.rhs)]
+        if d.arrow == "<=>":
+            directions.append((d.name + "-rev", d.rhs, d.lhs))
+        for name, lhs, rhs in directions:
+            rule = _rule(name, lhs, rhs, d, ops, sorts, sink)
+            if rule is not None:
+                rules.append(rule)
+    return rules
+
+
+def _rule(name, lhs_src, rhs_src, d: ast.RuleDecl, ops, sorts, sink) -> ir.Rule | None:
+    ctx = _PatternContext(ops, sink, {}, {}, binding=True)
+    lhs = [_pattern(p, ANY_SORT, ctx) for p in lhs_src]
+    if None in lhs:
+        return None
+    scope = _rule_scope(ctx.var_types, sorts, f"rule '{name}'")
+    scope.term_shape = lambda t: _term_shape(t, ctx, sorts)
+    wheres = []
+    for b in d.wheres:
+        if b.name in ctx.var_types or b.name in ctx.bound:
+            sink.error(f"'{b.name}' is already bound in rule '{name}' (as ?{b.name} or an earlier "
+                       "`where`); expected a new name", b.span)
+            return None
+        value = resolve(b.value, scope, sink)
+        if value is None:
+            return None
+        scope.names[b.name] = value.type
+        ctx.bound[b.name] = value.type
+        wheres.append((b.name, value))
+    ctx.binding = False
+    rhs = [_pattern(p, ANY_SORT, ctx) for p in rhs_src]
+    conds = [_condition(c, scope, ctx) for c in d.conds]
+    if None in rhs or None in conds:
+        return None
+    for left, right, src in zip(lhs, rhs, rhs_src):
+        ls, rs = pattern_sort(left, ops), pattern_sort(right, ops)
+        if ls != rs:
+            sink.error(f"sort mismatch: the left side is {_type_name(ls)}, the right side is "
+                       f"{_type_name(rs)}", src.span)
+            return None
+    return ir.Rule(name, tuple(lhs), tuple(rhs), tuple(wheres), tuple(conds), d.span)
+
+
+def _rule_scope(var_types: dict[str, ir.ValueType], sorts: dict[str, ir.Sort], what: str) -> Scope:
+    scope = Scope(what=what)
+    for v, t in var_types.items():
+        match t:
+            case ir.SortType(name=s):
+                scope.shape_vars[v] = sorts[s].shape_type
+            case Prim() as p:
+                scope.value_vars[v] = p
+    return scope
+
+
+def _term_shape(t: ast.Expr, ctx: _PatternContext, sorts: dict[str, ir.Sort]) -> ir.Expr | None:
+    binding, ctx.binding = ctx.binding, False
+    try:
+        pattern = _pattern(t, ANY_SORT, ctx)
+    finally:
+        ctx.binding = binding
+    if pattern is None:
+        return None
+    sort = pattern_sort(pattern, ctx.ops)
+    shape_type = sorts[sort.name].shape_type if isinstance(sort, ir.SortType) else None
+    if shape_type is None:
+        ctx.sink.error("shape(...) of a term whose sort declares no shape", t.span)
+        return None
+    return ir.ShapeOfTerm(pattern, shape_type)
+
+
+def _is_term(e: ast.Expr, ctx: _PatternContext) -> bool:
+    match e:
+        case ast.Call(fn=fn):
+            return fn in ctx.ops
+        case ast.Var(name=v):
+            return isinstance(ctx.var_types.get(v), ir.SortType)
+        case _:
+            return False
+
+
+def _condition(c: ast.Expr, scope: Scope, ctx: _PatternContext) -> ir.Cond | None:
+    match c:
+        case ast.Compare(operands=(left, right), ops=(op,)) if op in ("==", "!=") and (
+                _is_term(left, ctx) or _is_term(right, ctx)):
+            want = ANY_SORT
+            lp = _pattern(left, want, ctx)
+            rp = _pattern(right, want, ctx) if lp is None else _pattern(
+                right, pattern_sort(lp, ctx.ops), ctx)
+            return None if lp is None or rp is None else ir.ClassCond(op == "==", lp, rp)
+        case _:
+            expr = resolve(c, scope, ctx.sink)
+            if expr is not None and expr.type != Prim.BOOL:
+                ctx.sink.error(f"a condition must be Bool; found {expr.type.value}", c.span)
+                return None
+            return None if expr is None else ir.ExprCond(expr)
+
+
+# ---- programs ----
+def check_program(d: ast.ProgramDecl, ops: dict[str, ir.Operator], sink: DiagnosticSink) -> ir.Program | None:
+    builder = _DagBuilder(ops, sink)
+    roots: list[int] = []
+    errors_before = len(sink.items)
+    for stmt in d.stmts:
+        match stmt:
+            case ast.LetStmt(name=n, value=v, span=span):
+                if n in builder.lets:
+                    sink.error(f"'{n}' is already bound in program '{d.name}'", span)
+                    continue
+                index = builder.node(v, ANY_SORT)
+                if index is not None:
+                    builder.lets[n] = index
+            case ast.RootStmt(value=v):
+                index = builder.node(v, ANY_SORT)
+                if index is not None:
+                    roots.append(index)
+            case _:
+                assert_never(stmt)
+    if not roots and len(sink.items) == errors_before:
+        sink.error(f"program '{d.name}' has no root; expected at least one `root <term>`", d.span)
+        return None
+    return ir.Program(d.name, tuple(builder.nodes), tuple(roots), d.span)
+
+
+def _is_negative_literal(e: ast.Expr) -> bool:
+    return isinstance(e, ast.Unary) and e.op == "neg" and isinstance(e.arg, ast.IntLit)
+
+
+class _DagBuilder:
+    """Builds a hash-consed term DAG; `let` names share nodes."""
+
+    def __init__(self, ops: dict[str, ir.Operator], sink: DiagnosticSink) -> None:
+        self.ops, self.sink = ops, sink
+        self.nodes: list[ir.TermNode] = []
+        self.index: dict[ir.TermNode, int] = {}
+        self.lets: dict[str, int] = {}
+
+    def node(self, e: ast.Expr, want) -> int | None:
+        match e:
+            case ast.Name(name=n) if n in self.lets:
+                return self._check_sort(self.lets[n], want, e)
+            case ast.Name(name=n, span=span):
+                return self._app(n, (), span, span, want)
+            case ast.Call(fn=fn, args=args, span=span, fn_span=fn_span):
+                return self._app(fn, args, span, fn_span, want)
+            case _:
+                self.sink.error(f"expected a term of {_type_name(want)} (an operator application "
+                                "or a let name)", e.span)
+                return None
+
+    def _check_sort(self, index: int, want, e: ast.Expr) -> int | None:
+        have = self.ops[self.nodes[index].op].result
+        if want not in (ANY_SORT, ir.SortType(have)):
+            self.sink.error(f"sort mismatch: expected {_type_name(want)}, found {have}", e.span)
+            return None
+        return index
+
+    def _app(self, fn, args, span, fn_span, want) -> int | None:
+        op = self.ops.get(fn)
+        if op is None:
+            self.sink.error(f"unknown operator or name '{fn}'", fn_span)
+            return None
+        if len(args) != op.arity:
+            self.sink.error(f"wrong arity: '{fn}' takes {op.arity} argument(s), found {len(args)}", span)
+            return None
+        values = [self._arg(a, p.type) for a, p in zip(args, op.params)]
+        if any(v is None for v in values):
+            return None
+        node = ir.TermNode(fn, tuple(values))
+        if node not in self.index:
+            self.index[node] = len(self.nodes)
+            self.nodes.append(node)
+        return self._check_sort(self.index[node], want, ast.Name(fn, span))
+
+    def _arg(self, a: ast.Expr, want: ir.ValueType):
+        match want, a:
+            case Prim.INT, ast.IntLit(value=v):
+                return v
+            case Prim.INT, ast.Unary(op="neg", arg=ast.IntLit(value=v)):
+                return -v
+            case Prim.STR, ast.StrLit(value=v):
+                return v
+            case Prim.INTS, ast.ListLit(items=items) if all(
+                    isinstance(i, ast.IntLit) or _is_negative_literal(i) for i in items):
+                return tuple(i.value if isinstance(i, ast.IntLit) else -i.arg.value for i in items)
+            case ir.SortType(), _:
+                index = self.node(a, want)
+                return None if index is None else ir.Child(index)
+            case _:
+                self.sink.error(f"expected a {_type_name(want)} literal", a.span)
+                return None

@@ -1,0 +1,226 @@
+"""Parse `.eqr` text into an AST `Module`; syntax errors become `EqdslError` with a caret."""
+from __future__ import annotations
+
+import functools
+from importlib import resources
+
+from lark import Lark, Token, Transformer, v_args
+from lark.exceptions import UnexpectedCharacters, UnexpectedEOF, UnexpectedInput, UnexpectedToken
+from lark.tree import Meta
+
+from eqdsl.diagnostics import EqdslError, Span
+from eqdsl.frontend import ast
+
+# Human names for the grammar's terminals, used in "expected ..." messages.
+_TERMINAL_NAMES = {
+    "NAME": "a name", "VAR": "a pattern variable (?x)", "INT": "an integer", "STRING": "a string",
+    "ARROW": "'=>' or '<=>'", "CMP_OP": "a comparison", "SLICE_COLON": "':'", "LPAR": "'('",
+    "RPAR": "')'", "LSQB": "'['", "RSQB": "']'", "LBRACE": "'{'", "RBRACE": "'}'", "COMMA": "','",
+    "COLON": "':'", "EQUAL": "'='", "MINUS": "'-'", "PLUS": "'+'", "STAR": "'*'", "SLASH": "'/'",
+    "PERCENT": "'%'", "__ANON_0": "'->'", "$END": "end of file",
+}
+
+
+@functools.cache
+def _parser() -> Lark:
+    grammar = resources.files("eqdsl.grammars").joinpath("eqr.lark").read_text()
+    return Lark(grammar, parser="lalr", strict=True, propagate_positions=True,
+                maybe_placeholders=True)
+
+
+def parse_text(text: str, file: str) -> ast.Module:
+    try:
+        tree = _parser().parse(text)
+    except UnexpectedInput as err:
+        raise _syntax_error(err, text, file) from None
+    try:
+        items = _ToAst(file).transform(tree)
+    except RecursionError:
+        raise EqdslError.one(f"{file}: terms nested too deeply to read (thousands of levels); "
+                             "expected nesting of at most a few hundred levels: name subterms "
+                             "with `let`") from None
+    return ast.Module(file, tuple(items.children))
+
+
+def _syntax_error(err: UnexpectedInput, text: str, file: str) -> EqdslError:
+    line, col = max(err.line, 1), max(err.column, 1)
+    match err:
+        case UnexpectedToken():
+            found = "end of file" if err.token.type == "$END" else repr(str(err.token))
+            expected = _describe_expected(err.expected)
+        case UnexpectedCharacters():
+            found = repr(text[err.pos_in_stream]) if err.pos_in_stream < len(text) else "end of file"
+            expected = _describe_expected(err.allowed or set())
+        case UnexpectedEOF():
+            found, expected = "end of file", _describe_expected(err.expected)
+            line = text.count("\n") + 1
+            col = len(text.rsplit("\n", 1)[-1]) + 1
+        case _:
+            found, expected = "unexpected input", "valid .eqr syntax"
+    span = Span(file, line, col, line, col + 1)
+    return EqdslError.one(f"syntax error: expected {expected}, found {found}", span)
+
+
+def _describe_expected(names: set[str] | frozenset[str]) -> str:
+    shown = sorted({_TERMINAL_NAMES.get(n, _keyword(n)) for n in names})
+    if len(shown) > 8:
+        shown = shown[:8] + ["..."]
+    return " or ".join(shown) if shown else "something else"
+
+
+def _keyword(terminal: str) -> str:
+    return f"'{terminal.lower()}'" if terminal.isupper() and terminal.isalpha() else terminal
+
+
+def _span(file: str, meta: Meta | Token) -> Span:
+    if isinstance(meta, Token):
+        return Span(file, meta.line or 0, meta.column or 0, meta.end_line or 0, meta.end_column or 0)
+    if getattr(meta, "empty", True):
+        return Span(file, 0, 0)
+    return Span(file, meta.line, meta.column, meta.end_line, meta.end_column)
+
+
+def _unquote(s: str) -> str:
+    return bytes(s[1:-1], "utf-8").decode("unicode_escape")
+
+
+@v_args(meta=True)
+class _ToAst(Transformer):
+    """Tree → AST. Method names are the grammar's rule names and aliases."""
+
+    def __init__(self, file: str) -> None:
+        super().__init__()
+        self.file = file
+
+    def _s(self, meta: Meta | Token) -> Span:
+        return _span(self.file, meta)
+
+    # -- declarations --
+    def language(self, meta, c):
+        return ast.LanguageDecl(str(c[0]), self._s(meta))
+
+    def include(self, meta, c):
+        tok = c[0]
+        is_path = tok.type == "STRING"
+        return ast.IncludeDecl(_unquote(tok) if is_path else str(tok), is_path, self._s(meta))
+
+    def sort(self, meta, c):
+        fields = tuple(c[1]) if len(c) > 1 and c[1] is not None else ()
+        return ast.SortDecl(str(c[0]), fields, self._s(meta))
+
+    def fields(self, meta, c):
+        return list(c)
+
+    def field(self, meta, c):
+        return ast.Param(str(c[0]), c[1], self._s(meta))
+
+    param = field
+
+    def scalar_type(self, meta, c):
+        return ast.TypeRef(str(c[0]), False, self._s(meta))
+
+    def list_type(self, meta, c):
+        return ast.TypeRef(str(c[0]), True, self._s(meta))
+
+    def target_param(self, meta, c):
+        return ast.TargetParamDecl(str(c[0]), c[1], self._s(meta))
+
+    def op(self, meta, c):
+        *head, result, const = c
+        params = tuple(p for p in head[1:] if p is not None)
+        return ast.OpDecl(str(c[0]), params, str(result), self._s(meta), self._s(result),
+                          const is not None)
+
+    def rule(self, meta, c):
+        name, lhs, arrow, rhs, *clauses = c
+        wheres = tuple(b for cl in clauses if cl[0] == "where" for b in cl[1])
+        conds = tuple(e for cl in clauses if cl[0] == "if" for e in cl[1])
+        return ast.RuleDecl(str(name), tuple(lhs), str(arrow), tuple(rhs), wheres, conds,
+                            self._s(meta), self._s(arrow))
+
+    def patterns(self, meta, c):
+        return list(c)
+
+    def where(self, meta, c):
+        return ("where", list(c))
+
+    def cond(self, meta, c):
+        return ("if", list(c))
+
+    def binding(self, meta, c):
+        return ast.Binding(str(c[0]), c[1], self._s(meta))
+
+    def shape(self, meta, c):
+        op, *rest = c
+        has_require = rest and isinstance(rest[-1], tuple) and rest[-1][:1] == ("require",)
+        requires = tuple(rest[-1][1]) if has_require else ()
+        body = rest[-2] if has_require else rest[-1]
+        params = tuple(str(p) for p in (rest[:-2] if has_require else rest[:-1]) if p is not None)
+        return ast.ShapeDecl(str(op), params, body, requires, self._s(meta))
+
+    def require(self, meta, c):
+        return ("require", list(c))
+
+    def cost_fn(self, meta, c):
+        params = tuple(str(p) for p in c[1:-1] if p is not None)
+        return ast.CostDecl((str(c[0]),), params, c[-1], self._s(meta))
+
+    def cost_const(self, meta, c):
+        return ast.CostDecl(tuple(str(n) for n in c[:-1]), None, c[-1], self._s(meta))
+
+    def program(self, meta, c):
+        return ast.ProgramDecl(str(c[0]), tuple(c[1:]), self._s(meta))
+
+    def let(self, meta, c):
+        return ast.LetStmt(str(c[0]), c[1], self._s(meta))
+
+    def root(self, meta, c):
+        return ast.RootStmt(c[0], self._s(meta))
+
+    # -- expressions --
+    def int_(self, meta, c):
+        return ast.IntLit(int(c[0]), self._s(meta))
+
+    def str_(self, meta, c):
+        return ast.StrLit(_unquote(c[0]), self._s(meta))
+
+    def var(self, meta, c):
+        return ast.Var(str(c[0])[1:], self._s(meta))
+
+    def name(self, meta, c):
+        return ast.Name(str(c[0]), self._s(meta))
+
+    def call(self, meta, c):
+        args = tuple(a for a in c[1:] if a is not None)
+        return ast.Call(str(c[0]), args, self._s(meta), self._s(c[0]))
+
+    def list_(self, meta, c):
+        return ast.ListLit(tuple(a for a in c if a is not None), self._s(meta))
+
+    def index(self, meta, c):
+        return ast.Index(c[0], c[1], self._s(meta))
+
+    def slice(self, meta, c):
+        return ast.Slice(c[0], c[1], c[3], self._s(meta))
+
+    def neg(self, meta, c):
+        return ast.Unary("neg", c[0], self._s(meta))
+
+    def not_(self, meta, c):
+        return ast.Unary("not", c[0], self._s(meta))
+
+    def compare(self, meta, c):
+        return ast.Compare(tuple(c[0::2]), tuple(str(t) for t in c[1::2]), self._s(meta))
+
+    def with_(self, meta, c):
+        return ast.With(c[0], c[1], c[2], self._s(meta))
+
+    def _binary(op):  # noqa: N805 - builds methods below
+        def method(self, meta, c):
+            return ast.Binary(op, c[0], c[1], self._s(meta))
+        return method
+
+    add, sub, cat = _binary("add"), _binary("sub"), _binary("cat")
+    mul, div, mod = _binary("mul"), _binary("div"), _binary("mod")
+    and_, or_ = _binary("and"), _binary("or")
+    del _binary

@@ -1,0 +1,86 @@
+"""Build input programs from Python, shape-checked by the language's own shape rules.
+
+Contract: `GraphBuilder(lang).op(name, *args)` appends a node (hash-consed) and returns a `Tensor`
+handle carrying the node's shape, computed by evaluating the operator's `shape` rule from the
+`.eqr` file; a violated `require` raises `EqdslError` naming the operator, the arguments' shapes
+and the requirement's source line. `program(name, roots)` returns the `ir.Program`.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from eqdsl import ir
+from eqdsl.ir.evaluate import EvalError, Value, evaluate
+from eqdsl.diagnostics import EqdslError, Span
+
+
+@dataclass(frozen=True)
+class Tensor:
+    index: int
+    shape: Value | None
+
+
+class GraphBuilder:
+    def __init__(self, lang: ir.Language) -> None:
+        self.lang = lang
+        self.nodes: list[ir.TermNode] = []
+        self.shapes: list[Value | None] = []
+        self._index: dict[ir.TermNode, int] = {}
+
+    def op(self, name: str, *args: Tensor | int | str | tuple[int, ...] | list[int]) -> Tensor:
+        op = self.lang.ops.get(name)
+        if op is None:
+            raise EqdslError.one(f"model builder: unknown operator '{name}' in language {self.lang.name}")
+        if len(args) != op.arity:
+            raise EqdslError.one(f"model builder: '{name}' takes {op.arity} argument(s), got {len(args)}")
+        values = tuple(_term_arg(a) for a in args)
+        shape = self._shape(op, args)
+        node = ir.TermNode(name, values)
+        if node not in self._index:
+            self._index[node] = len(self.nodes)
+            self.nodes.append(node)
+            self.shapes.append(shape)
+        return Tensor(self._index[node], shape)
+
+    def __getattr__(self, name: str):
+        if name.startswith("_") or name not in self.lang.ops:
+            raise AttributeError(name)
+        return lambda *args: self.op(name, *args)
+
+    def _shape(self, op: ir.Operator, args) -> Value | None:
+        rule = self.lang.shapes.get(op.name)
+        if rule is None:
+            return None
+        env = {n: (a.shape if isinstance(a, Tensor) else _value(a)) for n, a in zip(rule.params, args)}
+        try:
+            for req in rule.requires:
+                if not evaluate(req, env):
+                    raise EqdslError.one(f"model builder: '{op.name}' with {_describe(env)} violates "
+                                         f"a requirement of its shape rule", rule.span)
+            return evaluate(rule.body, env)
+        except EvalError as err:
+            raise EqdslError.one(f"model builder: '{op.name}' with {_describe(env)}: {err}", rule.span) from None
+
+    def program(self, name: str, roots: list[Tensor]) -> ir.Program:
+        if not roots:
+            raise EqdslError.one(f"model '{name}' has no outputs")
+        return ir.Program(name, tuple(self.nodes), tuple(r.index for r in roots),
+                          Span(f"<builder {name}>", 0, 0))
+
+
+def _value(a):
+    return tuple(a) if isinstance(a, list) else a
+
+
+def _term_arg(a):
+    match a:
+        case Tensor(index=i):
+            return ir.Child(i)
+        case list() | tuple():
+            return tuple(int(v) for v in a)
+        case _:
+            return a
+
+
+def _describe(env: dict) -> str:
+    return ", ".join(f"{k}={list(v) if isinstance(v, tuple) else v}" for k, v in env.items())

@@ -1,1 +1,0 @@
-"""Per-language Python: importers, model builders (and, with the soundness issue, semantics)."""

@@ -1,0 +1,1 @@
+"""The `arith` language's Python."""

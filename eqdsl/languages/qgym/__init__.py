@@ -1,0 +1,1 @@
+"""The `qgym` language's Python."""

@@ -1,0 +1,1 @@
+"""The `tensat` language's Python."""

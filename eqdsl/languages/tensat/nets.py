@@ -1,0 +1,56 @@
+"""Layers shared by the benchmark models: convolutions with fresh weights, pools, residual adds.
+
+Contract: `Net(lang)` wraps a `GraphBuilder` over the tensor language; every weight gets a unique
+id so that equal-shaped weights stay distinct tensors. Padding codes: SAME = 0, VALID = 1;
+activations: NONE 0, SIGMOID 1, RELU 2, TANH 3 (TENSAT's codes).
+"""
+from __future__ import annotations
+
+from eqdsl import ir
+from eqdsl.ir.builder import GraphBuilder, Tensor
+
+SAME, VALID = 0, 1
+NONE, SIGMOID, RELU, TANH = 0, 1, 2, 3
+
+
+class Net:
+    def __init__(self, lang: ir.Language) -> None:
+        self.g = GraphBuilder(lang)
+        self._weights = 0
+
+    def input(self, name: str, dims: list[int]) -> Tensor:
+        return self.g.input(name, dims)
+
+    def weight(self, dims: list[int]) -> Tensor:
+        self._weights += 1
+        return self.g.weight(f"w{self._weights}", dims)
+
+    def conv(self, x: Tensor, out_c: int, kernel: tuple[int, int], stride: tuple[int, int] = (1, 1),
+             pad: int = SAME, act: int = RELU, groups: int = 1) -> Tensor:
+        w = self.weight([out_c, x.shape[1] // groups, kernel[0], kernel[1]])
+        return self.g.conv2d(stride[0], stride[1], pad, act, x, w)
+
+    def maxpool(self, x: Tensor, k: int, s: int, pad: int = SAME) -> Tensor:
+        return self.g.poolmax(x, k, k, s, s, pad, NONE)
+
+    def avgpool(self, x: Tensor, k: int, s: int, pad: int = SAME) -> Tensor:
+        return self.g.poolavg(x, k, k, s, s, pad, NONE)
+
+    def matmul(self, x: Tensor, out_features: int, act: int = NONE) -> Tensor:
+        return self.g.matmul(act, x, self.weight([x.shape[-1], out_features]))
+
+    def add(self, a: Tensor, b: Tensor) -> Tensor:
+        return self.g.ewadd(a, b)
+
+    def relu(self, x: Tensor) -> Tensor:
+        return self.g.relu(x)
+
+    def concat(self, axis: int, parts: list[Tensor]) -> Tensor:
+        """Concatenates 2–5 tensors with one operator, more with a chain of them."""
+        while len(parts) > 5:
+            parts = [self.g.concat5(axis, *parts[:5])] + parts[5:]
+        name = {2: "concat", 3: "concat3", 4: "concat4", 5: "concat5"}[len(parts)]
+        return self.g.op(name, axis, *parts)
+
+    def program(self, name: str, outputs: list[Tensor]) -> ir.Program:
+        return self.g.program(name, outputs)

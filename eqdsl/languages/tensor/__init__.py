@@ -1,0 +1,1 @@
+"""The `tensor` language's Python."""

@@ -1,1 +1,0 @@
-"""Lowering of the checked IR to egglog."""

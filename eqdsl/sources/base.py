@@ -1,0 +1,51 @@
+"""The interface every program source implements.
+
+Contract: `ProgramSource.load(ref, language)` returns the program to optimize (a checked
+`ir.Program` of `language`) and, optionally, other methods' costs on the same input
+(`Baselines`, printed beside the run's result); user mistakes raise `EqdslError` naming the
+`program.<key>` path. `inputs(ref)` lists the files the source reads (an output folder must not
+contain them).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Protocol
+
+from eqdsl import ir
+
+
+@dataclass(frozen=True)
+class ProgramRef:
+    """A `program:` section: the source's name and its parameters, paths relative to `base`."""
+
+    source: str
+    params: tuple[tuple[str, Any], ...]
+    base: Path  # the config file's folder
+
+    def get(self, key: str, default: Any = None) -> Any:
+        return dict(self.params).get(key, default)
+
+
+@dataclass(frozen=True)
+class Baselines:
+    """Other methods' costs on the same input, on the run's cost scale."""
+
+    costs: dict[str, float]
+    reference: str  # the method the others (and the run) are compared with
+    title: str  # how the summary introduces them
+
+
+@dataclass(frozen=True)
+class SourceProgram:
+    program: ir.Program
+    baselines: Baselines | None = None
+
+
+class ProgramSource(Protocol):
+    name: str
+    builder: bool  # selected by `program: {builder: NAME, ...params}`
+
+    def load(self, ref: ProgramRef, language: ir.Language) -> SourceProgram: ...
+
+    def inputs(self, ref: ProgramRef) -> list[Path]: ...

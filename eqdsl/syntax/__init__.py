@@ -1,1 +1,0 @@
-"""The `.eqr` front end: Lark grammar → frozen AST dataclasses with spans."""
