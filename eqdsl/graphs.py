@@ -1,7 +1,12 @@
-"""TENSAT's cycle filter as a graph algorithm, shared by exploration (subsume in egglog) and
-extraction (`acyclic: filter-list`).
+"""Graph algorithms, the one home of reachability and cycles for every stage: programs, e-graphs
+being explored (cycle filtering), extraction problems (orders, cycle cuts, components).
 
-Contract: `filter_cycles(roots, edges, victim)` walks depth-first from `roots`; `edges(cls)`
+Contract: `reach(starts, successors)` is the set reachable from `starts`; `reaches(starts,
+successors, goal)` stops early. `children_first(roots, successors)` lists the nodes reachable
+from `roots`, each after its successors, raising `CycleFound(node)` on a cycle. `cycles_from(roots,
+successors)` lists cycles met depth-first (node paths). `cyclic_components(edges)` maps each node
+of a strongly connected component of size > 1 to its component id (iterative Tarjan).
+`filter_cycles(roots, edges, victim)` walks depth-first from `roots`; `edges(cls)`
 lists (node, child class) pairs in the order to try them; when an edge closes a cycle,
 `victim(cycle)` picks one node of the cycle (given as nodes in path order, the closing node
 last) to filter. Walks repeat until one finds no cycle, so the classes reachable through
@@ -9,10 +14,139 @@ unfiltered nodes form a DAG. Returns the filtered nodes. Node and class ids are 
 """
 from __future__ import annotations
 
-from typing import Callable, Hashable, Iterable, Sequence
+from typing import Callable, Hashable, Iterable, Sequence, TypeVar
 
 Edges = Callable[[Hashable], Iterable[tuple[Hashable, Hashable]]]
 Victim = Callable[[Sequence[Hashable]], Hashable]
+N = TypeVar("N", bound=Hashable)
+Successors = Callable[[N], Iterable[N]]
+
+
+class CycleFound(Exception):
+    def __init__(self, node: Hashable) -> None:
+        super().__init__(f"cycle through {node!r}")
+        self.node = node
+
+
+def reach(starts: Iterable[N], successors: Successors[N]) -> set[N]:
+    seen: set[N] = set()
+    stack = list(starts)
+    while stack:
+        n = stack.pop()
+        if n not in seen:
+            seen.add(n)
+            stack.extend(successors(n))
+    return seen
+
+
+def reaches(starts: Iterable[N], successors: Successors[N], goal: N) -> bool:
+    seen = set(starts)
+    stack = list(seen)
+    while stack:
+        n = stack.pop()
+        if n == goal:
+            return True
+        for k in successors(n):
+            if k not in seen:
+                seen.add(k)
+                stack.append(k)
+    return False
+
+
+def children_first(roots: Iterable[N], successors: Successors[N]) -> list[N]:
+    order: list[N] = []
+    state: dict[N, int] = {}  # 1 = on the stack, 2 = done
+    for root in roots:
+        stack = [(root, False)]
+        while stack:
+            n, leaving = stack.pop()
+            if leaving:
+                state[n] = 2
+                order.append(n)
+                continue
+            if state.get(n) == 2:
+                continue
+            if state.get(n) == 1:
+                raise CycleFound(n)
+            kids = successors(n)
+            state[n] = 1
+            stack.append((n, True))
+            for k in kids:
+                if state.get(k) == 1:
+                    raise CycleFound(k)
+                if state.get(k) != 2:
+                    stack.append((k, False))
+    return order
+
+
+def cycles_from(roots: Iterable[N], successors: Successors[N]) -> list[list[N]]:
+    """Each cycle as the path of nodes from the node it closes on (iterative: any depth)."""
+    cycles: list[list[N]] = []
+    state: dict[N, int] = {}
+    path: list[N] = []
+    for r in roots:
+        if r in state:
+            continue
+        state[r] = 1
+        path.append(r)
+        walk = [iter(successors(r))]
+        while walk:
+            child = next(walk[-1], None)
+            if child is None:
+                state[path.pop()] = 2
+                walk.pop()
+            elif state.get(child) == 1:
+                cycles.append(path[path.index(child):])
+            elif child not in state:
+                state[child] = 1
+                path.append(child)
+                walk.append(iter(successors(child)))
+    return cycles
+
+
+def cyclic_components(edges: dict[N, list[N]]) -> dict[N, N]:
+    """Node → a representative of its strongly connected component, for components of size > 1."""
+    index: dict[N, int] = {}
+    low: dict[N, int] = {}
+    on_stack: set[N] = set()
+    stack: list[N] = []
+    result: dict[N, N] = {}
+    for start in edges:
+        if start in index:
+            continue
+        work = [(start, 0)]
+        while work:
+            c, k = work.pop()
+            if k == 0:
+                index[c] = low[c] = len(index)
+                stack.append(c)
+                on_stack.add(c)
+            if k < len(edges[c]):
+                work.append((c, k + 1))
+                child = edges[c][k]
+                if child not in index:
+                    work.append((child, 0))
+                elif child in on_stack:
+                    low[c] = min(low[c], index[child])
+                continue
+            if low[c] == index[c]:
+                members = _pop_component(stack, on_stack, c)
+                if len(members) > 1:
+                    result.update((v, c) for v in members)
+            if work:
+                parent = work[-1][0]
+                low[parent] = min(low[parent], low[c])
+    return result
+
+
+def _pop_component(stack: list[N], on_stack: set[N], head: N) -> list[N]:
+    members = []
+    while True:
+        v = stack.pop()
+        on_stack.discard(v)
+        members.append(v)
+        if v == head:
+            return members
 
 
 def filter_cycles(roots: Iterable[Hashable], edges: Edges, victim: Victim) -> set:

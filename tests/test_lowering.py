@@ -12,7 +12,9 @@ from eqdsl.frontend import load_language
 from eqdsl.egglog.lower import egg_name, lower_language
 
 SNAPSHOTS = ROOT / "tests" / "snapshots"
-CASES = {"arith": "arith", "sharing": str(EXAMPLES / "sharing" / "sharing.eqr")}
+# every shipped ruleset and example language: lowering changes must be deliberate
+CASES = {"arith": "arith", "sharing": str(EXAMPLES / "sharing" / "sharing.eqr"), "tensor": "tensor",
+         "tensat": "tensat", "qgym": "qgym", "acsum": str(EXAMPLES / "acsum" / "acsum.eqr")}
 
 
 @pytest.mark.parametrize("name", sorted(CASES))

@@ -10,17 +10,18 @@ from egglog import bindings
 from eqdsl import ir
 from eqdsl.ir.evaluate import EvalError, evaluate
 from eqdsl.egglog.lower import VEC_SORT
+from eqdsl.egglog.sexp import Var, show
 from eqdsl.egglog.terms import MAX_RANK, facts, literal, term
 
 INTS, BOOL = ir.Prim.INTS, ir.Prim.BOOL
 A, B = ir.Ref("a", INTS), ir.Ref("b", INTS)
-ENV = {"a": "?a", "b": "?b"}
+ENV = {"a": Var("?a"), "b": Var("?b")}
 
 
 def _egglog_holds(cond: ir.Expr, cases: list[tuple[tuple[int, ...], tuple[int, ...]]]) -> list[bool]:
     """Which (a, b) pairs satisfy `cond` inside an egglog query."""
-    rows = "\n".join(f"(R {literal(a)} {literal(b)} {i})" for i, (a, b) in enumerate(cases))
-    query = " ".join(facts(cond, ENV))
+    rows = "\n".join(f"(R {show(literal(a))} {show(literal(b))} {i})" for i, (a, b) in enumerate(cases))
+    query = " ".join(show(f) for f in facts(cond, ENV))
     program = (f"(sort {VEC_SORT} (Vec i64))\n(relation R ({VEC_SORT} {VEC_SORT} i64))\n"
                f"(relation S (i64))\n{rows}\n(rule ((R ?a ?b ?i) {query}) ((S ?i)))\n(run 1)\n")
     eg = bindings.EGraph()

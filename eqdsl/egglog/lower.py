@@ -12,7 +12,7 @@ operator's `require` conditions are added to the query, so an ill-shaped term is
 from __future__ import annotations
 
 import functools
-import re
+from collections import Counter
 from dataclasses import dataclass, field
 from typing import assert_never
 
@@ -20,6 +20,7 @@ from egglog import bindings
 
 from eqdsl import ir
 from eqdsl.diagnostics import EqdslError
+from eqdsl.egglog.sexp import Call, Sexp, Var, binding, call, equality, rename, show, variables
 from eqdsl.egglog.terms import Unlowerable, facts, literal, term
 from eqdsl.ir.exprs import shape_key, term_shape_key
 
@@ -111,24 +112,24 @@ def _lowering_error(what: str, err: Unlowerable, span) -> EqdslError:
 
 def _shape_rule(lang: ir.Language, rule: ir.ShapeRule) -> str:
     op = lang.ops[rule.op]
-    env: dict[str, str] = {}
-    args, child_facts = [], []
+    env: dict[str, Sexp] = {}
+    args: list[Sexp] = []
+    child_facts: list[Sexp] = []
     for name, param in zip(rule.params, op.params):
+        env[name] = Var(name)
         match param.type:
             case ir.SortType(name=sort) if lang.sorts[sort].shape_type is not None:
-                args.append(f"_c_{name}")
-                child_facts.append(f"(= {name} ({shape_fn(sort)} _c_{name}))")
-                env[name] = name
+                args.append(Var(f"_c_{name}"))
+                child_facts.append(call("=", Var(name), call(shape_fn(sort), Var(f"_c_{name}"))))
             case _:
-                args.append(name)
-                env[name] = name
+                args.append(Var(name))
     try:
         requires = [f for r in rule.requires for f in facts(r, env)]
         body = term(rule.body, env)
     except Unlowerable as err:
         raise _lowering_error(f"the shape rule of '{rule.op}'", err, rule.span) from None
-    query = [f"(= _e ({egg_name(op.name)} {' '.join(args)}))".replace(" )", ")"), *child_facts, *requires]
-    return (f"(rule ({' '.join(query)})\n      ((set ({shape_fn(op.result)} _e) {body}))\n"
+    query = [call("=", Var("_e"), Call(egg_name(op.name), tuple(args))), *child_facts, *requires]
+    return (f"(rule ({_show_all(query)})\n      ((set ({shape_fn(op.result)} _e) {show(body)}))\n"
             f"      :ruleset analysis :name \"shape:{rule.op}\")")
 
 
@@ -136,25 +137,25 @@ def _shape_rule(lang: ir.Language, rule: ir.ShapeRule) -> str:
 @dataclass
 class _RuleLowering:
     lang: ir.Language
-    query: list[str] = field(default_factory=list)
-    env: dict[str, str] = field(default_factory=dict)
+    query: list[Sexp] = field(default_factory=list)
+    env: dict[str, Sexp] = field(default_factory=dict)
     counter: int = 0
-    rhs_shapes: dict[str, str | None] = field(default_factory=dict)  # right-side term → its shape
+    rhs_shapes: dict[Sexp, Sexp | None] = field(default_factory=dict)  # right-side term → its shape
     # Left-side nodes exist, so their shape requirements hold: with `assuming`, requirements only
     # feed `same` (a union-find of equal shape variables) and right-side ones they imply are dropped
     # — equalities between shape variables make egglog's planner join shape tables first.
     assuming: bool = False
     same: dict[str, str] = field(default_factory=dict)
     assumed: set[str] = field(default_factory=set)  # left-side shape variables: droppable if unread
-    known: set[str] = field(default_factory=set)  # left-side requirement facts, canonical (`same`)
+    known: set[Sexp] = field(default_factory=set)  # left-side requirement facts, canonical (`same`)
 
     def find(self, v: str) -> str:
         while self.same.get(v, v) != v:
             v = self.same[v]
         return v
 
-    def require(self, fact: str) -> None:
-        pair = _var_equality(fact)
+    def require(self, fact: Sexp) -> None:
+        pair = equality(fact)
         if pair is not None:
             a, b = map(self.find, pair)
             if a == b:
@@ -166,14 +167,14 @@ class _RuleLowering:
         elif canon not in self.known and fact not in self.query:
             self.query.append(fact)
 
-    def canonical(self, fact: str) -> str:
-        return _VAR_TOKEN.sub(lambda m: self.find(m.group(0)), fact)
+    def canonical(self, fact: Sexp) -> Sexp:
+        return rename(fact, self.find)
 
-    def trivially_true(self, req: ir.Expr, env: dict[str, str]) -> bool:
+    def trivially_true(self, req: ir.Expr, env: dict[str, Sexp]) -> bool:
         """broadcasts(x, x): a shape broadcasts to itself."""
         match req:
             case ir.Builtin(fn="broadcasts", args=(ir.Ref(name=b), ir.Ref(name=a))):
-                return b in env and a in env and self.find(env[b]) == self.find(env[a])
+                return b in env and a in env and self.canonical(env[b]) == self.canonical(env[a])
             case _:
                 return False
 
@@ -181,58 +182,41 @@ class _RuleLowering:
         self.counter += 1
         return f"_{prefix}{self.counter}"
 
-    def shape_of_var(self, var: str, sort: str) -> str:
+    def shape_of_var(self, var: str, sort: str) -> Sexp:
         key = shape_key(var)
         if key not in self.env:
-            self.env[key] = f"_s_{var}"
-            self.query.append(f"(= _s_{var} ({shape_fn(sort)} ?{var}))")
+            self.env[key] = Var(f"_s_{var}")
+            self.query.append(call("=", Var(f"_s_{var}"), call(shape_fn(sort), Var(f"?{var}"))))
         return self.env[key]
 
 
-_VAR_TOKEN = re.compile(r"(?<![A-Za-z0-9_\-])[_?][A-Za-z0-9_]+")
 
-
-def _var_equality(fact: str) -> tuple[str, str] | None:
-    parts = fact[1:-1].split(" ") if fact.startswith("(= ") and fact.endswith(")") else []
-    if len(parts) == 3 and all(_is_var(x) for x in parts[1:]):
-        return parts[1], parts[2]
-    return None
-
-
-def _is_var(token: str) -> bool:
-    return token.startswith(("_", "?")) and "(" not in token and ")" not in token
-
-
-def _prune_unused(query: list[str], actions: list[str], assumed: set[str]) -> list[str]:
+def _prune_unused(query: list[Sexp], actions: list[Sexp], assumed: set[str]) -> list[Sexp]:
     """Drop shape lookups (`_s_x`) and left-side shapes nothing reads. A right-side shape stays even
     if unread: computing it may fail, and that failure keeps an ill-shaped node out."""
     while True:
-        text = " ".join(query + actions)
-        unused = [f for f in query if (m := _BINDING.fullmatch(f)) and _token_count(text, m.group(1)) == 1
-                  and (m.group(1).startswith("_s_") or m.group(1) in assumed)]
+        uses = Counter(v for s in query + actions for v in variables(s))
+        unused = [f for f in query if (v := binding(f)) is not None and uses[v] == 1
+                  and (v.startswith("_s_") or v in assumed)]
         if not unused:
             return query
         query = [f for f in query if f not in unused]
 
 
-_BINDING = re.compile(r"\(= (_(?:s|r)[A-Za-z0-9_]*) \(.*\)\)")
+def _show_all(items: list[Sexp]) -> str:
+    return " ".join(show(s) for s in items)
 
 
-def _token_count(text: str, token: str) -> int:
-    return len(re.findall(rf"(?<![A-Za-z0-9_]){re.escape(token)}(?![A-Za-z0-9_])", text))
-
-
-def _pattern_text(p: ir.Pattern) -> str:
+def _pattern(p: ir.Pattern) -> Sexp:
     match p:
         case ir.PVar(name=v):
-            return f"?{v}"
+            return Var(f"?{v}")
         case ir.PLit(value=v):
             return literal(v)
         case ir.PBound(name=n):
-            return f"?{n}"
+            return Var(f"?{n}")
         case ir.PApp(op=op, args=args):
-            inner = " ".join(_pattern_text(a) for a in args)
-            return f"({egg_name(op)} {inner})" if inner else f"({egg_name(op)})"
+            return Call(egg_name(op), tuple(_pattern(a) for a in args))
         case _:
             assert_never(p)
 
@@ -240,7 +224,7 @@ def _pattern_text(p: ir.Pattern) -> str:
 def _rewrite(lang: ir.Language, rule: ir.Rule) -> str:
     lw = _RuleLowering(lang)
     roots = [f"_lhs{i}" for i in range(len(rule.lhs))]
-    lw.query += [f"(= {r} {_pattern_text(p)})" for r, p in zip(roots, rule.lhs)]
+    lw.query += [call("=", Var(r), _pattern(p)) for r, p in zip(roots, rule.lhs)]
     try:
         _conditions(lw, rule)
         lw.assuming = True
@@ -252,20 +236,20 @@ def _rewrite(lang: ir.Language, rule: ir.Rule) -> str:
                 _check_shape(lw, rhs)
     except Unlowerable as err:
         raise _lowering_error(f"rule '{rule.name}'", err, rule.span) from None
-    actions = [f"(union {r} {_pattern_text(p)})" for r, p in zip(roots, rule.rhs)]
+    actions = [call("union", Var(r), _pattern(p)) for r, p in zip(roots, rule.rhs)]
     query = _prune_unused(lw.query, actions, lw.assumed)
-    return (f"(rule ({' '.join(query)})\n      ({' '.join(actions)})\n"
+    return (f"(rule ({_show_all(query)})\n      ({_show_all(actions)})\n"
             f"      :ruleset {ruleset_of(rule)} :name \"{rule.name}\")")
 
 
 def _conditions(lw: _RuleLowering, rule: ir.Rule) -> None:
     var_sorts = _var_sorts(rule)
     for var in _var_names(rule):
-        lw.env["?" + var] = f"?{var}"
+        lw.env["?" + var] = Var(f"?{var}")
     for name, value in rule.wheres:
         _bind_shapes(lw, value, var_sorts)
-        lw.query.append(f"(= ?{name} {term(value, lw.env)})")
-        lw.env[name] = f"?{name}"
+        lw.query.append(call("=", Var(f"?{name}"), term(value, lw.env)))
+        lw.env[name] = Var(f"?{name}")
     for cond in rule.conds:
         match cond:
             case ir.ExprCond(expr=e):
@@ -276,7 +260,7 @@ def _conditions(lw: _RuleLowering, rule: ir.Rule) -> None:
                     if not eq and isinstance(side, ir.PApp) and _has_var(side):
                         raise Unlowerable("'!=' compares an e-class with a variable or a ground "
                                           "term, not a pattern with variables")
-                lw.query.append(f"({'=' if eq else '!='} {_pattern_text(l)} {_pattern_text(r)})")
+                lw.query.append(call("=" if eq else "!=", _pattern(l), _pattern(r)))
             case _:
                 assert_never(cond)
 
@@ -354,19 +338,19 @@ def _shape_vars(e: ir.Expr) -> list[str | ir.ShapeOfTerm]:
             assert_never(e)
 
 
-def _check_shape(lw: _RuleLowering, p: ir.Pattern) -> str | None:
+def _check_shape(lw: _RuleLowering, p: ir.Pattern) -> Sexp | None:
     """Add the shape requirements of a right-side node; return its shape's egglog expression."""
     match p:
         case ir.PVar(name=v, type=ir.SortType(name=s)):
             return lw.shape_of_var(v, s) if lw.lang.sorts[s].shape_type is not None else None
         case ir.PVar(name=v):
-            return f"?{v}"
+            return Var(f"?{v}")
         case ir.PLit(value=v):
             return literal(v)
         case ir.PBound(name=n):
-            return f"?{n}"
+            return Var(f"?{n}")
         case ir.PApp(op=op_name, args=args):
-            key = _pattern_text(p)
+            key = _pattern(p)
             if key not in lw.rhs_shapes:
                 lw.rhs_shapes[key] = _check_app_shape(lw, op_name, args)
             return lw.rhs_shapes[key]
@@ -374,7 +358,7 @@ def _check_shape(lw: _RuleLowering, p: ir.Pattern) -> str | None:
             assert_never(p)
 
 
-def _check_app_shape(lw: _RuleLowering, op_name: str, args: tuple[ir.Pattern, ...]) -> str | None:
+def _check_app_shape(lw: _RuleLowering, op_name: str, args: tuple[ir.Pattern, ...]) -> Sexp | None:
     child_exprs = [_check_shape(lw, a) for a in args]
     rule = lw.lang.shapes.get(op_name)
     if rule is None:
@@ -386,13 +370,13 @@ def _check_app_shape(lw: _RuleLowering, op_name: str, args: tuple[ir.Pattern, ..
         for fact in facts(req, env):
             lw.require(fact)
     body = term(rule.body, env)
-    if _is_var(body):
+    if isinstance(body, Var):
         return body
     shape_var = lw.fresh("r")
-    lw.query.append(f"(= {shape_var} {body})")
+    lw.query.append(call("=", Var(shape_var), body))
     if lw.assuming:
         lw.assumed.add(shape_var)
-    return shape_var
+    return Var(shape_var)
 
 
 def _groups(lang: ir.Language) -> list[str]:
@@ -410,7 +394,7 @@ def load_program(program: ir.Program, lowered: Lowered) -> str:
     lang = lowered.language
     actions = []
     for i, node in enumerate(program.nodes):
-        args = " ".join(f"_n{a.index}" if isinstance(a, ir.Child) else literal(a) for a in node.args)
+        args = " ".join(f"_n{a.index}" if isinstance(a, ir.Child) else show(literal(a)) for a in node.args)
         actions.append(f"(let _n{i} ({egg_name(node.op)}{' ' + args if args else ''}))")
     # `?x != num(0)` is a join in egglog: the ground term must exist for the test to mean anything.
     actions += [f"(let _g{i} {t})" for i, t in enumerate(_ground_condition_terms(lang))]
@@ -421,7 +405,7 @@ def load_program(program: ir.Program, lowered: Lowered) -> str:
 
 
 def _ground_condition_terms(lang: ir.Language) -> list[str]:
-    terms = {_pattern_text(side) for rule in lang.rules for cond in rule.conds
+    terms = {show(_pattern(side)) for rule in lang.rules for cond in rule.conds
              if isinstance(cond, ir.ClassCond) for side in (cond.left, cond.right)
              if isinstance(side, ir.PApp) and not _has_var(side)}
     return sorted(terms)

@@ -1,8 +1,8 @@
 """Typed IR expressions → egglog expressions and query facts.
 
-Contract: `term(e, env)` gives an egglog expression string; `facts(cond, env)` gives query facts
-that hold exactly when the Bool expression `cond` is true. `env` maps `Ref` names and
-`shape(?x)` keys to egglog expressions. An expression egglog cannot compute (`sum`) raises
+Contract: `term(e, env)` gives an egglog expression (an `Sexp` tree); `facts(cond, env)` gives
+query facts that hold exactly when the Bool expression `cond` is true. `env` maps `Ref` names and
+`shape(?x)` keys (`eqdsl.ir.exprs.env_key`) to egglog expressions. An expression egglog cannot compute (`sum`) raises
 `Unlowerable`; out-of-range indices and division by zero make the query fail, never panic.
 egglog has no loops over a vec, so `prod`, `broadcasts`, `permute` and `is_perm` unroll to
 MAX_RANK positions; a shape of higher rank makes the query fail (an index out of range), so a
@@ -13,6 +13,7 @@ from __future__ import annotations
 from typing import assert_never
 
 from eqdsl import ir
+from eqdsl.egglog.sexp import Atom, Call, Sexp, call, chain
 from eqdsl.ir.exprs import const_int, env_key
 
 MAX_RANK = ir.MAX_RANK
@@ -25,148 +26,129 @@ class Unlowerable(Exception):
     """An expression with no egglog counterpart; the message says which part."""
 
 
+def num(n: int) -> Atom:
+    return Atom(str(n))
 
 
+def vec_of(items: list[Sexp]) -> Call:
+    return Call("vec-of", tuple(items)) if items else Call("vec-empty")
 
 
-
-
-def literal(value: int | str | bool | tuple[int, ...]) -> str:
+def literal(value: int | str | bool | tuple[int, ...]) -> Sexp:
     match value:
         case tuple():
-            return "(vec-of " + " ".join(str(v) for v in value) + ")" if value else "(vec-empty)"
+            return vec_of([num(v) for v in value])
         case bool():
-            return "true" if value else "false"
+            return Atom("true" if value else "false")
         case int():
-            return str(value)
+            return num(value)
         case str():
-            return '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'
+            return Atom('"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"')
         case _:
             assert_never(value)
 
 
+def _length(base: Sexp) -> Call:
+    return call("vec-length", base)
 
 
-def _at(base: str, index: int) -> str:
+def _at(base: Sexp, index: int) -> Call:
     """Index a vec with a constant index; negative counts from the end."""
     if index >= 0:
-        return f"(vec-get {base} {index})"
-    return f"(vec-get {base} (- (vec-length {base}) {-index}))"
+        return call("vec-get", base, num(index))
+    return call("vec-get", base, call("-", _length(base), num(-index)))
 
 
-def _slice(base: str, lo: int | None, hi: int | None) -> str:
+def _slice(base: Sexp, lo: int | None, hi: int | None) -> Sexp:
     lo = lo or 0
     if hi is not None and hi >= 0 and lo >= 0:
-        return "(vec-of " + " ".join(_at(base, i) for i in range(lo, hi)) + ")" if hi > lo else "(vec-empty)"
+        return vec_of([_at(base, i) for i in range(lo, hi)])
     if lo < 0 and hi is None:
-        return "(vec-of " + " ".join(_at(base, i) for i in range(lo, 0)) + ")"
+        return vec_of([_at(base, i) for i in range(lo, 0)])
     if lo < 0:
         raise Unlowerable("slices with a negative start need no end, e.g. a[-2:]")
     result = base
     for _ in range(-hi if hi is not None else 0):
-        result = f"(vec-pop {result})"
+        result = call("vec-pop", result)
     for _ in range(lo):
-        result = f"(vec-remove {result} 0)"
+        result = call("vec-remove", result, num(0))
     return result
 
 
-def _rank_guard(base: str) -> str:
+def _rank_guard(base: Sexp) -> Call:
     """1 when len(base) <= MAX_RANK; otherwise an out-of-range vec-get fails the query."""
-    return f"(vec-get (vec-of 1) (max 0 (- (vec-length {base}) {MAX_RANK})))"
+    return call("vec-get", vec_of([num(1)]), call("max", num(0), call("-", _length(base), num(MAX_RANK))))
 
 
-def _from_end(base: str, k: int) -> str:
+def _from_end(base: Sexp, k: int) -> Call:
     """base[-k] after left-padding base with MAX_RANK ones (so it is 1 beyond base's rank)."""
-    padded = f"(vec-append (vec-of {' '.join(['1'] * MAX_RANK)}) {base})"
-    return f"(vec-get {padded} (- (vec-length {padded}) {k}))"
+    padded = call("vec-append", vec_of([num(1)] * MAX_RANK), base)
+    return call("vec-get", padded, call("-", _length(padded), num(k)))
 
 
-def _prod(base: str) -> str:
-    factors = [_rank_guard(base)] + [_from_end(base, k) for k in range(1, MAX_RANK + 1)]
-    return "(* " * (len(factors) - 1) + factors[0] + "".join(f" {f})" for f in factors[1:])
+def _prod(base: Sexp) -> Sexp:
+    return chain("*", [_rank_guard(base)] + [_from_end(base, k) for k in range(1, MAX_RANK + 1)])
 
 
-def _all(conds: list[str]) -> str:
-    return "(and " * (len(conds) - 1) + conds[0] + "".join(f" {c})" for c in conds[1:])
-
-
-def _broadcasts(b: str, a: str) -> str:
-    return _all(_broadcasts_conds(b, a))
-
-
-def _broadcasts_conds(b: str, a: str) -> list[str]:
+def _broadcasts_conds(b: Sexp, a: Sexp) -> list[Sexp]:
     """b[-k] is 1 or a[-k] for k = 1..len(b); past len(b) the last pair is checked again."""
-    nb, na = f"(vec-length {b})", f"(vec-length {a})"
-    conds = [f"(bool-<= {nb} {na})", f"(bool-= {_rank_guard(b)} 1)"]
+    nb, na = _length(b), _length(a)
+    conds: list[Sexp] = [call("bool-<=", nb, na), call("bool-=", _rank_guard(b), num(1))]
     for k in range(1, MAX_RANK + 1):
-        at_b = f"(max 0 (- {nb} {k}))"
-        bk, ak = f"(vec-get {b} {at_b})", f"(vec-get {a} (+ (- {na} {nb}) {at_b}))"
-        conds.append(f"(or (bool-= {bk} 1) (bool-= {bk} {ak}))")
+        at_b = call("max", num(0), call("-", nb, num(k)))
+        bk, ak = call("vec-get", b, at_b), call("vec-get", a, call("+", call("-", na, nb), at_b))
+        conds.append(call("or", call("bool-=", bk, num(1)), call("bool-=", bk, ak)))
     return conds
 
 
-def _clamped(i: int, base: str) -> str:
+def _clamped(i: int, base: Sexp) -> Call:
     """min(i, len(base) - 1): positions past the end repeat the last one (idempotent sets)."""
-    return f"(min {i} (- (vec-length {base}) 1))"
+    return call("min", num(i), call("-", _length(base), num(1)))
 
 
-def _permute(x: str, p: str) -> str:
+def _permute(x: Sexp, p: Sexp) -> Sexp:
     result = x
     for i in range(MAX_RANK):
-        at = _clamped(i, x) if i else f"(+ (- {_rank_guard(x)} 1) {_clamped(0, x)})"
-        result = f"(vec-set {result} {at} (vec-get {x} (vec-get {p} {at})))"
+        at = _clamped(i, x) if i else call("+", call("-", _rank_guard(x), num(1)), _clamped(0, x))
+        result = call("vec-set", result, at, call("vec-get", x, call("vec-get", p, at)))
     return result
 
 
-def _positive(x: str) -> str:
-    conds = [f"(bool-= {_rank_guard(x)} 1)", f"(bool->= (vec-length {x}) 1)"]
-    conds += [f"(bool->= (vec-get {x} {_clamped(i, x)}) 1)" for i in range(MAX_RANK)]
-    return _all(conds)
+def _positive(x: Sexp) -> Sexp:
+    conds: list[Sexp] = [call("bool-=", _rank_guard(x), num(1)), call("bool->=", _length(x), num(1))]
+    conds += [call("bool->=", call("vec-get", x, _clamped(i, x)), num(1)) for i in range(MAX_RANK)]
+    return chain("and", conds)
 
 
-def _is_perm(p: str) -> str:
+def _is_perm(p: Sexp) -> Sexp:
     """Every entry in [0, n) and the entries' bits cover all n: a permutation (n <= MAX_RANK)."""
-    n = f"(vec-length {p})"
-    entries = [f"(vec-get {p} {_clamped(i, p)})" for i in range(MAX_RANK)]
-    mask = "(| " * (MAX_RANK - 1) + f"(<< 1 {entries[0]})" + "".join(f" (<< 1 {e}))" for e in entries[1:])
-    conds = [f"(bool-= {_rank_guard(p)} 1)", f"(bool->= {n} 1)",
-             f"(bool-= {mask} (- (<< 1 {n}) 1))"]
-    conds += [f"(bool-<= 0 {e})" for e in entries] + [f"(bool-< {e} {n})" for e in entries]
-    return _all(conds)
+    n = _length(p)
+    entries = [call("vec-get", p, _clamped(i, p)) for i in range(MAX_RANK)]
+    mask = chain("|", [call("<<", num(1), e) for e in entries])
+    conds: list[Sexp] = [call("bool-=", _rank_guard(p), num(1)), call("bool->=", n, num(1)),
+                         call("bool-=", mask, call("-", call("<<", num(1), n), num(1)))]
+    conds += [call("bool-<=", num(0), e) for e in entries] + [call("bool-<", e, n) for e in entries]
+    return chain("and", conds)
 
 
-def term(e: ir.Expr, env: dict[str, str]) -> str:
+def term(e: ir.Expr, env: dict[str, Sexp]) -> Sexp:
     match e:
         case ir.Const(value=v):
             return literal(v)
         case ir.Ref() | ir.ShapeOf() | ir.ShapeOfTerm():
             return env[env_key(e)]
-        case ir.Builtin(fn="len", args=(a,)):
-            return f"(vec-length {term(a, env)})"
-        case ir.Builtin(fn="min" | "max" as fn, args=(a, b)):
-            return f"({fn} {term(a, env)} {term(b, env)})"
-        case ir.Builtin(fn="prod", args=(a,)):
-            return _prod(term(a, env))
-        case ir.Builtin(fn="broadcasts", args=(b, a)):
-            return _broadcasts(term(b, env), term(a, env))
-        case ir.Builtin(fn="permute", args=(x, p)):
-            return _permute(term(x, env), term(p, env))
-        case ir.Builtin(fn="is_perm", args=(p,)):
-            return _is_perm(term(p, env))
-        case ir.Builtin(fn="positive", args=(x,)):
-            return _positive(term(x, env))
-        case ir.Builtin(fn=fn):
-            raise Unlowerable(f"{fn}(...) is only available in cost rules")
+        case ir.Builtin():
+            return _builtin(e, env)
         case ir.BinOp(op=op, left=l, right=r):
             return _binop(op, term(l, env), term(r, env))
         case ir.UnOp(op="neg", arg=a):
-            return f"(- 0 {term(a, env)})"
+            return call("-", num(0), term(a, env))
         case ir.UnOp(op="not", arg=a):
-            return f"(not {term(a, env)})"
+            return call("not", term(a, env))
         case ir.UnOp():
             raise AssertionError(e)
         case ir.ListOf(items=items):
-            return "(vec-of " + " ".join(term(i, env) for i in items) + ")" if items else "(vec-empty)"
+            return vec_of([term(i, env) for i in items])
         case ir.IndexOf(base=b, index=i):
             return _index(term(b, env), i, env)
         case ir.SliceOf(base=b, lo=lo, hi=hi):
@@ -174,39 +156,56 @@ def term(e: ir.Expr, env: dict[str, str]) -> str:
         case ir.Replace(base=b, index=i, value=v):
             base = term(b, env)
             k = const_int(i)
-            idx = term(i, env) if k is None or k >= 0 else f"(- (vec-length {base}) {-k})"
-            return f"(vec-set {base} {idx} {term(v, env)})"
+            idx = term(i, env) if k is None or k >= 0 else call("-", _length(base), num(-k))
+            return call("vec-set", base, idx, term(v, env))
         case _:
             assert_never(e)
 
 
-def _index(base: str, index: ir.Expr, env: dict[str, str]) -> str:
+_SHAPE_BUILTINS = {"prod": _prod, "permute": _permute, "is_perm": _is_perm, "positive": _positive,
+                   "broadcasts": lambda b, a: chain("and", _broadcasts_conds(b, a))}
+
+
+def _builtin(e: ir.Builtin, env: dict[str, Sexp]) -> Sexp:
+    args = [term(a, env) for a in e.args]
+    match e.fn:
+        case "len":
+            return _length(*args)
+        case "min" | "max":
+            return Call(e.fn, tuple(args))
+        case fn if fn in _SHAPE_BUILTINS:
+            return _SHAPE_BUILTINS[fn](*args)
+        case fn:
+            raise Unlowerable(f"{fn}(...) is only available in cost rules")
+
+
+def _index(base: Sexp, index: ir.Expr, env: dict[str, Sexp]) -> Sexp:
     k = const_int(index)
-    return _at(base, k) if k is not None else f"(vec-get {base} {term(index, env)})"
+    return _at(base, k) if k is not None else call("vec-get", base, term(index, env))
 
 
-def _binop(op: str, left: str, right: str) -> str:
+def _binop(op: str, left: Sexp, right: Sexp) -> Sexp:
     if op in _ARITH:
-        return f"({_ARITH[op]} {left} {right})"
+        return call(_ARITH[op], left, right)
     if op == "cat":
-        return f"(vec-append {left} {right})"
+        return call("vec-append", left, right)
     if op in ("and", "or"):
-        return f"({op} {left} {right})"
+        return call(op, left, right)
     if op == "ne":
-        return f"(not (bool-= {left} {right}))"
-    return f"({_CMP_BOOL[op]} {left} {right})"
+        return call("not", call("bool-=", left, right))
+    return call(_CMP_BOOL[op], left, right)
 
 
-def facts(cond: ir.Expr, env: dict[str, str]) -> list[str]:
+def facts(cond: ir.Expr, env: dict[str, Sexp]) -> list[Sexp]:
     """Query facts for a Bool expression: conjunctions split, comparisons become filters."""
     match cond:
         case ir.BinOp(op="and", left=l, right=r):
             return facts(l, env) + facts(r, env)
         case ir.BinOp(op=op, left=l, right=r) if op in _CMP_FACT and l.type != ir.Prim.BOOL:
-            return [f"({_CMP_FACT[op]} {term(l, env)} {term(r, env)})"]
+            return [call(_CMP_FACT[op], term(l, env), term(r, env))]
         case ir.Const(value=True):
             return []
         case ir.Builtin(fn="broadcasts", args=(b, a)):
-            return [f"(= true {c})" for c in _broadcasts_conds(term(b, env), term(a, env))]
+            return [call("=", Atom("true"), c) for c in _broadcasts_conds(term(b, env), term(a, env))]
         case _:
-            return [f"(= true {term(cond, env)})"]
+            return [call("=", Atom("true"), term(cond, env))]

@@ -19,6 +19,7 @@ from dataclasses import dataclass, replace
 
 from ortools.sat.python import cp_model
 
+from eqdsl import graphs
 from eqdsl.graphs import filter_cycles
 from eqdsl.diagnostics import EqdslError
 from eqdsl.extract.dag import best_greedy
@@ -143,47 +144,8 @@ def _add_order(m, problem, class_nodes, x, plain: bool = False) -> None:
 
 def cyclic_components(problem: ExtractionProblem, class_nodes: dict[int, list[int]]) -> dict[int, int]:
     """Class → id of its strongly connected component, for classes in components of size > 1."""
-    edges = {c: sorted({k for i in nodes for k in problem.nodes[i].children if k in class_nodes})
-             for c, nodes in class_nodes.items()}
-    index: dict[int, int] = {}
-    low: dict[int, int] = {}
-    on_stack: set[int] = set()
-    stack: list[int] = []
-    result: dict[int, int] = {}
-    counter = 0
-    for start in edges:
-        if start in index:
-            continue
-        work = [(start, 0)]
-        while work:
-            c, k = work.pop()
-            if k == 0:
-                index[c] = low[c] = counter
-                counter += 1
-                stack.append(c)
-                on_stack.add(c)
-            if k < len(edges[c]):
-                work.append((c, k + 1))
-                child = edges[c][k]
-                if child not in index:
-                    work.append((child, 0))
-                elif child in on_stack:
-                    low[c] = min(low[c], index[child])
-                continue
-            if low[c] == index[c]:
-                members = []
-                while True:
-                    v = stack.pop()
-                    on_stack.discard(v)
-                    members.append(v)
-                    if v == c:
-                        break
-                if len(members) > 1:
-                    result.update((v, c) for v in members)
-            if work:
-                parent = work[-1][0]
-                low[parent] = min(low[parent], low[c])
-    return result
+    return graphs.cyclic_components({c: sorted({k for i in nodes for k in problem.nodes[i].children if k in class_nodes})
+                                     for c, nodes in class_nodes.items()})
 
 
 def _forbid_two_cycles(m, problem, class_nodes, x) -> None:
@@ -213,25 +175,8 @@ def _decode(solver: cp_model.CpSolver, built: _Model) -> Selection:
 def find_cycles(problem: ExtractionProblem, choice: Selection) -> list[list[int]]:
     """Cycles (as lists of chosen node indices) among the classes the roots reach (iterative:
     chains of any depth)."""
-    cycles, state, path = [], {}, []
-    for r in problem.roots:
-        if r in state:
-            continue
-        state[r] = 1
-        path.append(r)
-        walk = [iter(problem.nodes[choice[r]].children)]
-        while walk:
-            child = next(walk[-1], None)
-            if child is None:
-                state[path.pop()] = 2
-                walk.pop()
-            elif state.get(child) == 1:
-                cycles.append([choice[k] for k in path[path.index(child):]])
-            elif child not in state and child in choice:
-                state[child] = 1
-                path.append(child)
-                walk.append(iter(problem.nodes[choice[child]].children))
-    return cycles
+    paths = graphs.cycles_from(problem.roots, lambda c: [k for k in problem.nodes[choice[c]].children if k in choice])
+    return [[choice[c] for c in path] for path in paths]
 
 
 def _apply_filter(problem: ExtractionProblem, class_nodes: dict[int, list[int]]):

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from eqdsl.diagnostics import EqdslError
+from eqdsl.graphs import CycleFound, children_first
 
 
 @dataclass(frozen=True)
@@ -135,30 +136,15 @@ def read_problem(path: Path) -> ExtractionProblem:
 # ---- selections ----
 def reachable(problem: ExtractionProblem, selection: Selection) -> list[int]:
     """Classes the roots need under `selection`, children before parents; raises if cyclic/incomplete."""
-    order: list[int] = []
-    state: dict[int, int] = {}  # 1 = on the stack, 2 = done
-    for root in problem.roots:
-        stack = [(root, False)]
-        while stack:
-            c, leaving = stack.pop()
-            if leaving:
-                state[c] = 2
-                order.append(c)
-                continue
-            if state.get(c) == 2:
-                continue
-            if state.get(c) == 1:
-                raise CyclicSelection(c)
-            if c not in selection:
-                raise IncompleteSelection(c)
-            state[c] = 1
-            stack.append((c, True))
-            for child in problem.nodes[selection[c]].children:
-                if state.get(child) == 1:
-                    raise CyclicSelection(child)
-                if state.get(child) != 2:
-                    stack.append((child, False))
-    return order
+    def children(c: int) -> tuple[int, ...]:
+        if c not in selection:
+            raise IncompleteSelection(c)
+        return problem.nodes[selection[c]].children
+
+    try:
+        return children_first(problem.roots, children)
+    except CycleFound as cycle:
+        raise CyclicSelection(cycle.node) from None
 
 
 class CyclicSelection(Exception):

@@ -20,7 +20,7 @@ from __future__ import annotations
 from collections import defaultdict
 from dataclasses import dataclass, field
 
-from eqdsl.graphs import filter_cycles
+from eqdsl.graphs import filter_cycles, reaches
 from eqdsl.egglog.session import EGraphSession, FrozenGraph
 
 
@@ -76,24 +76,13 @@ def closing_nodes(graph: FrozenGraph, ages: list[int], newest: int) -> set[int]:
     cut = set()
     for i in new:
         node = graph.nodes[i]
-        if _reaches(kept, node.children, node.eclass):
+        if reaches(node.children, lambda c: kept.get(c, ()), node.eclass):
             cut.add(i)
         else:
             kept[node.eclass].extend(node.children)
     return cut
 
 
-def _reaches(edges: dict[str, list[str]], starts, goal: str) -> bool:
-    seen, stack = set(starts), list(starts)
-    while stack:
-        cls = stack.pop()
-        if cls == goal:
-            return True
-        for kid in edges.get(cls, ()):
-            if kid not in seen:
-                seen.add(kid)
-                stack.append(kid)
-    return False
 
 
 def back_edge_nodes(graph: FrozenGraph, ages: list[int], already: set[int] = frozenset()) -> set[int]:

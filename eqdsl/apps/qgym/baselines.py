@@ -12,6 +12,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from eqdsl import ir
+from eqdsl.graphs import reach
 from eqdsl.apps.qgym.layer import LayerSpec, QuantizedLayer
 
 C_ADD, C_MUL = 1, 2
@@ -40,14 +41,8 @@ def count_ops(program: ir.Program) -> OpCount:
 
 def reachable_nodes(program: ir.Program, roots: list[int] | None = None) -> set[int]:
     """Indices of the nodes the roots (default: all) depend on."""
-    seen, stack = set(), list(program.roots if roots is None else roots)
-    while stack:
-        i = stack.pop()
-        if i in seen:
-            continue
-        seen.add(i)
-        stack.extend(a.index for a in program.nodes[i].args if isinstance(a, ir.Child))
-    return seen
+    return reach(program.roots if roots is None else roots,
+                 lambda i: [a.index for a in program.nodes[i].args if isinstance(a, ir.Child)])
 
 
 def plain_count(spec: LayerSpec) -> OpCount:
