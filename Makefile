@@ -11,7 +11,7 @@ find_python = $(shell \
     if command -v "$$c" >/dev/null 2>&1 && "$$c" -c 'import sys; sys.exit(sys.version_info < (3, 12))' 2>/dev/null; then \
       echo "$$c"; break; fi; done)
 
-.PHONY: setup run test test-slow bench clean
+.PHONY: setup run test lint test-slow bench clean
 
 setup: $(STAMP)
 
@@ -28,8 +28,12 @@ run: setup
 	$(VENV)/bin/eqdsl run examples/arith/config.yaml
 	$(VENV)/bin/eqdsl run examples/sharing/config.yaml
 
-test: setup
+test: setup lint
 	$(PY) -m pytest -q
+
+lint: setup
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/mypy
 
 test-slow: setup
 	$(PY) -m pytest -q -m slow

@@ -3,7 +3,7 @@
 For each graph: DAG cost of every extractor relative to the best cost found in this run, its
 status (optimal / feasible / heuristic), CP-SAT's gap, and seconds. CP-SAT variants:
   cpsat        eqdsl's model: pruned nodes, order variables only on cyclic components
-  cpsat-plain  DESIGN §5's plain model: order variables on every class, no pruning
+  cpsat-plain  the textbook model: order variables on every class, no pruning
   cpsat-lazy   no order variables; cycles cut lazily and re-solved
 Usage: python benchmarks/extract.py [--sizes 20,100,400,1000] [--partners 4] [--time-limit 60]
        [--json out.json]
@@ -20,6 +20,7 @@ from eqdsl.extract.cpsat import CpSatExtractor
 from eqdsl.extract.dag import GreedyDagExtractor
 from eqdsl.extract.egraph import dag_cost, problem_from_json
 from eqdsl.extract.greedy import GreedyExtractor
+
 from synthetic import tensat_like
 
 

@@ -19,12 +19,12 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from eqdsl.frontend import load_language  # noqa: E402
 from eqdsl.apps.qgym import he  # noqa: E402
 from eqdsl.apps.qgym.kernels import cpu_kernel, direct_conv, numba_direct_conv  # noqa: E402
 from eqdsl.apps.qgym.layer import LayerSpec, QuantizedLayer, synthetic_weights  # noqa: E402
 from eqdsl.apps.qgym.ort import ort_conv  # noqa: E402
 from eqdsl.apps.qgym.study import Search, compare  # noqa: E402
+from eqdsl.frontend import load_language  # noqa: E402
 
 GRID = [(1, 1, 32, 32), (3, 3, 16, 16), (3, 3, 32, 32), (3, 3, 64, 64), (5, 5, 16, 16), (7, 7, 8, 8)]
 QS = [2, 3, 4, 8, 12]

@@ -18,9 +18,9 @@ import sys
 from collections import Counter
 from pathlib import Path
 
+from eqdsl.config import parse_config
 from eqdsl.extract.egraph import reachable
 from eqdsl.pipeline import RunResult, run_pipeline
-from eqdsl.config import parse_config
 
 TENSAT_TABLE1 = {  # model: (search seconds, speedup %), TENSAT Table 1, k_multi = 1
     "nasrnn": (0.5, 68.9), "bert": (1.4, 9.2), "resnext50": (0.7, 8.8), "nasneta": (10.6, 7.3),

@@ -15,12 +15,12 @@ import os
 import sys
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Callable
+from typing import Callable, cast
 
 from rich.console import Console
 
-from eqdsl.diagnostics import EqdslError
 from eqdsl.config import ValidateConfig
+from eqdsl.diagnostics import EqdslError
 from eqdsl.extract.registry import ACYCLIC, WARM_STARTS, ExtractConfig, extractor_names
 
 stderr = Console(stderr=True, highlight=False, soft_wrap=True)
@@ -36,9 +36,8 @@ class Work:
 
 
 def cmd_check(args: argparse.Namespace) -> int:
-    from eqdsl.frontend import load_language
-
     from eqdsl.diagnostics import Diagnostic
+    from eqdsl.frontend import load_language
     from eqdsl.verify.shape_probe import shape_changing_rules
 
     lang = load_language(args.file)
@@ -110,8 +109,8 @@ def _verify(args: argparse.Namespace) -> int:
 
 
 def cmd_compile(args: argparse.Namespace) -> int:
-    from eqdsl.frontend import load_language
     from eqdsl.egglog.lower import load_program, lower_language
+    from eqdsl.frontend import load_language
 
     lang = load_language(args.file)
     lowered = lower_language(lang)
@@ -122,10 +121,10 @@ def cmd_compile(args: argparse.Namespace) -> int:
 
 
 def cmd_run(args: argparse.Namespace) -> Work:
+    from eqdsl.config import load_config
     from eqdsl.output import Scratch, check_output
     from eqdsl.pipeline import config_inputs, run_pipeline
     from eqdsl.report import print_summary, write_outputs
-    from eqdsl.config import load_config
 
     config = load_config(Path(args.config))
     if args.validate and config.validate is None:
@@ -179,8 +178,8 @@ def cmd_extract(args: argparse.Namespace) -> int:
 
 def cmd_import(args: argparse.Namespace) -> int:
     from eqdsl.frontend import check_modules, load_modules, resolve_ruleset
-    from eqdsl.importers.taso import import_rules
     from eqdsl.frontend.parse import parse_text
+    from eqdsl.importers.taso import import_rules
 
     text = import_rules(Path(args.rules), Path(args.multi) if args.multi else None,
                         Path(args.predefined) if args.predefined else None)
@@ -286,7 +285,7 @@ def main(argv: list[str] | None = None) -> int:
     if isinstance(outcome, int):
         return outcome
     in_process = os.environ.get("EQDSL_IN_PROCESS") == "1"  # for debuggers and profilers
-    return supervise(lambda: _reporting(outcome.run), outcome.cleanup, in_process)
+    return supervise(lambda: cast(int, _reporting(outcome.run)), outcome.cleanup, in_process)
 
 
 def _reporting(fn: Callable[[], int | Work]) -> int | Work:

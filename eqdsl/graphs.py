@@ -14,7 +14,7 @@ unfiltered nodes form a DAG. Returns the filtered nodes. Node and class ids are 
 """
 from __future__ import annotations
 
-from typing import Callable, Hashable, Iterable, Sequence, TypeVar
+from typing import Any, Callable, Hashable, Iterable, Iterator, Sequence, TypeVar
 
 Edges = Callable[[Hashable], Iterable[tuple[Hashable, Hashable]]]
 Victim = Callable[[Sequence[Hashable]], Hashable]
@@ -25,7 +25,7 @@ Successors = Callable[[N], Iterable[N]]
 class CycleFound(Exception):
     def __init__(self, node: Hashable) -> None:
         super().__init__(f"cycle through {node!r}")
-        self.node = node
+        self.node: Any = node
 
 
 def reach(starts: Iterable[N], successors: Successors[N]) -> set[N]:
@@ -164,7 +164,8 @@ def _one_walk(roots, edges: Edges, victim: Victim, filtered: set) -> bool:
         if root in state:
             continue
         state[root] = 1
-        stack = [(root, iter(edges(root)), None)]  # (class, its edge walk, node used to enter it)
+        # (class, its edge walk, node used to enter it)
+        stack: list[tuple[Hashable, Iterator[tuple[Hashable, Hashable]], Hashable]] = [(root, iter(edges(root)), None)]
         while stack:
             cls, walk, _ = stack[-1]
             step = next(walk, None)

@@ -17,7 +17,14 @@ from eqdsl.extract.egraph import ExtractionProblem
 from eqdsl.extract.result import Extraction
 from eqdsl.output import Scratch
 from eqdsl.pipeline import RunResult
+from eqdsl.schedule.runner import ScheduleOutcome
 from eqdsl.sources.base import Baselines
+
+
+def _finished(result: RunResult) -> tuple[ScheduleOutcome, ExtractionProblem]:
+    """A finished run's schedule outcome and extraction problem (both set by the pipeline)."""
+    assert result.outcome is not None and result.live is not None
+    return result.outcome, result.live.problem
 
 
 def extraction_json(e: Extraction, problem: ExtractionProblem) -> dict:
@@ -29,7 +36,7 @@ def extraction_json(e: Extraction, problem: ExtractionProblem) -> dict:
 
 
 def report_json(result: RunResult) -> dict:
-    outcome, problem = result.outcome, result.live.problem
+    outcome, problem = _finished(result)
     best = result.best
     return {
         "config": None if result.config is None else result.config.raw,
@@ -80,7 +87,7 @@ def write_outputs(result: RunResult, scratch: Scratch) -> Path:
     """Returns the folder the results went to (see `Scratch.publish`)."""
     (scratch.new / "report.json").write_text(json.dumps(report_json(result), indent=2) + "\n")
     (scratch.new / "optimized.eqr").write_text(result.optimized_text)
-    (scratch.new / "egraph.json").write_text(json.dumps(problem_json(result.live.problem)) + "\n")
+    (scratch.new / "egraph.json").write_text(json.dumps(problem_json(_finished(result)[1])) + "\n")
     return scratch.publish()
 
 
@@ -88,7 +95,7 @@ SHOWN_LINES = 40
 
 
 def print_summary(result: RunResult, console: Console) -> None:
-    outcome, best = result.outcome, result.best
+    outcome, best = _finished(result)[0], result.best
     console.print(f"[bold]{result.language.name}[/] / program [bold]{result.program.name}[/]: "
                   f"{outcome.start_nodes} → {outcome.nodes} e-nodes in {len(outcome.iterations)} "
                   f"iteration(s), stopped: [bold]{outcome.stop.value}[/] ({outcome.seconds:.3f} s)")

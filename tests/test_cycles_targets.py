@@ -5,13 +5,13 @@ import json
 
 import pytest
 
-from eqdsl.frontend import load_language
-from eqdsl.graphs import filter_cycles
+from eqdsl.egglog.live import live_problem
+from eqdsl.egglog.lower import lower_language
 from eqdsl.egglog.session import EGraphSession
 from eqdsl.extract.cpsat import cyclic_components, usable_nodes
-from eqdsl.egglog.live import live_problem
+from eqdsl.frontend import load_language
+from eqdsl.graphs import filter_cycles
 from eqdsl.languages.tensat.models import build_model
-from eqdsl.egglog.lower import lower_language
 from eqdsl.schedule.runner import Limits
 from eqdsl.schedule.saturate import SaturateScheduler
 

@@ -209,6 +209,7 @@ def test_pruned_model_agrees_with_plain_model():
 
 def test_dfs_filter_list_leaves_an_acyclic_graph():
     from eqdsl.extract.cpsat import dfs_filter_list, find_cycles, usable_nodes
+
     from synthetic import tensat_like
 
     p = problem_from_json(tensat_like(80, seed=2, partners=3))

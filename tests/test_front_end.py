@@ -5,11 +5,11 @@ import re
 
 import pytest
 
-from conftest import CORPUS
-from eqdsl.frontend import load_language
 from eqdsl.diagnostics import EqdslError
-from eqdsl.frontend import ast
+from eqdsl.frontend import ast, load_language
 from eqdsl.frontend.parse import parse_text
+
+from conftest import CORPUS
 
 VALID = sorted((CORPUS / "valid").glob("*.eqr"))
 INVALID = sorted((CORPUS / "invalid").glob("*.eqr"))

@@ -19,15 +19,15 @@ import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from conftest import ROOT
-from eqdsl.frontend import check_modules, load_modules, resolve_ruleset
+from eqdsl.config import parse_config
 from eqdsl.diagnostics import EqdslError
 from eqdsl.extract.cpsat import CpSatExtractor
 from eqdsl.extract.dag import GreedyDagExtractor
 from eqdsl.extract.egraph import dag_cost, problem_from_json, restrict
 from eqdsl.extract.greedy import GreedyExtractor
-from eqdsl.config import parse_config
-from eqdsl.frontend.parse import parse_text
+from eqdsl.frontend import check_modules, load_modules, resolve_ruleset
+
+from conftest import ROOT
 
 SLOW = int(os.environ.get("FUZZ_EXAMPLES", "10000"))
 FAST = 60

@@ -7,9 +7,10 @@ import re
 import pytest
 from egglog import bindings
 
-from conftest import EXAMPLES, ROOT
-from eqdsl.frontend import load_language
 from eqdsl.egglog.lower import egg_name, lower_language
+from eqdsl.frontend import load_language
+
+from conftest import EXAMPLES, ROOT
 
 SNAPSHOTS = ROOT / "tests" / "snapshots"
 # every shipped ruleset and example language: lowering changes must be deliberate

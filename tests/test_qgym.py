@@ -9,16 +9,16 @@ import sys
 import numpy as np
 import pytest
 
-from conftest import ROOT
-from eqdsl.frontend import load_language
-from eqdsl.diagnostics import EqdslError
 from eqdsl.apps.qgym import he
 from eqdsl.apps.qgym.baselines import count_ops, factorised_count
 from eqdsl.apps.qgym.kernels import cpu_kernel, direct_conv
-from eqdsl.apps.qgym.layer import (LayerSpec, QuantizedLayer, layer_expressions, layer_from_params,
-                              synthetic_weights)
+from eqdsl.apps.qgym.layer import LayerSpec, QuantizedLayer, layer_expressions, layer_from_params, synthetic_weights
 from eqdsl.apps.qgym.study import Search, check_exact, compare
 from eqdsl.apps.qgym.summerge import merge_pairs, summerge
+from eqdsl.diagnostics import EqdslError
+from eqdsl.frontend import load_language
+
+from conftest import ROOT
 
 LANG = load_language("qgym")
 

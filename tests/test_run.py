@@ -6,9 +6,10 @@ import shutil
 
 import pytest
 
-from conftest import EXAMPLES
-from eqdsl.pipeline import run_pipeline
 from eqdsl.config import load_config
+from eqdsl.pipeline import run_pipeline
+
+from conftest import EXAMPLES
 
 
 def test_arith_simplifies_to_a(tmp_path, run_cli):

@@ -3,13 +3,14 @@ from __future__ import annotations
 
 import pytest
 
-from conftest import EXAMPLES
-from eqdsl.frontend import load_language, load_program_file
 from eqdsl.diagnostics import EqdslError
-from eqdsl.egglog.session import EGraphSession
 from eqdsl.egglog.lower import lower_language
+from eqdsl.egglog.session import EGraphSession
+from eqdsl.frontend import load_language, load_program_file
 from eqdsl.schedule.runner import Limits, StopReason
 from eqdsl.schedule.saturate import SaturateScheduler
+
+from conftest import EXAMPLES
 
 
 def session_for(ruleset, program_file):

@@ -8,10 +8,10 @@ import random
 from egglog import bindings
 
 from eqdsl import ir
-from eqdsl.ir.evaluate import EvalError, evaluate
 from eqdsl.egglog.lower import VEC_SORT
 from eqdsl.egglog.sexp import Var, show
-from eqdsl.egglog.terms import MAX_RANK, facts, literal, term
+from eqdsl.egglog.terms import MAX_RANK, facts, literal
+from eqdsl.ir.evaluate import EvalError, evaluate
 
 INTS, BOOL = ir.Prim.INTS, ir.Prim.BOOL
 A, B = ir.Ref("a", INTS), ir.Ref("b", INTS)

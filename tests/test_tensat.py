@@ -3,11 +3,12 @@ from __future__ import annotations
 
 import pytest
 
-from conftest import ROOT
-from eqdsl.frontend import load_language
 from eqdsl.diagnostics import EqdslError
-from eqdsl.languages.tensat.models import MODELS, build_model
+from eqdsl.frontend import load_language
 from eqdsl.importers.taso import import_rules
+from eqdsl.languages.tensat.models import MODELS, build_model
+
+from conftest import ROOT
 
 DATA = ROOT / "tests" / "data" / "tensat-rules"  # copied from ../shared/data (MIT, TENSAT)
 
@@ -134,8 +135,8 @@ def test_small_nasrnn_end_to_end(tmp_path, run_cli):
 
 
 def test_weight_only_subterms_cost_nothing(tmp_path):
-    from eqdsl.pipeline import run_pipeline
     from eqdsl.config import load_config
+    from eqdsl.pipeline import run_pipeline
 
     (tmp_path / "unit.yaml").write_text("name: unit\nparams: {gflops: 1, gbps: 1, launch_ns: 1}\n")
     cfg = tmp_path / "c.yaml"

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import pytest
 
-from conftest import EXAMPLES, ROOT
 from eqdsl.frontend import load_language
-from eqdsl.diagnostics import EqdslError
 from eqdsl.verify.rules import Status, operator_rules, verify_rule
 from eqdsl.verify.semantics import load_semantics
+
+from conftest import EXAMPLES, ROOT
 from mutants import mutants
 
 TRANSPOSE_LAWS = ROOT / "tests" / "data" / "transpose.eqr"

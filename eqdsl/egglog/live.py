@@ -12,10 +12,10 @@ import json
 from dataclasses import dataclass
 
 from eqdsl import ir
-from eqdsl.ir.evaluate import EvalError, Value, evaluate
-from eqdsl.diagnostics import EqdslError, Span
-from eqdsl.extract.egraph import ExtractionProblem, build_problem
+from eqdsl.diagnostics import EqdslError
 from eqdsl.egglog.lower import Lowered
+from eqdsl.extract.egraph import ExtractionProblem, build_problem
+from eqdsl.ir.evaluate import EvalError, Value, evaluate
 
 
 @dataclass(frozen=True)

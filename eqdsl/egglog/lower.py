@@ -14,7 +14,7 @@ from __future__ import annotations
 import functools
 from collections import Counter
 from dataclasses import dataclass, field
-from typing import assert_never
+from typing import Sequence, assert_never
 
 from egglog import bindings
 
@@ -191,11 +191,11 @@ class _RuleLowering:
 
 
 
-def _prune_unused(query: list[Sexp], actions: list[Sexp], assumed: set[str]) -> list[Sexp]:
+def _prune_unused(query: list[Sexp], actions: Sequence[Sexp], assumed: set[str]) -> list[Sexp]:
     """Drop shape lookups (`_s_x`) and left-side shapes nothing reads. A right-side shape stays even
     if unread: computing it may fail, and that failure keeps an ill-shaped node out."""
     while True:
-        uses = Counter(v for s in query + actions for v in variables(s))
+        uses = Counter(v for s in [*query, *actions] for v in variables(s))
         unused = [f for f in query if (v := binding(f)) is not None and uses[v] == 1
                   and (v.startswith("_s_") or v in assumed)]
         if not unused:
@@ -203,7 +203,7 @@ def _prune_unused(query: list[Sexp], actions: list[Sexp], assumed: set[str]) -> 
         query = [f for f in query if f not in unused]
 
 
-def _show_all(items: list[Sexp]) -> str:
+def _show_all(items: Sequence[Sexp]) -> str:
     return " ".join(show(s) for s in items)
 
 
@@ -312,7 +312,10 @@ def _var_sorts(rule: ir.Rule) -> dict[str, str]:
 def _bind_shapes(lw: _RuleLowering, e: ir.Expr, var_sorts: dict[str, str]) -> None:
     for var in _shape_vars(e):
         if isinstance(var, ir.ShapeOfTerm):
-            lw.env[term_shape_key(var)] = _check_shape(lw, var.pattern)
+            shape = _check_shape(lw, var.pattern)
+            if shape is None:
+                raise Unlowerable(f"shape({var.pattern!r}) reads a term whose operator has no shape rule")
+            lw.env[term_shape_key(var)] = shape
         else:
             lw.shape_of_var(var, var_sorts[var])
 

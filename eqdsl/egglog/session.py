@@ -90,7 +90,7 @@ class EGraphSession:
 
     def count_classes(self) -> int:
         frozen = self._egraph.freeze()
-        outputs = set()
+        outputs: set[str] = set()
         for name, fn in frozen.functions.items():
             if name in self._constructors:
                 outputs.update(str(row.output) for row in fn.rows)

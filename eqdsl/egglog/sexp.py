@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from functools import reduce
-from typing import Callable, Iterator, assert_never
+from typing import Callable, Iterator, Sequence, assert_never
 
 
 @dataclass(frozen=True)
@@ -39,7 +39,7 @@ def call(head: str, *args: Sexp) -> Call:
     return Call(head, args)
 
 
-def chain(head: str, items: list[Sexp]) -> Sexp:
+def chain(head: str, items: Sequence[Sexp]) -> Sexp:
     """`(head (head a b) c)`: a left-nested binary operator over `items` (at least one)."""
     return reduce(lambda a, b: call(head, a, b), items)
 

@@ -10,7 +10,7 @@ rule can never fire on a result it did not check.
 """
 from __future__ import annotations
 
-from typing import assert_never
+from typing import Callable, assert_never
 
 from eqdsl import ir
 from eqdsl.egglog.sexp import Atom, Call, Sexp, call, chain
@@ -162,8 +162,10 @@ def term(e: ir.Expr, env: dict[str, Sexp]) -> Sexp:
             assert_never(e)
 
 
-_SHAPE_BUILTINS = {"prod": _prod, "permute": _permute, "is_perm": _is_perm, "positive": _positive,
-                   "broadcasts": lambda b, a: chain("and", _broadcasts_conds(b, a))}
+_SHAPE_BUILTINS: dict[str, Callable[..., Sexp]] = {
+    "prod": _prod, "permute": _permute, "is_perm": _is_perm, "positive": _positive,
+    "broadcasts": lambda b, a: chain("and", _broadcasts_conds(b, a)),
+}
 
 
 def _builtin(e: ir.Builtin, env: dict[str, Sexp]) -> Sexp:

@@ -20,12 +20,12 @@ from dataclasses import dataclass, replace
 from ortools.sat.python import cp_model
 
 from eqdsl import graphs
-from eqdsl.graphs import filter_cycles
 from eqdsl.diagnostics import EqdslError
 from eqdsl.extract.dag import best_greedy
 from eqdsl.extract.egraph import ExtractionProblem, Selection, dag_cost, restrict
 from eqdsl.extract.greedy import tree_greedy, tree_selection, unreachable_roots_error
 from eqdsl.extract.result import Extraction, ExtractStatus
+from eqdsl.graphs import filter_cycles
 from eqdsl.worker import Budget, Stopped, guarded
 
 
@@ -144,8 +144,9 @@ def _add_order(m, problem, class_nodes, x, plain: bool = False) -> None:
 
 def cyclic_components(problem: ExtractionProblem, class_nodes: dict[int, list[int]]) -> dict[int, int]:
     """Class → id of its strongly connected component, for classes in components of size > 1."""
-    return graphs.cyclic_components({c: sorted({k for i in nodes for k in problem.nodes[i].children if k in class_nodes})
-                                     for c, nodes in class_nodes.items()})
+    edges = {c: sorted({k for i in nodes for k in problem.nodes[i].children if k in class_nodes})
+             for c, nodes in class_nodes.items()}
+    return graphs.cyclic_components(edges)
 
 
 def _forbid_two_cycles(m, problem, class_nodes, x) -> None:
@@ -196,7 +197,7 @@ class CpSatExtractor:
 
     def __init__(self, time_limit_s: float = 60.0, acyclic: str = "order",
                  warm_start: str | None = "greedy-dag", workers: int = 1, plain: bool = False) -> None:
-        """`plain`: the baseline model of DESIGN §5 (no pruning, order variables on every class)."""
+        """`plain`: the textbook model (no pruning, order variables on every class), the benchmark baseline."""
         self.time_limit_s, self.acyclic = time_limit_s, acyclic
         self.warm_start, self.workers, self.plain = warm_start, workers, plain
 
@@ -219,7 +220,7 @@ class CpSatExtractor:
         while (remaining := deadline - time.perf_counter()) > 0:
             solver = self._solver(remaining)
             self._hint(built, best)
-            done = guarded(lambda: _solve(solver, built),
+            done = guarded(lambda s=solver: _solve(s, built),
                            Budget(deadline=time.monotonic() + 1.1 * remaining + 1.0))
             rounds += 1
             if isinstance(done, Stopped):  # CP-SAT overran its own limit (presolve of huge models)

@@ -15,7 +15,6 @@ from eqdsl.extract.egraph import CyclicSelection, ExtractionProblem, Selection, 
 from eqdsl.extract.greedy import knuth_order, require_nonnegative, tree_selection
 from eqdsl.extract.result import Extraction, ExtractStatus
 
-
 SET_BUDGET = 20_000_000
 
 

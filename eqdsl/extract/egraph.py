@@ -3,9 +3,9 @@
 Contract: `problem_from_json(data, source)` accepts any egraph-serialize JSON (egglog's own output,
 extraction-gym files) and raises `EqdslError` naming the JSON path of the first malformed entry
 (dangling child, no root, a cost that is not a finite number). Costs may be negative
-(set-cover / MaxSAT encodings): `cpsat` handles them, the greedy extractors refuse them. Node children are class indices. `Selection` maps each
-class needed by the roots to one chosen node; helpers compute its DAG cost and check it is
-complete and acyclic.
+(set-cover / MaxSAT encodings): `cpsat` handles them, the greedy extractors refuse them. Node
+children are class indices. `Selection` maps each class needed by the roots to one chosen node;
+helpers compute its DAG cost and check it is complete and acyclic.
 """
 from __future__ import annotations
 
@@ -58,7 +58,8 @@ def build_problem(raw_nodes: list[tuple[str, str, str, list[str], float, bool]],
     for _, _, cid, _, _, _ in raw_nodes:
         class_index.setdefault(cid, len(class_index))
     node_class = {nid: class_index[cid] for nid, _, cid, _, _, _ in raw_nodes}
-    nodes, members = [], [[] for _ in class_index]
+    nodes = []
+    members: list[list[int]] = [[] for _ in class_index]
     blocked = set()
     for i, (nid, op, cid, kids, cost, subsumed) in enumerate(raw_nodes):
         nodes.append(ENode(nid, op, class_index[cid], tuple(node_class[k] for k in kids), cost))

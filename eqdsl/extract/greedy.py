@@ -32,7 +32,7 @@ def knuth_order(problem: ExtractionProblem, node_cost) -> tuple[Selection, list[
     choice: Selection = {}
     waiting = [len(set(n.children)) for n in problem.nodes]
     parents = parents_of(problem)
-    heap = []
+    heap: list[tuple[float, int]] = []
     for i, n in enumerate(problem.nodes):
         if not n.children and problem.allowed(i):
             cost = node_cost(i, best, choice)

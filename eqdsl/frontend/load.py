@@ -9,10 +9,10 @@ from importlib import resources
 from pathlib import Path
 
 from eqdsl import ir
-from eqdsl.frontend.check.declarations import check_costs, check_ops, check_params, check_shapes, check_sorts
-from eqdsl.frontend.check.rules import check_program, check_rules
 from eqdsl.diagnostics import DiagnosticSink, EqdslError, Span
 from eqdsl.frontend import ast
+from eqdsl.frontend.check.declarations import check_costs, check_ops, check_params, check_shapes, check_sorts
+from eqdsl.frontend.check.rules import check_program, check_rules
 from eqdsl.frontend.parse import parse_text
 
 

@@ -10,8 +10,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from eqdsl import ir
-from eqdsl.ir.evaluate import EvalError, Value, evaluate
 from eqdsl.diagnostics import EqdslError, Span
+from eqdsl.ir.evaluate import EvalError, Value, evaluate
 
 
 @dataclass(frozen=True)

@@ -20,8 +20,8 @@ from __future__ import annotations
 from collections import defaultdict
 from dataclasses import dataclass, field
 
-from eqdsl.graphs import filter_cycles, reaches
 from eqdsl.egglog.session import EGraphSession, FrozenGraph
+from eqdsl.graphs import filter_cycles, reaches
 
 
 @dataclass(frozen=True)

@@ -22,9 +22,16 @@ from eqdsl.egglog.session import EGraphSession
 from eqdsl.extract.registry import dag_extractor_names, make_extractor
 from eqdsl.extract.result import Extraction, Extractor
 from eqdsl.fields import int_at_least, names, one_of, option, positive_number
-from eqdsl.schedule.runner import (EpochReport, Limits, LimitedLoop, LimitsConfig, ProgressFn,
-                                   ScheduleContext, ScheduleOutcome,
-                                   StopReason)
+from eqdsl.schedule.runner import (
+    EpochReport,
+    LimitedLoop,
+    Limits,
+    LimitsConfig,
+    ProgressFn,
+    ScheduleContext,
+    ScheduleOutcome,
+    StopReason,
+)
 
 EXPLORE_RULESET = "pulsed_explore"
 

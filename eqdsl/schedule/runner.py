@@ -18,9 +18,9 @@ from typing import Callable, Protocol
 from eqdsl import ir
 from eqdsl.diagnostics import EqdslError
 from eqdsl.egglog.session import EGraphSession
-from eqdsl.schedule.cycles import CycleFilter
 from eqdsl.extract.registry import ExtractConfig
 from eqdsl.fields import int_at_least, option, positive_number
+from eqdsl.schedule.cycles import CycleFilter
 from eqdsl.worker import Budget, StopCause, Stopped, default_memory_bytes, guarded
 
 

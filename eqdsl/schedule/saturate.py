@@ -14,8 +14,7 @@ from typing import ClassVar
 from eqdsl.egglog.session import EGraphSession
 from eqdsl.fields import int_at_least, is_bool, one_of, option
 from eqdsl.schedule.cycles import CycleFilter
-from eqdsl.schedule.runner import (Limits, LimitedLoop, LimitsConfig, ProgressFn, ScheduleContext,
-                                   ScheduleOutcome)
+from eqdsl.schedule.runner import LimitedLoop, Limits, LimitsConfig, ProgressFn, ScheduleContext, ScheduleOutcome
 
 CYCLE_FILTERS = ("none", "efficient", "vanilla")
 

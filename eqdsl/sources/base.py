@@ -43,8 +43,13 @@ class SourceProgram:
 
 
 class ProgramSource(Protocol):
-    name: str
-    builder: bool  # selected by `program: {builder: NAME, ...params}`
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def builder(self) -> bool:
+        """Selected by `program: {builder: NAME, ...params}`."""
+        ...
 
     def load(self, ref: ProgramRef, language: ir.Language) -> SourceProgram: ...
 

@@ -15,14 +15,14 @@ from enum import Enum
 from typing import Any
 
 import numpy as np
-from hypothesis import HealthCheck, Phase, assume, given, settings, strategies as st
+from hypothesis import HealthCheck, Phase, assume, given, settings
 from hypothesis import seed as hypothesis_seed
+from hypothesis import strategies as st
 from hypothesis.errors import Unsatisfiable
 
 from eqdsl import ir
 from eqdsl.verify.examples import Assignment, Concrete, ExampleSpace
-from eqdsl.verify.semantics import (Leaf, OpSemantics, SemanticsError, agree, evaluate_pattern,
-                                    largest_difference)
+from eqdsl.verify.semantics import Leaf, OpSemantics, SemanticsError, agree, evaluate_pattern, largest_difference
 
 
 class Status(Enum):
@@ -110,7 +110,7 @@ def _check_example(space: ExampleSpace, sem, a: Assignment, c: Concrete, rng: np
         assume(_class_conditions_hold(rule, sem, env, memo))
     except SemanticsError:
         assume(False)  # a condition that cannot be evaluated here does not hold
-    sides = [(_side(l, sem, env, memo), _side(r, sem, env, memo)) for l, r in zip(rule.lhs, rule.rhs)]
+    sides = [(_side(lhs, sem, env, memo), _side(r, sem, env, memo)) for lhs, r in zip(rule.lhs, rule.rhs)]
     for left, right in sides:
         if isinstance(left, SemanticsError) and isinstance(right, SemanticsError):
             assume(False)  # undefined on both sides (x / 0 both ways): no evidence either way

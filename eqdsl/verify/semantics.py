@@ -14,17 +14,14 @@ from __future__ import annotations
 import importlib
 import importlib.util
 import zlib
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, assert_never
+from typing import Any, assert_never
 
 import numpy as np
 
 from eqdsl import ir
 from eqdsl.diagnostics import EqdslError
 from eqdsl.languages.base import Leaf, OpSemantics
-
-
 
 
 class SemanticsError(Exception):
@@ -57,7 +54,7 @@ def _find_module(name: str, file: str):
     module = importlib.util.module_from_spec(spec)
     try:
         spec.loader.exec_module(module)
-    except Exception as err:  # a user's file: report, don't crash
+    except Exception as err:  # noqa: BLE001 - a user's file: report, don't crash
         raise EqdslError.one(f"{sibling}: cannot load reference semantics: {err}") from None
     return module, str(sibling)
 
@@ -76,7 +73,7 @@ def apply(sem: dict[str, OpSemantics], op: str, args: list[Any]) -> Any:
     try:
         with np.errstate(all="ignore"):
             out = fn(*args)
-    except Exception as err:
+    except Exception as err:  # noqa: BLE001 - a user's operator: the message names it
         raise SemanticsError(f"operator '{op}' raised {type(err).__name__}: {err}") from None
     if not _finite(out) and all(_finite(a) for a in args if not isinstance(a, (str, tuple))):
         raise SemanticsError(f"operator '{op}' produced NaN or Inf from finite inputs")

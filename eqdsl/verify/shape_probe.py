@@ -26,7 +26,7 @@ def shape_changing_rules(lang: ir.Language, tries: int = 200, seed: int = 0) -> 
         _collect_vars(rule.lhs[0], variables)
         for _ in range(tries):
             env = {}
-            for v, t in variables.items():
+            for v in variables:
                 rank = rng.randint(1, 4)
                 env[shape_key(v)] = tuple(rng.randint(1, 4) for _ in range(rank))
                 env["?" + v] = rng.randint(0, 3)

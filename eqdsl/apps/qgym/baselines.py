@@ -12,8 +12,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from eqdsl import ir
-from eqdsl.graphs import reach
 from eqdsl.apps.qgym.layer import LayerSpec, QuantizedLayer
+from eqdsl.graphs import reach
 
 C_ADD, C_MUL = 1, 2
 

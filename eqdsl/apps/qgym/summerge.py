@@ -17,8 +17,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from eqdsl import ir
-from eqdsl.ir.builder import GraphBuilder, Tensor
 from eqdsl.apps.qgym.layer import QuantizedLayer, window_order
+from eqdsl.ir.builder import GraphBuilder, Tensor
 
 
 @dataclass(frozen=True)

@@ -6,11 +6,11 @@ build; the caller raises once at the end so a user sees all errors of a file at 
 from __future__ import annotations
 
 from eqdsl import ir
-from eqdsl.frontend.check.exprs import Scope, resolve
 from eqdsl.diagnostics import DiagnosticSink, Span
-from eqdsl.ir.exprs import const_int
-from eqdsl.ir import Prim
 from eqdsl.frontend import ast
+from eqdsl.frontend.check.exprs import Scope, resolve
+from eqdsl.ir import Prim
+from eqdsl.ir.exprs import const_int
 
 PRIMS = {"Int": Prim.INT, "Str": Prim.STR}
 LIST_PRIMS = {"Int": Prim.INTS}

@@ -10,8 +10,8 @@ from typing import Callable, assert_never
 
 from eqdsl import ir
 from eqdsl.diagnostics import DiagnosticSink
-from eqdsl.ir import Prim
 from eqdsl.frontend import ast
+from eqdsl.ir import Prim
 
 BUILTINS: dict[str, tuple[tuple[Prim, ...], Prim]] = {
     "len": ((Prim.INTS,), Prim.INT),

@@ -8,10 +8,10 @@ from dataclasses import dataclass
 from typing import assert_never
 
 from eqdsl import ir
-from eqdsl.frontend.check.exprs import Scope, resolve
 from eqdsl.diagnostics import DiagnosticSink
-from eqdsl.ir import Prim
 from eqdsl.frontend import ast
+from eqdsl.frontend.check.exprs import Scope, resolve
+from eqdsl.ir import Prim
 
 ANY_SORT = "any sort"
 

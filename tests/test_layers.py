@@ -1,0 +1,113 @@
+"""The package's layering, read from its imports (every `import`, also inside functions).
+
+A package may import itself, any package of a lower layer, and nothing else: not a package of
+its own layer (frontend and extract sit side by side, neither knows the other), not one above.
+egglog is imported only in `eqdsl/egglog/`; the core never imports an application (`eqdsl.apps`).
+"""
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+from conftest import ROOT
+
+PACKAGE = ROOT / "eqdsl"
+
+# bottom → top; a unit is a subpackage or a top-level module of eqdsl
+LAYERS: list[set[str]] = [
+    {"diagnostics"},
+    {"graphs", "worker", "output", "fields"},
+    {"ir"},
+    {"frontend", "extract", "languages"},
+    {"egglog", "verify", "importers", "cost"},
+    {"schedule"},
+    {"sources"},
+    {"config"},
+    {"pipeline"},
+    {"report"},
+    {"cli"},
+    {"apps"},
+]
+RANK = {unit: i for i, layer in enumerate(LAYERS) for unit in layer}
+EXTERNAL_HOMES = {"egglog": {"egglog"}}  # external package → the only units that may import it
+
+
+def _unit(module: str) -> str | None:
+    parts = module.split(".")
+    return parts[1] if parts[0] == "eqdsl" and len(parts) > 1 else None
+
+
+def _module_name(path: Path) -> str:
+    rel = path.relative_to(ROOT).with_suffix("")
+    parts = rel.parts[:-1] if rel.name == "__init__" else rel.parts
+    return ".".join(parts)
+
+
+def _imports(path: Path) -> list[tuple[str, int]]:
+    """(imported module, line) for every import in the file, relative ones resolved."""
+    tree = ast.parse(path.read_text())
+    here = _module_name(path).split(".")
+    package = here if path.name == "__init__.py" else here[:-1]
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            found += [(alias.name, node.lineno) for alias in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                base = ".".join(package[:len(package) - node.level + 1] + ([base] if base else []))
+            found.append((base, node.lineno))
+            found += [(f"{base}.{alias.name}", node.lineno) for alias in node.names]
+    return found
+
+
+def _sources() -> list[Path]:
+    return sorted(PACKAGE.rglob("*.py"))
+
+
+def test_every_unit_has_a_layer():
+    units = {p.relative_to(PACKAGE).parts[0].removesuffix(".py") for p in _sources()} - {"__init__"}
+    assert units <= set(RANK), f"place {sorted(units - set(RANK))} in LAYERS"
+
+
+def _violations() -> list[str]:
+    bad = []
+    for path in _sources():
+        unit = _unit(_module_name(path))
+        if unit is None:
+            continue
+        for module, line in _imports(path):
+            where = f"{path.relative_to(ROOT)}:{line}"
+            top = module.split(".")[0]
+            if top in EXTERNAL_HOMES and unit not in EXTERNAL_HOMES[top]:
+                bad.append(f"{where}: {unit} imports {top} (only {sorted(EXTERNAL_HOMES[top])} may)")
+            other = _unit(module)
+            if other is None or other == unit or other not in RANK:
+                continue
+            if RANK[other] >= RANK[unit]:
+                bad.append(f"{where}: {unit} (layer {RANK[unit]}) imports {module} (layer {RANK[other]})")
+    return bad
+
+
+def test_imports_only_go_down():
+    assert _violations() == []
+
+
+def test_the_checker_sees_a_violation(tmp_path, monkeypatch):
+    """The test itself can fail: a module of `ir` importing `pipeline` is reported."""
+    fake = PACKAGE / "ir" / "_layer_probe.py"
+    fake.write_text("def f():\n    from eqdsl.pipeline import run_pipeline\n    import egglog\n")
+    try:
+        bad = _violations()
+    finally:
+        fake.unlink()
+    assert any("_layer_probe.py:2: ir" in b and "pipeline" in b for b in bad)
+    assert any("_layer_probe.py:3: ir imports egglog" in b for b in bad)
+
+
+@pytest.mark.parametrize("app_free", ["eqdsl.pipeline", "eqdsl.report", "eqdsl.cli", "eqdsl.config"])
+def test_core_never_names_an_application(app_free):
+    path = PACKAGE / (app_free.split(".", 1)[1] + ".py")
+    assert "qgym" not in path.read_text().lower()

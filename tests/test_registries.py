@@ -1,0 +1,125 @@
+"""Registries: a new extractor or schedule kind is one module + one registry line, and it is then
+accepted by config validation, listed by the CLI and built by the pipeline."""
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import dataclass
+from typing import ClassVar
+
+import pytest
+
+from eqdsl.cli import build_parser
+from eqdsl.config import parse_config
+from eqdsl.diagnostics import EqdslError
+from eqdsl.extract import registry as extractors
+from eqdsl.extract.egraph import ExtractionProblem, dag_cost, problem_from_json, reachable
+from eqdsl.extract.result import Extraction, ExtractStatus
+from eqdsl.fields import int_at_least, option
+from eqdsl.pipeline import run_pipeline
+from eqdsl.schedule import registry as schedules
+from eqdsl.schedule.runner import LimitsConfig, ScheduleOutcome, StopReason
+
+from conftest import EXAMPLES
+from test_extract import SHARED
+
+
+class FirstNodeExtractor:
+    """The toy: each class's first node (valid on acyclic e-graphs)."""
+
+    def extract(self, problem: ExtractionProblem) -> Extraction:
+        t0 = time.perf_counter()
+        selection = {c: nodes[0] for c, nodes in enumerate(problem.class_nodes) if nodes}
+        return Extraction("first", selection, dag_cost(problem, selection), ExtractStatus.HEURISTIC,
+                          time.perf_counter() - t0)
+
+
+@dataclass(frozen=True)
+class IdleConfig(LimitsConfig):
+    kind: ClassVar[str] = "idle"
+    naps: int = option(1, int_at_least(0), "an int ≥ 0")
+
+
+@dataclass(frozen=True)
+class IdleScheduler:
+    naps: int
+
+    def run(self, session, progress=None) -> ScheduleOutcome:
+        nodes = session.size()
+        return ScheduleOutcome(StopReason.SATURATED, (), nodes, 0.0, nodes, (f"{self.naps} naps",))
+
+
+@pytest.fixture
+def toy_extractor(monkeypatch):
+    monkeypatch.setattr(extractors, "EXTRACTORS", dict(extractors.EXTRACTORS))
+    extractors.register_extractor(extractors.ExtractorKind("first", lambda cfg: FirstNodeExtractor(),
+                                                           "each class's first node"))
+
+
+@pytest.fixture
+def idle_schedule(monkeypatch):
+    monkeypatch.setattr(schedules, "SCHEDULES", dict(schedules.SCHEDULES))
+    schedules.register_schedule(schedules.ScheduleKind("idle", IdleConfig,
+                                                       lambda cfg, ctx: IdleScheduler(cfg.naps), "grows nothing"))
+
+
+def _config(tmp_path, **sections):
+    return parse_config({"ruleset": "arith", "program": str(EXAMPLES / "arith" / "input.eqr"), **sections},
+                        tmp_path / "c.yaml")
+
+
+def test_toy_extractor_is_accepted_by_config_and_cli(tmp_path, toy_extractor, run_cli):
+    cfg = _config(tmp_path, extract={"method": "first", "compare": ["first", "greedy"]})
+    assert cfg.extract.method == "first"
+    assert "first" in build_parser().parse_args(["extract", "g.json", "--extractor", "first"]).extractor
+    f = tmp_path / "g.json"
+    f.write_text(json.dumps(SHARED))
+    code, out, err = run_cli("extract", f, "--extractor", "first")
+    assert code == 0, err
+    assert "extractor first: cost" in out
+
+
+def test_unknown_extractor_lists_the_registered_ones(tmp_path, toy_extractor):
+    with pytest.raises(EqdslError) as info:
+        _config(tmp_path, extract={"method": "nope"})
+    d = info.value.diagnostics[0]
+    assert d.path == "extract.method" and "first" in d.message and "cpsat" in d.message
+
+
+def test_without_the_registration_the_toy_is_refused(tmp_path):
+    with pytest.raises(EqdslError):
+        _config(tmp_path, extract={"method": "first"})
+    with pytest.raises(SystemExit):
+        build_parser().parse_args(["extract", "g.json", "--extractor", "first"])
+
+
+def test_toy_schedule_runs_through_the_pipeline(tmp_path, idle_schedule, toy_extractor):
+    cfg = _config(tmp_path, schedule={"kind": "idle", "naps": 3, "node_limit": 100},
+                  extract={"method": "first", "compare": []})
+    assert isinstance(cfg.schedule, IdleConfig) and cfg.schedule.naps == 3
+    result = run_pipeline(cfg)
+    assert result.outcome.notes == ("3 naps",)
+    assert result.best.method == "first" and result.best.cost == result.original_cost
+
+
+def test_a_key_of_another_kind_is_named_as_such(tmp_path, idle_schedule):
+    with pytest.raises(EqdslError) as info:
+        _config(tmp_path, schedule={"kind": "saturate", "naps": 3})
+    d = info.value.diagnostics[0]
+    assert d.path == "schedule.naps" and "`kind: idle` only" in d.message
+
+
+@pytest.mark.parametrize("method", extractors.extractor_names())
+def test_every_registered_extractor_gives_a_valid_selection(method):
+    problem = problem_from_json(SHARED)
+    e = extractors.make_extractor(method, extractors.ExtractConfig(time_limit_s=10)).extract(problem)
+    reachable(problem, e.selection)  # complete and acyclic
+    assert e.cost == dag_cost(problem, e.selection)
+    if e.status is ExtractStatus.OPTIMAL:
+        assert e.cost == 10  # the shared form (see SHARED)
+
+
+@pytest.mark.parametrize("kind", schedules.schedule_names())
+def test_every_schedule_kind_reads_its_defaults(tmp_path, kind):
+    cfg = _config(tmp_path, schedule={"kind": kind})
+    assert type(cfg.schedule) is schedules.SCHEDULES[kind].config
