@@ -21,7 +21,7 @@ LAYERS: list[set[str]] = [
     {"graphs", "worker", "output", "fields"},
     {"ir"},
     {"frontend", "extract", "languages"},
-    {"egglog", "verify", "importers", "cost"},
+    {"egglog", "verify", "importers", "cost", "kernels"},
     {"schedule"},
     {"sources"},
     {"config"},
