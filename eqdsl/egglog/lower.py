@@ -346,19 +346,13 @@ def _check_shape(lw: _RuleLowering, p: ir.Pattern) -> Sexp | None:
     match p:
         case ir.PVar(name=v, type=ir.SortType(name=s)):
             return lw.shape_of_var(v, s) if lw.lang.sorts[s].shape_type is not None else None
-        case ir.PVar(name=v):
-            return Var(f"?{v}")
-        case ir.PLit(value=v):
-            return literal(v)
-        case ir.PBound(name=n):
-            return Var(f"?{n}")
         case ir.PApp(op=op_name, args=args):
             key = _pattern(p)
             if key not in lw.rhs_shapes:
                 lw.rhs_shapes[key] = _check_app_shape(lw, op_name, args)
             return lw.rhs_shapes[key]
-        case _:
-            assert_never(p)
+        case _:  # a value-typed variable or a literal is its own "shape"
+            return _pattern(p)
 
 
 def _check_app_shape(lw: _RuleLowering, op_name: str, args: tuple[ir.Pattern, ...]) -> Sexp | None:

@@ -77,7 +77,8 @@ class ExtractConfig:
 
 
 def make_extractor(method: str, cfg: ExtractConfig, path: str = "extract.method") -> Extractor:
-    kind = EXTRACTORS.get(method) if method in extractor_names() else None
+    _load_plugins()
+    kind = EXTRACTORS.get(method)
     if kind is None:
         raise EqdslError.one(f"unknown extractor {method!r}; expected one of {', '.join(extractor_names())}",
                              path=path)

@@ -32,6 +32,13 @@ def _activate(act, v):
     return v
 
 
+@cuda.jit(device=True)
+def _nchw(i, shape):
+    """Flat index → (n, c, y, x) of an NCHW array of `shape`."""
+    _, c_, h_, w_ = shape
+    return i // (w_ * h_ * c_), (i // (w_ * h_)) % c_, (i // w_) % h_, i % w_
+
+
 @cuda.jit
 def _matmul(a, b, c, act):
     """c[z] = act(a[z] @ b[z]) for 3-D (batch, m, k) × (batch, k, n)."""
@@ -59,13 +66,10 @@ def _matmul(a, b, c, act):
 def _conv2d(x, w, out, sh, sw, top, left, act):
     """One thread per output element; `top`/`left`: the input's zero padding (SAME)."""
     i = cuda.grid(1)
-    n_, o_, h_, w_ = out.shape
-    if i >= n_ * o_ * h_ * w_:
+    if i >= out.size:
         return
-    ox = i % w_
-    oy = (i // w_) % h_
-    o = (i // (w_ * h_)) % o_
-    n = i // (w_ * h_ * o_)
+    n, o, oy, ox = _nchw(i, out.shape)
+    o_ = out.shape[1]
     cin, kh, kw = w.shape[1], w.shape[2], w.shape[3]
     group = o // (o_ // (x.shape[1] // cin))
     acc = np.float32(0.0)
@@ -85,13 +89,9 @@ def _conv2d(x, w, out, sh, sw, top, left, act):
 def _pool(x, out, kh, kw, sh, sw, top, left, is_max, act):
     """Max, or the average over the window's real (unpadded) elements."""
     i = cuda.grid(1)
-    n_, c_, h_, w_ = out.shape
-    if i >= n_ * c_ * h_ * w_:
+    if i >= out.size:
         return
-    ox = i % w_
-    oy = (i // w_) % h_
-    c = (i // (w_ * h_)) % c_
-    n = i // (w_ * h_ * c_)
+    n, c, oy, ox = _nchw(i, out.shape)
     best = -math.inf
     total = np.float32(0.0)
     count = 0
