@@ -1,8 +1,12 @@
 """TENSAT's models under TENSAT's settings, one row per model and setting, TENSAT's numbers beside.
 
-Usage: python benchmarks/tensat.py [--models bert,nasrnn,...] [--k-multi 1[,2,3]]
-       [--cycle-filter efficient[,vanilla,none]] [--acyclic order] [--target t4]
+Usage: python benchmarks/tensat.py [--models bert,nasrnn,...|all] [--k-multi 1[,2,3]|pact]
+       [--cycle-filter efficient[,vanilla,none]] [--acyclic order] [--target t4[,a100]]
        [--extract-limit 60] [--node-limit 50000] [--iter-limit 15] [--explore-limit 3600]
+       [--ort] [--ort-runs 20] [--ort-threads 1]
+`--k-multi pact` uses the PACT study's k_multi per model. With `--ort`, the input and the optimized
+program are exported to ONNX (same random weights) and ONNX Runtime (CPU) runs both on the same
+inputs, alternately, `--ort-runs` times each: outputs must agree, and the medians are printed.
 Runs the same pipeline as `eqdsl run` (config built in code). Prints per run: e-graph nodes and
 classes, iterations, stop reason, exploration / extraction / total seconds, CP-SAT status and gap,
 original and optimized cost (roofline ms on the target), speedup %, matmul and conv2d counts
@@ -26,11 +30,13 @@ TENSAT_TABLE1 = {  # model: (search seconds, speedup %), TENSAT Table 1, k_multi
     "nasrnn": (0.5, 68.9), "bert": (1.4, 9.2), "resnext50": (0.7, 8.8), "nasneta": (10.6, 7.3),
     "squeezenet": (0.3, 24.5), "vgg19": (0.4, 8.9), "inceptionv3": (5.1, 10.0),
 }
-ALL = "nasrnn,bert,resnext50,nasneta,squeezenet,vgg19,inceptionv3,resnet50,mobilenetv2"
+TENSAT_MODELS = "nasrnn,bert,resnext50,nasneta,squeezenet,vgg19,inceptionv3,resnet50,mobilenetv2"
+PACT_K_MULTI = {"inceptionv3": 2, "resnext50": 4, "bert": 1, "nasneta": 1, "squeezenet": 3, "vgg19": 1,
+                "mobilenetv2": 1, "resnet50": 4, "nasrnn": 3}
 
 
-def run_model(name: str, k_multi: int, cycle_filter: str, args) -> RunResult:
-    data = {"ruleset": "tensat", "target": args.target, "program": {"builder": name},
+def run_model(name: str, k_multi: int, cycle_filter: str, target: str, args) -> RunResult:
+    data = {"ruleset": "tensat", "target": target, "program": {"builder": name},
             "schedule": {"iter_limit": args.iter_limit, "node_limit": args.node_limit,
                          "time_limit_s": args.explore_limit, "k_multi": k_multi,
                          "cycle_filter": cycle_filter, "class_counts": False},
@@ -46,6 +52,25 @@ def compute_ops(result: RunResult, original: bool) -> Counter:
     p = result.live.problem
     chosen = [p.nodes[result.best.selection[c]] for c in reachable(p, result.best.selection)]
     return Counter(n.op for n in chosen if n.op in ("matmul", "conv2d") and n.cost > 0)
+
+
+def ort_columns(r: RunResult, args) -> str:
+    """ONNX Runtime CPU: input → optimized medians (ms) and the measured speedup; '!' if outputs differ."""
+    import tempfile
+
+    from eqdsl.exports.onnx import write_program
+    from eqdsl.importers.onnx.runtime import compare
+    from eqdsl.importers.onnx.weights import random_weights
+
+    weights = random_weights(r.program)
+    with tempfile.TemporaryDirectory() as folder:
+        a, b = Path(folder) / "input.onnx", Path(folder) / "optimized.onnx"
+        write_program(r.language, r.program, weights, a)
+        write_program(r.language, r.optimized_program(), weights, b)
+        check = compare(a, b, args.ort_runs, 0, [args.ort_threads])
+    t = args.ort_threads
+    flag = "" if check.ok else f" DISAGREE {check.max_error:.2g}"
+    return f" | {check.original_ms[t]:>8.2f} {check.optimized_ms[t]:>8.2f} {check.speedup(t):>6.3f}x{flag}"
 
 
 def row(name: str, k: int, filt: str, r: RunResult) -> str:
@@ -66,7 +91,7 @@ def row(name: str, k: int, filt: str, r: RunResult) -> str:
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--models", default=ALL)
+    ap.add_argument("--models", default=TENSAT_MODELS, help="comma-separated, or `all` (the 13 builders)")
     ap.add_argument("--k-multi", default="1")
     ap.add_argument("--cycle-filter", default="efficient")
     ap.add_argument("--acyclic", default="order", choices=("order", "lazy", "filter-list"))
@@ -75,16 +100,28 @@ def main() -> int:
     ap.add_argument("--explore-limit", type=float, default=3600.0)
     ap.add_argument("--node-limit", type=int, default=50_000)
     ap.add_argument("--iter-limit", type=int, default=15)
+    ap.add_argument("--ort", action="store_true", help="also time input and output under ONNX Runtime CPU")
+    ap.add_argument("--ort-runs", type=int, default=20)
+    ap.add_argument("--ort-threads", type=int, default=1)
     args = ap.parse_args()
+    if args.models == "all":
+        from eqdsl.languages.tensat.models import MODELS
+
+        args.models = ",".join(MODELS)
     print(f"# {platform.machine()}, python {sys.version.split()[0]}, target {args.target}, node limit "
           f"{args.node_limit}, iter limit {args.iter_limit}, CP-SAT {args.extract_limit:g} s, "
           f"acyclic {args.acyclic}")
-    print(f"{'model':<12} {'k':>2} {'filter':<9} {'nodes':>6} {'classes':>7} {'it':>3} {'stop':<15} "
+    print(f"{'tgt':<5} {'model':<12} {'k':>2} {'filter':<9} {'nodes':>6} {'classes':>7} {'it':>3} {'stop':<15} "
           f"{'explore':>8} {'extract':>8} {'total s':>8} {'status':<8} {'gap':>6} {'orig ms':>8} "
-          f"{'opt ms':>8} {'speedup':>8} {'ops before→after':<22} | TENSAT Table 1")
-    for name, k, filt in itertools.product(args.models.split(","), map(int, args.k_multi.split(",")),
-                                           args.cycle_filter.split(",")):
-        print(row(name, k, filt, run_model(name, k, filt, args)), flush=True)
+          f"{'opt ms':>8} {'speedup':>8} {'ops before→after':<22} | TENSAT Table 1"
+          + (f" | ORT in ms  ORT out ms  ORT speedup ({args.ort_threads} thread(s), median of {args.ort_runs})"
+             if args.ort else ""))
+    for target, name, filt in itertools.product(args.target.split(","), args.models.split(","),
+                                                args.cycle_filter.split(",")):
+        ks = [PACT_K_MULTI.get(name, 1)] if args.k_multi == "pact" else map(int, args.k_multi.split(","))
+        for k in ks:
+            r = run_model(name, k, filt, target, args)
+            print(f"{target:<5} " + row(name, k, filt, r) + (ort_columns(r, args) if args.ort else ""), flush=True)
     return 0
 
 

@@ -13,6 +13,7 @@ import argparse
 import json
 import os
 import sys
+import tempfile
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Callable, cast
@@ -149,7 +150,9 @@ def cmd_run(args: argparse.Namespace) -> Work:
             stderr.print(f"warning: files appeared in {output} during the run; it was left alone and "
                          f"the results were written to {written}", markup=False)
         stdout.print(f"report: {written / 'report.json'}")
-        return 0 if result.validation is None or result.validation.ok else 1
+        failed = (result.validation is not None and not result.validation.ok) or \
+            (result.export is not None and not result.export.ok)
+        return 1 if failed else 0
 
     return Work(work, scratch.discard)
 
@@ -177,11 +180,15 @@ def cmd_extract(args: argparse.Namespace) -> int:
 
 
 def cmd_import(args: argparse.Namespace) -> int:
+    if args.system == "onnx":
+        return _import_onnx(args)
     from eqdsl.frontend import check_modules, load_modules, resolve_ruleset
     from eqdsl.frontend.parse import parse_text
     from eqdsl.importers.taso import import_rules
 
-    text = import_rules(Path(args.rules), Path(args.multi) if args.multi else None,
+    if args.output is None:
+        raise EqdslError.one("import tensat: expected -o/--output, the .eqr file to write")
+    text = import_rules(Path(args.file), Path(args.multi) if args.multi else None,
                         Path(args.predefined) if args.predefined else None)
     out = Path(args.output)
     # check before writing: a file that does not check is never written
@@ -193,6 +200,78 @@ def cmd_import(args: argparse.Namespace) -> int:
     return 0
 
 
+def _import_onnx(args: argparse.Namespace) -> int:
+    from collections import Counter
+
+    from eqdsl.frontend import load_language
+    from eqdsl.importers.onnx.read import read_onnx
+    from eqdsl.ir.text import program_text
+
+    imported = read_onnx(Path(args.file), load_language("tensat"))
+    text = f"# imported from {args.file} by `eqdsl import onnx`\n" + program_text(imported.program)
+    counts = Counter(n.op for n in imported.program.nodes)
+    summary = ", ".join(f"{n} {op}" for op, n in sorted(counts.items()) if op not in ("input", "weight"))
+    if args.output is None:
+        print(text, end="")
+    else:
+        write_new_file(Path(args.output), text, args.force, "--output")
+        print(f"wrote {args.output}: program {imported.program.name}, {len(imported.weights)} weights; {summary}")
+    return 0
+
+
+def cmd_export(args: argparse.Namespace) -> int:
+    from eqdsl.exports.onnx import write_program
+    from eqdsl.frontend import load_language
+    from eqdsl.importers.onnx.weights import random_weights
+
+    lang = load_language(args.ruleset, Path.cwd())
+    program = _export_program(args, lang)
+    weights = _weights_from(Path(args.weights), lang) if args.weights else random_weights(program, args.seed)
+    out = Path(args.output)
+    check_new_file(out, args.force, "--output")
+    with tempfile.TemporaryDirectory(dir=out.parent, prefix=".eqdsl-") as folder:
+        files = write_program(lang, program, weights, Path(folder) / out.name)
+        for name in files:  # the model (and its weights file) appear whole or not at all
+            os.replace(Path(folder) / name, out.parent / name)
+    source = f"weights from {args.weights}" if args.weights else "random weights (seeded)"
+    print(f"wrote {', '.join(files)}: program {program.name}, {len(program.nodes)} nodes, {source}")
+    return 0
+
+
+def _export_program(args: argparse.Namespace, lang):
+    from eqdsl.frontend import load_program_file
+    from eqdsl.sources.models import ModelSource
+
+    if (args.program is None) == (args.builder is None):
+        raise EqdslError.one("export onnx: expected a PROGRAM.eqr or --builder NAME (one of them)")
+    if args.builder is not None:
+        from eqdsl.sources.base import ProgramRef
+
+        params = tuple(_param(p) for p in args.param or [])
+        return ModelSource(args.builder).load(ProgramRef(args.builder, params, Path.cwd()), lang).program
+    programs = load_program_file(Path(args.program), lang)
+    if args.name is None and len(programs) != 1:
+        raise EqdslError.one(f"{args.program}: expected one program (or --name), found {', '.join(programs)}")
+    name = args.name or next(iter(programs))
+    if name not in programs:
+        raise EqdslError.one(f"{args.program}: no program named {name!r}; found {', '.join(programs)}")
+    return programs[name]
+
+
+def _param(text: str) -> tuple[str, int]:
+    key, _, value = text.partition("=")
+    if not value.isdigit():
+        raise EqdslError.one(f"--param: expected NAME=INT, got {text!r}")
+    return key, int(value)
+
+
+def _weights_from(path: Path, lang):
+    """The weights of a program imported from `path` (its initializers and what import derives)."""
+    from eqdsl.importers.onnx.read import read_onnx
+
+    return read_onnx(path, lang).weights
+
+
 def in_worker(cmd: Callable[[argparse.Namespace], int]) -> Callable[[argparse.Namespace], Work]:
     return lambda args: Work(lambda: cmd(args))
 
@@ -202,6 +281,11 @@ def write_new_file(path: Path, text: str, force: bool, flag: str) -> None:
     replaced only with --force, a missing folder is an error naming the flag."""
     from eqdsl.output import write_file_atomically
 
+    check_new_file(path, force, flag)
+    write_file_atomically(path, text)
+
+
+def check_new_file(path: Path, force: bool, flag: str) -> None:
     if not path.parent.is_dir():
         raise EqdslError.one(f"{flag}: expected a path in an existing folder, got {path} "
                              f"({path.parent} does not exist)")
@@ -210,7 +294,6 @@ def write_new_file(path: Path, text: str, force: bool, flag: str) -> None:
                              "(or --force to replace it)")
     if path.exists() and not path.is_file():
         raise EqdslError.one(f"{flag}: expected a file path, got the folder {path}")
-    write_file_atomically(path, text)
 
 
 def _number(kind: type, low: float, expected: str) -> Callable[[str], float]:
@@ -266,14 +349,26 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("--out", help="write the chosen nodes as JSON here (a new file)")
     c.add_argument("--force", action="store_true", help="replace --out if it exists")
     c.set_defaults(fn=in_worker(cmd_extract))
-    c = sub.add_parser("import", help="import rules from another system's files")
-    c.add_argument("system", choices=["tensat"])
-    c.add_argument("rules", help="TENSAT single-pattern rules (converted.txt)")
+    c = sub.add_parser("import", help="import TENSAT rules or an ONNX model")
+    c.add_argument("system", choices=["tensat", "onnx"])
+    c.add_argument("file", help="TENSAT single-pattern rules (converted.txt), or an ONNX model")
     c.add_argument("--multi", help="TENSAT multi-pattern rules (converted_multi.txt)")
     c.add_argument("--predefined", help="TENSAT's predefined rules (predefined.txt)")
-    c.add_argument("-o", "--output", required=True, help="the .eqr file to write (a new file)")
+    c.add_argument("-o", "--output", help="the .eqr file to write (a new file; onnx: default stdout)")
     c.add_argument("--force", action="store_true", help="replace --output if it exists")
     c.set_defaults(fn=in_worker(cmd_import))
+    c = sub.add_parser("export", help="write a program (a .eqr file or a model builder) as an ONNX model")
+    c.add_argument("format", choices=["onnx"])
+    c.add_argument("program", nargs="?", help="a .eqr file holding `program` blocks")
+    c.add_argument("--name", help="which program of the file")
+    c.add_argument("--builder", help="a model builder (vgg19, bert, vit_base, ...)")
+    c.add_argument("--param", action="append", help="a builder parameter NAME=INT (repeatable)")
+    c.add_argument("--ruleset", default="tensat", help="the language the program is written in")
+    c.add_argument("--weights", help="an ONNX model whose initializers hold the weights (default: random)")
+    c.add_argument("--seed", type=AT_LEAST_ZERO, default=0, help="seed of the random weights")
+    c.add_argument("-o", "--output", required=True, help="the .onnx file to write (a new file)")
+    c.add_argument("--force", action="store_true", help="replace --output if it exists")
+    c.set_defaults(fn=in_worker(cmd_export))
     return p
 
 

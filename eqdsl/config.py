@@ -14,6 +14,8 @@ from typing import Any
 import yaml
 
 from eqdsl.diagnostics import EqdslError
+from eqdsl.exports.base import ExportSettings
+from eqdsl.exports.registry import read_export
 from eqdsl.extract.registry import ExtractConfig
 from eqdsl.fields import REQUIRED, Reader, int_at_least, read_section
 from eqdsl.schedule.registry import read_schedule
@@ -33,6 +35,8 @@ class RunConfig:
     raw: dict
     target: str | None = None  # a shipped target name or a .yaml path (eqdsl.cost.targets)
     validate: ValidateConfig | None = None  # translation validation after extraction (off: None)
+    export: ExportSettings | None = None  # the optimized program in another format (eqdsl.exports)
+    export_given: bool = False  # `export:` appeared (false or not): a source's default export does not apply
 
 
 @dataclass(frozen=True)
@@ -57,8 +61,11 @@ def parse_config(data: Any, source: Path) -> RunConfig:
     target = r.get("target", None, lambda v: v is None or is_str(v), "a target name or a .yaml path")
     validate = _validate(r.get("validate", False, lambda v: isinstance(v, (bool, dict)),
                                "true/false or a mapping with samples/seed"))
+    export_given = isinstance(data, dict) and "export" in data
+    export = read_export(r.get("export", None, lambda v: True, ""))
     r.finish()
-    return RunConfig(source, ruleset, program, schedule, extract, Path(output), data, target, validate)
+    return RunConfig(source, ruleset, program, schedule, extract, Path(output), data, target, validate, export,
+                     export_given)
 
 
 def _validate(data: bool | dict) -> ValidateConfig | None:

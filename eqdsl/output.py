@@ -24,7 +24,8 @@ from typing import Iterable
 from eqdsl.diagnostics import EqdslError
 
 MARKER = ".eqdsl-output"
-RESULT_FILES = frozenset({MARKER, "report.json", "optimized.eqr", "egraph.json"})
+EXPORT_FILES = frozenset(f"{model}.onnx{data}" for model in ("input", "optimized") for data in ("", ".data"))
+RESULT_FILES = frozenset({MARKER, "report.json", "optimized.eqr", "egraph.json"}) | EXPORT_FILES
 
 
 def _refuse(folder: Path, why: str) -> EqdslError:

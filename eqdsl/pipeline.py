@@ -1,6 +1,6 @@
 """`eqdsl run`: the stages in order — check, lower, load, schedule, extract, validate.
 
-Contract: `run_pipeline(config)` returns a `RunResult` (and the caller writes it); every stage is
+Contract: `run_pipeline(config)` returns a `RunResult` (and the caller writes it, export files included); every stage is
 timed under its name. `optimize(language, program, schedule, extract)` is the same optimization
 for a library caller holding a program (no config file, no output). User mistakes raise
 `EqdslError`. The program comes from a program source (`eqdsl.sources`), the schedule and the
@@ -8,6 +8,7 @@ extractors from their registries: this module names none of them.
 """
 from __future__ import annotations
 
+import tempfile
 import time
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -22,13 +23,15 @@ from eqdsl.egglog.live import LiveEGraph
 from eqdsl.egglog.lower import Lowered, lower_language
 from eqdsl.egglog.readback import program_text, selection_program
 from eqdsl.egglog.session import EGraphSession
+from eqdsl.exports.base import ExportJob, ExportOutcome, ExportSettings
+from eqdsl.exports.registry import EXPORTS
 from eqdsl.extract.egraph import dag_cost
 from eqdsl.extract.registry import ExtractConfig, make_extractor
 from eqdsl.extract.result import Extraction
 from eqdsl.frontend import load_language, load_program_text
 from eqdsl.schedule.registry import make_scheduler
 from eqdsl.schedule.runner import LimitsConfig, ProgressFn, ScheduleContext, ScheduleOutcome
-from eqdsl.sources.base import Baselines
+from eqdsl.sources.base import Baselines, SourceProgram
 from eqdsl.sources.registry import load_source, source_inputs
 from eqdsl.verify.validate import Validation, validate
 
@@ -48,6 +51,8 @@ class RunResult:
     params: dict[str, int] = field(default_factory=dict)  # the target's values for the cost rules
     validation: Validation | None = None  # translation validation, when the config asks for it
     baselines: Baselines | None = None  # other methods' costs on the input (from its source)
+    export: ExportOutcome | None = None  # the optimized program in another format (`export:`)
+    export_folder: tempfile.TemporaryDirectory | None = None  # where the export wrote its files
 
     @property
     def best(self) -> Extraction:
@@ -92,7 +97,24 @@ def run_pipeline(config: RunConfig, progress: ProgressFn | None = None) -> RunRe
             optimized = load_program_text(result.optimized_text, "<extracted program>", lang)["optimized"]
             result.validation = validate(lang, loaded.program, optimized, config.validate.samples,
                                          config.validate.seed)
+    settings = config.export if config.export_given else _default_export(loaded.default_export)
+    if settings is not None:
+        with _stage(result, f"export:{settings.format}"):
+            _export(result, loaded, settings)
     return result
+
+
+def _default_export(name: str | None) -> ExportSettings | None:
+    return None if name is None else ExportSettings(name)
+
+
+def _export(result: RunResult, loaded: SourceProgram, settings: ExportSettings) -> None:
+    result.export_folder = tempfile.TemporaryDirectory(prefix="eqdsl-export-")
+    optimized_cost = result.best.cost
+    job = ExportJob(result.language, result.program, result.optimized_program(), loaded.weights, loaded.source_file,
+                    result.original_cost / optimized_cost if optimized_cost else float("nan"),
+                    Path(result.export_folder.name), settings)
+    result.export = EXPORTS[settings.format].run(job)
 
 
 def optimize(language: ir.Language, program: ir.Program, schedule: LimitsConfig, extract: ExtractConfig,

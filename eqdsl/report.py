@@ -8,6 +8,7 @@ when eqdsl made it).
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 
 from rich.console import Console
@@ -69,6 +70,7 @@ def report_json(result: RunResult) -> dict:
         "validation": None if result.validation is None else {
             "samples": result.validation.samples, "ok": result.validation.ok,
             "max_relative_error": result.validation.max_error, "message": result.validation.message},
+        "export": None if result.export is None else {**result.export.report, "ok": result.export.ok},
     }
 
 
@@ -88,6 +90,10 @@ def write_outputs(result: RunResult, scratch: Scratch) -> Path:
     (scratch.new / "report.json").write_text(json.dumps(report_json(result), indent=2) + "\n")
     (scratch.new / "optimized.eqr").write_text(result.optimized_text)
     (scratch.new / "egraph.json").write_text(json.dumps(problem_json(_finished(result)[1])) + "\n")
+    if result.export is not None and result.export_folder is not None:
+        for name in result.export.files:  # same file system or not: move, never copy twice
+            shutil.move(Path(result.export_folder.name) / name, scratch.new / name)
+        result.export_folder.cleanup()
     return scratch.publish()
 
 
@@ -119,6 +125,11 @@ def print_summary(result: RunResult, console: Console) -> None:
     if result.validation is not None:
         style = "green" if result.validation.ok else "bold red"
         console.print(f"[{style}]validation: {result.validation.message}[/]")
+    if result.export is not None:
+        style = "green" if result.export.ok else "bold red"
+        console.print(f"export: {', '.join(result.export.files)}")
+        for line in result.export.summary:
+            console.print(f"[{style}]{line}[/]", markup=True, highlight=False)
 
 
 def _print_baselines(baselines: Baselines, best: float, console: Console) -> None:

@@ -23,7 +23,7 @@ LAYERS: list[set[str]] = [
     {"frontend", "extract", "languages"},
     {"egglog", "verify", "importers", "cost", "kernels"},
     {"schedule"},
-    {"sources"},
+    {"sources", "exports"},
     {"config"},
     {"pipeline"},
     {"report"},

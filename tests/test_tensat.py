@@ -59,10 +59,37 @@ def test_importer_reports_malformed_lines(tmp_path, run_cli):
 
 
 EXPECTED_OUTPUT = {
-    "bert": (64, 1024), "nasrnn": (1, 512), "vgg19": (1, 512, 7, 7), "squeezenet": (1, 1000, 14, 14),
-    "resnet50": (1, 2048, 7, 7), "resnext50": (1, 2048, 7, 7), "mobilenetv2": (1, 1280, 7, 7),
-    "inceptionv3": (1, 1000), "nasneta": (1, 5 * 1024, 7, 7),
+    "bert": (64, 1024), "nasrnn": (1, 512), "vgg19": (1, 1000), "squeezenet": (1, 1000, 1, 1),
+    "resnet50": (1, 2048, 7, 7), "resnext50": (1, 2048, 7, 7), "mobilenetv2": (1, 1000, 1, 1),
+    "inceptionv3": (1, 1000), "nasneta": (1, 5 * 1024, 7, 7), "vit_base": (1, 1000), "vit_large": (1, 1000),
+    "vit_huge": (1, 1000), "transformer_transducer": (256, 512),
 }
+
+# Operator counts of TASO's model scripts (the graphs TENSAT and the PACT study optimized): activations
+# and batch norms are operators of their own.
+TASO_COUNTS = {
+    "vgg19": {"conv2d": 16, "relu": 18, "poolmax": 5, "matmul": 3},
+    "squeezenet": {"conv2d": 26, "relu": 26, "concat": 8},
+    "mobilenetv2": {"conv2d": 54, "batchnorm": 53, "relu": 36, "ewadd": 10},
+    "inceptionv3": {"conv2d": 94},
+    "bert": {"matmul": 48, "reshape": 32, "transpose": 32},
+}
+
+
+@pytest.mark.parametrize("name", sorted(TASO_COUNTS))
+def test_models_have_tasos_operator_counts(tensat, name):
+    ops = [n.op for n in build_model(tensat, name).nodes]
+    assert {op: ops.count(op) for op in TASO_COUNTS[name]} == TASO_COUNTS[name]
+    assert all(n.args[3] == 0 for n in build_model(tensat, name).nodes if n.op in ("conv2d",))  # no fused act
+
+
+def test_vit_sizes(tensat):
+    for name, layers, hidden, patches in [("vit_base", 12, 768, 196), ("vit_large", 24, 1024, 196),
+                                          ("vit_huge", 32, 1280, 256)]:
+        program = build_model(tensat, name)
+        norms = [n for n in program.nodes if n.op == "opaque3"]
+        assert len(norms) == 2 * layers + 1
+        assert norms[0].args[1] == (patches + 1, hidden)
 
 
 def test_every_model_has_an_expected_output_shape():

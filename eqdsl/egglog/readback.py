@@ -5,25 +5,17 @@ Contract: `program_text(live, selection)` prints a program `load_program_text` r
 """
 from __future__ import annotations
 
-import json
-
 from eqdsl import ir
 from eqdsl.diagnostics import Span
 from eqdsl.egglog.live import LiveEGraph
 from eqdsl.extract.egraph import Selection, reachable
 from eqdsl.ir.evaluate import Value
+from eqdsl.ir.text import literal
 
 
 def _literal(value: Value) -> str:
-    match value:
-        case bool():
-            return "true" if value else "false"
-        case str():
-            return json.dumps(value)
-        case tuple():
-            return "[" + ", ".join(str(v) for v in value) + "]"
-        case _:
-            return str(value)
+    assert value is not None
+    return literal(value)
 
 
 INLINE_DEPTH = 16  # deeper terms are cut into `let`s: readable, and parsers need no deep recursion

@@ -8,6 +8,7 @@ and the requirement's source line. `program(name, roots)` returns the `ir.Progra
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import cast
 
 from eqdsl import ir
 from eqdsl.diagnostics import EqdslError, Span
@@ -18,6 +19,13 @@ from eqdsl.ir.evaluate import EvalError, Value, evaluate
 class Tensor:
     index: int
     shape: Value | None
+
+    @property
+    def dims(self) -> tuple[int, ...]:
+        """The shape of a node whose sort's analysis value is a list of ints ([Int])."""
+        if not isinstance(self.shape, tuple):
+            raise TypeError(f"node {self.index} has no [Int] shape (got {self.shape!r})")
+        return cast(tuple[int, ...], self.shape)
 
 
 class GraphBuilder:
@@ -84,3 +92,29 @@ def _term_arg(a):
 
 def _describe(env: dict) -> str:
     return ", ".join(f"{k}={list(v) if isinstance(v, tuple) else v}" for k, v in env.items())
+
+
+def program_shapes(lang: ir.Language, program: ir.Program) -> list[Value | None]:
+    """Every node's shape by the language's shape rules (a violated rule raises `EqdslError`)."""
+    g = GraphBuilder(lang)
+    handles: list[Tensor] = []
+    for node in program.nodes:
+        args = [handles[a.index] if isinstance(a, ir.Child) else a for a in node.args]
+        handles.append(g.op(node.op, *args))
+    return [h.shape for h in handles]
+
+
+def without_dead_nodes(program: ir.Program) -> ir.Program:
+    """`program` with only the nodes its roots reach, in the same order."""
+    live = set(program.roots)
+    for i in range(len(program.nodes) - 1, -1, -1):
+        if i in live:
+            live.update(a.index for a in program.nodes[i].args if isinstance(a, ir.Child))
+    index: dict[int, int] = {}
+    nodes: list[ir.TermNode] = []
+    for i, node in enumerate(program.nodes):
+        if i in live:
+            index[i] = len(nodes)
+            args = tuple(ir.Child(index[a.index]) if isinstance(a, ir.Child) else a for a in node.args)
+            nodes.append(ir.TermNode(node.op, args))
+    return ir.Program(program.name, tuple(nodes), tuple(index[r] for r in program.roots), program.span)

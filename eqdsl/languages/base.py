@@ -2,7 +2,8 @@
 
 Contract: a function takes an operator's arguments in declared order (arrays or floats for
 sort-typed ones, int / str / tuple for values) and returns an array, a float, or a tuple for
-multi-output sorts; a `Leaf` marks an input operator whose value is drawn at random.
+multi-output sorts; a `Leaf` marks an input operator whose value is drawn at random; an `External`
+wraps one defined by another system.
 """
 from __future__ import annotations
 
@@ -16,6 +17,19 @@ class Leaf:
     distinct argument list, with the shape `shape(*args)` gives (() for a scalar)."""
 
     shape: Callable[..., tuple[int, ...]]
+
+
+@dataclass(frozen=True)
+class External:
+    """An operator whose meaning another system defines (an opaque ONNX operator): callable like
+    any semantics function, but `eqdsl verify` does not check its shape rule on random examples
+    (its arguments name the operator, so random ones mean nothing)."""
+
+    fn: Callable[..., Any]
+    defined_by: str
+
+    def __call__(self, *args: Any) -> Any:
+        return self.fn(*args)
 
 
 OpSemantics = Callable[..., Any] | Leaf

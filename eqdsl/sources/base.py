@@ -10,7 +10,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, Mapping, Protocol
+
+import numpy as np
 
 from eqdsl import ir
 
@@ -40,6 +42,9 @@ class Baselines:
 class SourceProgram:
     program: ir.Program
     baselines: Baselines | None = None
+    weights: Mapping[str, np.ndarray] | None = None  # the weights' values, when the source has them
+    source_file: Path | None = None  # the model file the program was read from (exports compare with it)
+    default_export: str | None = None  # the export a run does unless its config says `export: false`
 
 
 class ProgramSource(Protocol):
@@ -49,6 +54,11 @@ class ProgramSource(Protocol):
     @property
     def builder(self) -> bool:
         """Selected by `program: {builder: NAME, ...params}`."""
+        ...
+
+    @property
+    def file_key(self) -> str | None:
+        """Selected by `program: {<file_key>: PATH}` (e.g. `{onnx: model.onnx}`), if not None."""
         ...
 
     def load(self, ref: ProgramRef, language: ir.Language) -> SourceProgram: ...

@@ -17,6 +17,7 @@ from eqdsl.sources.base import ProgramRef, SourceProgram
 class EqrSource:
     name: str = "eqr"
     builder: bool = False
+    file_key: str | None = None
 
     def load(self, ref: ProgramRef, language: ir.Language) -> SourceProgram:
         programs = dict(language.programs)

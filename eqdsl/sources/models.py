@@ -13,6 +13,7 @@ from eqdsl.sources.base import ProgramRef, SourceProgram
 class ModelSource:
     name: str
     builder: bool = True
+    file_key: str | None = None
 
     def load(self, ref: ProgramRef, language: ir.Language) -> SourceProgram:
         return SourceProgram(build_model(language, self.name, **dict(ref.params)))

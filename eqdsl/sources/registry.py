@@ -2,7 +2,8 @@
 
 Contract: `SOURCES` maps a name to a `ProgramSource`; `read_program(data, base)` turns a
 `program:` value into a `ProgramRef` (a path or `{file, name, text}`: the `eqr` source;
-`{builder: NAME, ...params}`: the builder source NAME) or raises `EqdslError` naming the path;
+`{builder: NAME, ...params}`: the builder source NAME; `{KEY: PATH}`: the source whose `file_key`
+is KEY, e.g. `{onnx: model.onnx}`) or raises `EqdslError` naming the path;
 `load_source(ref, language)` and `source_inputs(ref)` dispatch to the source. Adding a source is
 one module plus one `register_source` line, or an entry point in `eqdsl.program_sources`.
 """
@@ -18,6 +19,7 @@ from eqdsl.fields import Reader, fail
 from eqdsl.sources.base import ProgramRef, ProgramSource, SourceProgram
 from eqdsl.sources.eqr import EqrSource
 from eqdsl.sources.models import MODEL_SOURCES
+from eqdsl.sources.onnx import OnnxSource
 
 SOURCES: dict[str, ProgramSource] = {}
 
@@ -45,6 +47,12 @@ def builder_names() -> list[str]:
 def read_program(data: Any, base: Path) -> ProgramRef:
     if isinstance(data, str):
         return ProgramRef("eqr", (("file", data),), base)
+    for source in sources().values():
+        if isinstance(data, dict) and source.file_key is not None and source.file_key in data:
+            r = Reader(data, "program")
+            file = r.get(source.file_key, None, lambda v: isinstance(v, str) and v != "", "a file path")
+            r.finish()
+            return ProgramRef(source.name, (("file", file),), base)
     if isinstance(data, dict) and "builder" in data:
         builder = data["builder"]
         if not isinstance(builder, str):
@@ -74,5 +82,6 @@ def source_inputs(ref: ProgramRef) -> list[Path]:
 
 
 register_source(EqrSource())
+register_source(OnnxSource())
 for _model in MODEL_SOURCES:
     register_source(_model)

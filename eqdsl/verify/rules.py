@@ -21,6 +21,7 @@ from hypothesis import strategies as st
 from hypothesis.errors import Unsatisfiable
 
 from eqdsl import ir
+from eqdsl.languages.base import External
 from eqdsl.verify.examples import Assignment, Concrete, ExampleSpace
 from eqdsl.verify.semantics import Leaf, OpSemantics, SemanticsError, agree, evaluate_pattern, largest_difference
 
@@ -192,7 +193,7 @@ def operator_rules(lang: ir.Language, sem: dict[str, OpSemantics]) -> list[ir.Ru
     operator on valid random sizes and compares its result's shape with the shape rule's."""
     rules = []
     for op in lang.ops.values():
-        if isinstance(sem.get(op.name), Leaf):
+        if isinstance(sem.get(op.name), (Leaf, External)):
             continue
         app = _application(lang, sem, op, depth=0)
         if app is not None:

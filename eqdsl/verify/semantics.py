@@ -15,7 +15,7 @@ import importlib
 import importlib.util
 import zlib
 from pathlib import Path
-from typing import Any, assert_never
+from typing import Any, Callable, assert_never
 
 import numpy as np
 
@@ -107,16 +107,21 @@ def evaluate_pattern(p: ir.Pattern, sem: dict[str, OpSemantics], env: dict[str, 
     return value
 
 
-def evaluate_program(program: ir.Program, sem: dict[str, OpSemantics], seed: int) -> list[Any]:
+def evaluate_program(program: ir.Program, sem: dict[str, OpSemantics], seed: int,
+                     known: Callable[[ir.TermNode], Any] | None = None) -> list[Any]:
     """The values of a program's roots. Each leaf's value depends only on `seed` and the leaf's
     own operator and arguments, so two programs over the same inputs see the same values whatever
     their node order. Leaves are normal with variance 1 / fan-in (prod(shape) / shape[0], as for
-    [in, out] and [out, in, kh, kw] weights), so deep real models stay finite."""
+    [in, out] and [out, in, kh, kw] weights), so deep real models stay finite; `known(leaf)`, when
+    given and not None, is the leaf's value instead (real weights)."""
     values: list[Any] = []
     for node in program.nodes:
         args = [values[a.index] if isinstance(a, ir.Child) else a for a in node.args]
         fn = sem[node.op]
-        if isinstance(fn, Leaf):
+        given = known(node) if known is not None and isinstance(fn, Leaf) else None
+        if given is not None:
+            values.append(given)
+        elif isinstance(fn, Leaf):
             key = zlib.crc32(repr((node.op, node.args)).encode())
             shape = fn.shape(*args)
             fan_in = max(1, int(np.prod(shape[1:]))) if len(shape) > 1 else 1

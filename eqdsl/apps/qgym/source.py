@@ -20,6 +20,7 @@ from eqdsl.sources.base import Baselines, ProgramRef, SourceProgram
 class ConvLayerSource:
     name: str = "conv_layer"
     builder: bool = True
+    file_key: str | None = None
 
     def load(self, ref: ProgramRef, language: ir.Language) -> SourceProgram:
         params = dict(ref.params)

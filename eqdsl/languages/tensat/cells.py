@@ -11,7 +11,7 @@ from __future__ import annotations
 from eqdsl import ir
 from eqdsl.diagnostics import EqdslError
 from eqdsl.ir.builder import Tensor
-from eqdsl.languages.tensat.nets import NONE, SAME, VALID, Net
+from eqdsl.languages.tensat.nets import SAME, VALID, Net
 
 
 # ---- Inception-v3 ----
@@ -91,7 +91,7 @@ def _fit(n: Net, cur: Tensor, prev: Tensor) -> Tensor:
 
 
 def _separable(n: Net, x: Tensor, out_c: int, k: int, stride: int = 1) -> Tensor:
-    depthwise = n.conv(x, x.shape[1], (k, k), (stride, stride), SAME, NONE, groups=x.shape[1])
+    depthwise = n.conv(x, x.shape[1], (k, k), (stride, stride), SAME, relu=False, groups=x.shape[1])
     return n.conv(depthwise, out_c, (1, 1))
 
 

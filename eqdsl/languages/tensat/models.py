@@ -11,23 +11,28 @@ import inspect
 from eqdsl import ir
 from eqdsl.diagnostics import EqdslError
 from eqdsl.languages.tensat.cells import inceptionv3, nasneta
-from eqdsl.languages.tensat.nets import NONE, RELU, VALID, Net
+from eqdsl.languages.tensat.nets import NONE, VALID, Net
+from eqdsl.languages.tensat.transformers import transformer_transducer, vit_base, vit_huge, vit_large
 
 
 def bert(lang: ir.Language, seq: int = 64, hidden: int = 1024, layers: int = 8, heads: int = 16) -> ir.Program:
+    """TASO's `bert.py`: a ReLU on the input, then `layers` attention blocks of six matmuls
+    (Q, K, V, two batched head matmuls, the output projection), four reshapes and four transposes
+    each; no residuals or normalisation. (TASO's script feeds the block's input, not the attention
+    output, to the last matmul, which leaves the attention dead; we follow the evident intent.)"""
     if hidden % heads:
         raise EqdslError.one(f"bert: hidden ({hidden}) must be a multiple of heads ({heads})",
                              path="program.hidden")
     n = Net(lang)
     g = n.g
-    x = n.input("x", [seq, hidden])
+    x = n.relu(n.input("x", [seq, hidden]))
     d = hidden // heads
     for _ in range(layers):
         q, k, v = (g.reshape(n.matmul(x, hidden), [seq, heads, d]) for _ in range(3))
         q, k, v = g.transpose(q, [1, 0, 2]), g.transpose(k, [1, 2, 0]), g.transpose(v, [1, 0, 2])
         att = g.matmul(NONE, g.matmul(NONE, q, k), v)
         att = g.reshape(g.transpose(att, [1, 0, 2]), [seq, hidden])
-        x = n.add(n.matmul(att, hidden, RELU), x)
+        x = n.matmul(att, hidden)
     return n.program("bert", [x])
 
 
@@ -48,14 +53,17 @@ def nasrnn(lang: ir.Language, steps: int = 5, hidden: int = 512) -> ir.Program:
     return n.program("nasrnn", [state])
 
 
-def vgg19(lang: ir.Language, size: int = 224) -> ir.Program:
+def vgg19(lang: ir.Language, size: int = 224, classes: int = 1000) -> ir.Program:
+    """16 convolutions and 18 ReLUs, 5 max pools, and the three fully connected layers."""
     n = Net(lang)
     x = n.input("x", [1, 3, size, size])
     for width, count in [(64, 2), (128, 2), (256, 4), (512, 4), (512, 4)]:
         for _ in range(count):
             x = n.conv(x, width, (3, 3))
         x = n.maxpool(x, 2, 2, VALID)
-    return n.program("vgg19", [x])
+    x = n.g.reshape(x, [1, x.shape[1] * x.shape[2] * x.shape[3]])
+    x = n.matmul(n.matmul(x, 4096, relu=True), 4096, relu=True)
+    return n.program("vgg19", [n.matmul(x, classes)])
 
 
 def _fire(n: Net, x, squeeze: int, expand: int):
@@ -64,6 +72,7 @@ def _fire(n: Net, x, squeeze: int, expand: int):
 
 
 def squeezenet(lang: ir.Language, size: int = 224) -> ir.Program:
+    """SqueezeNet 1.0: 26 convolutions each followed by a ReLU, 8 fire concats, a global pool."""
     n = Net(lang)
     x = n.conv(n.input("x", [1, 3, size, size]), 96, (7, 7), (2, 2))
     x = n.maxpool(x, 3, 2)
@@ -73,15 +82,15 @@ def squeezenet(lang: ir.Language, size: int = 224) -> ir.Program:
         if i in (2, 6):
             x = n.maxpool(x, 3, 2)
     x = n.conv(x, 1000, (1, 1))
-    return n.program("squeezenet", [x])
+    return n.program("squeezenet", [n.avgpool(x, x.shape[2], 1, VALID)])
 
 
 def _bottleneck(n: Net, x, width: int, out_c: int, stride: int, groups: int):
     y = n.conv(x, width, (1, 1))
     y = n.conv(y, width, (3, 3), (stride, stride), groups=groups)
-    y = n.conv(y, out_c, (1, 1), act=NONE)
+    y = n.conv(y, out_c, (1, 1), relu=False)
     if stride != 1 or x.shape[1] != out_c:
-        x = n.conv(x, out_c, (1, 1), (stride, stride), act=NONE)
+        x = n.conv(x, out_c, (1, 1), (stride, stride), relu=False)
     return n.relu(n.add(x, y))
 
 
@@ -107,25 +116,35 @@ def resnext50(lang: ir.Language, size: int = 224, groups: int = 32) -> ir.Progra
     return _resnet(lang, "resnext50", (128, 256, 512, 1024), 2, groups, size)
 
 
-def mobilenetv2(lang: ir.Language, size: int = 224) -> ir.Program:
+def _conv_bn(n: Net, x, out_c: int, kernel: int, stride: int = 1, groups: int = 1, relu: bool = True):
+    y = n.batchnorm(n.conv(x, out_c, (kernel, kernel), (stride, stride), relu=False, groups=groups))
+    return n.relu(y) if relu else y
+
+
+def mobilenetv2(lang: ir.Language, size: int = 224, classes: int = 1000) -> ir.Program:
+    """As TASO builds it: every convolution but the classifier is followed by a batch norm; 17
+    inverted residual blocks (each with its 1×1 expansion, also at t = 1), 10 residual adds;
+    54 convolutions, 53 batch norms, 36 ReLUs."""
     n = Net(lang)
-    x = n.conv(n.input("x", [1, 3, size, size]), 32, (3, 3), (2, 2))
+    x = _conv_bn(n, n.input("x", [1, 3, size, size]), 32, 3, 2)
     for t, c, reps, s in [(1, 16, 1, 1), (6, 24, 2, 2), (6, 32, 3, 2), (6, 64, 4, 2), (6, 96, 3, 1),
                           (6, 160, 3, 2), (6, 320, 1, 1)]:
         for r in range(reps):
             stride = s if r == 0 else 1
             hidden = x.shape[1] * t
-            y = n.conv(x, hidden, (1, 1)) if t != 1 else x
-            y = n.conv(y, hidden, (3, 3), (stride, stride), groups=hidden)
-            y = n.conv(y, c, (1, 1), act=NONE)
+            y = _conv_bn(n, x, hidden, 1)
+            y = _conv_bn(n, y, hidden, 3, stride, groups=hidden)
+            y = _conv_bn(n, y, c, 1, relu=False)
             x = n.add(x, y) if stride == 1 and x.shape[1] == c else y
-    x = n.conv(x, 1280, (1, 1))
-    return n.program("mobilenetv2", [x])
+    x = _conv_bn(n, x, 1280, 1)
+    x = n.avgpool(x, x.shape[2], 1, VALID)
+    return n.program("mobilenetv2", [n.conv(x, classes, (1, 1), relu=False)])
 
 
 MODELS = {"bert": bert, "nasrnn": nasrnn, "vgg19": vgg19, "squeezenet": squeezenet,
           "resnet50": resnet50, "resnext50": resnext50, "mobilenetv2": mobilenetv2,
-          "inceptionv3": inceptionv3, "nasneta": nasneta}
+          "inceptionv3": inceptionv3, "nasneta": nasneta, "vit_base": vit_base, "vit_large": vit_large,
+          "vit_huge": vit_huge, "transformer_transducer": transformer_transducer}
 
 
 def build_model(lang: ir.Language, name: str, **params) -> ir.Program:

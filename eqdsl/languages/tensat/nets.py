@@ -1,8 +1,10 @@
 """Layers shared by the benchmark models: convolutions with fresh weights, pools, residual adds.
 
 Contract: `Net(lang)` wraps a `GraphBuilder` over the tensor language; every weight gets a unique
-id so that equal-shaped weights stay distinct tensors. Padding codes: SAME = 0, VALID = 1;
-activations: NONE 0, SIGMOID 1, RELU 2, TANH 3 (TENSAT's codes).
+id so that equal-shaped weights stay distinct tensors. As in TASO's model scripts (the graphs TENSAT
+and the PACT study loaded), activations and batch norms are operators of their own: `conv` and
+`matmul` never fuse one (act code NONE) and append a separate `relu` when asked. Padding codes:
+SAME = 0, VALID = 1; activations: NONE 0, SIGMOID 1, RELU 2, TANH 3 (TENSAT's codes).
 """
 from __future__ import annotations
 
@@ -26,9 +28,14 @@ class Net:
         return self.g.weight(f"w{self._weights}", dims)
 
     def conv(self, x: Tensor, out_c: int, kernel: tuple[int, int], stride: tuple[int, int] = (1, 1),
-             pad: int = SAME, act: int = RELU, groups: int = 1) -> Tensor:
+             pad: int = SAME, relu: bool = True, groups: int = 1) -> Tensor:
         w = self.weight([out_c, x.shape[1] // groups, kernel[0], kernel[1]])
-        return self.g.conv2d(stride[0], stride[1], pad, act, x, w)
+        y = self.g.conv2d(stride[0], stride[1], pad, NONE, x, w)
+        return self.g.relu(y) if relu else y
+
+    def batchnorm(self, x: Tensor) -> Tensor:
+        c = [x.shape[1]]
+        return self.g.batchnorm(x, self.weight(c), self.weight(c), self.weight(c), self.weight(c))
 
     def maxpool(self, x: Tensor, k: int, s: int, pad: int = SAME) -> Tensor:
         return self.g.poolmax(x, k, k, s, s, pad, NONE)
@@ -36,8 +43,18 @@ class Net:
     def avgpool(self, x: Tensor, k: int, s: int, pad: int = SAME) -> Tensor:
         return self.g.poolavg(x, k, k, s, s, pad, NONE)
 
-    def matmul(self, x: Tensor, out_features: int, act: int = NONE) -> Tensor:
-        return self.g.matmul(act, x, self.weight([x.shape[-1], out_features]))
+    def matmul(self, x: Tensor, out_features: int, relu: bool = False) -> Tensor:
+        y = self.g.matmul(NONE, x, self.weight([x.shape[-1], out_features]))
+        return self.g.relu(y) if relu else y
+
+    def linear(self, x: Tensor, out_features: int) -> Tensor:
+        """x @ W + b (b broadcast over the rows)."""
+        return self.add(self.matmul(x, out_features), self.weight([out_features]))
+
+    def opaque(self, key: str, inputs: list[Tensor], dims: list[int] | None = None) -> Tensor:
+        """An operator the language has no rules for (`eqdsl.languages.tensor.opaque`)."""
+        out = list(dims if dims is not None else inputs[0].shape)
+        return self.g.op(f"opaque{len(inputs)}", key, out, *inputs)
 
     def add(self, a: Tensor, b: Tensor) -> Tensor:
         return self.g.ewadd(a, b)

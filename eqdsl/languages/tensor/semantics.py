@@ -9,7 +9,8 @@ from __future__ import annotations
 import numpy as np
 from numpy.lib.stride_tricks import sliding_window_view
 
-from eqdsl.languages.base import Leaf
+from eqdsl.languages.base import External, Leaf
+from eqdsl.languages.tensor import opaque
 
 ACTIVATIONS = {
     0: lambda x: x,
@@ -95,6 +96,13 @@ def batchnorm(x, scale, bias, mean, var, eps: float = 1e-5):
     return (x - per_channel(mean)) / np.sqrt(np.abs(per_channel(var)) + eps) * per_channel(scale) + per_channel(bias)
 
 
+LOWEST = float(np.finfo(np.float32).min)  # fill 1: below every float32, so a max pool never picks it
+
+
+def pad(x, top, bottom, left, right, fill):
+    return np.pad(x, ((0, 0), (0, 0), (top, bottom), (left, right)), constant_values=LOWEST if fill else 0.0)
+
+
 SEMANTICS = {
     "input": Leaf(lambda id_, dims: tuple(dims)),
     "weight": Leaf(lambda id_, dims: tuple(dims)),
@@ -122,4 +130,8 @@ SEMANTICS = {
     "batchnorm": batchnorm,
     "dropout": lambda x: x,
     "noop": lambda a, b: (a, b),
+    "pad2d": pad,
+    "opaque1": External(opaque.evaluate, "ONNX"),
+    "opaque2": External(opaque.evaluate, "ONNX"),
+    "opaque3": External(opaque.evaluate, "ONNX"),
 }

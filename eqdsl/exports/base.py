@@ -1,0 +1,52 @@
+"""The interface every export implements.
+
+Contract: `Export.run(job)` writes the optimized program (and, where the input was not a file of
+that format, the input program) into `job.folder`, a private temporary folder, and returns an
+`ExportOutcome`: the files it wrote (names relative to the folder, moved into the run's output
+folder by the caller), a JSON-able report, summary lines, and `ok` (False when the exported model
+disagrees with the input: the run then exits 1 and keeps both). User mistakes raise `EqdslError`.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Mapping, Protocol
+
+import numpy as np
+
+from eqdsl import ir
+
+
+@dataclass(frozen=True)
+class ExportSettings:
+    format: str
+    runtime_check: bool = True
+    runs: int = 20
+    seed: int = 0
+
+
+@dataclass(frozen=True)
+class ExportJob:
+    language: ir.Language
+    original: ir.Program
+    optimized: ir.Program
+    weights: Mapping[str, np.ndarray] | None  # None: the source has no values (random, seeded)
+    source_file: Path | None  # the model file the program was read from, if any
+    predicted_speedup: float  # the cost model's input cost / optimized cost
+    folder: Path
+    settings: ExportSettings
+
+
+@dataclass
+class ExportOutcome:
+    files: list[str]
+    report: dict[str, Any] = field(default_factory=dict)
+    summary: list[str] = field(default_factory=list)
+    ok: bool = True
+
+
+class Export(Protocol):
+    @property
+    def name(self) -> str: ...
+
+    def run(self, job: ExportJob) -> ExportOutcome: ...

@@ -1,0 +1,32 @@
+"""The exports by name, and the `export:` config section that selects one.
+
+Contract: `EXPORTS` maps a name to an `Export`; `read_export(data)` turns an `export:` value (a
+name, or `{format, runtime_check, runs, seed}`, or false) into `ExportSettings` or None, raising
+`EqdslError` that names the YAML path. Adding an export is one module and one line here.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+from eqdsl.exports.base import Export, ExportSettings
+from eqdsl.exports.onnx import OnnxExport
+from eqdsl.fields import Reader, fail, int_at_least, is_bool
+
+EXPORTS: dict[str, Export] = {e.name: e for e in [OnnxExport()]}
+
+
+def read_export(data: Any) -> ExportSettings | None:
+    if data is None or data is False:
+        return None
+    if isinstance(data, str):
+        data = {"format": data}
+    if not isinstance(data, dict):
+        raise fail("export", f"one of {', '.join(EXPORTS)}, false, or a mapping with format/runtime_check/runs",
+                   data)
+    r = Reader(data, "export")
+    fmt = r.get("format", "onnx", lambda v: v in EXPORTS, f"one of: {', '.join(EXPORTS)}")
+    check = r.get("runtime_check", True, is_bool, "true or false")
+    runs = r.get("runs", ExportSettings.runs, int_at_least(20), "an integer >= 20")
+    seed = r.get("seed", ExportSettings.seed, int_at_least(0), "an integer >= 0")
+    r.finish()
+    return ExportSettings(fmt, check, runs, seed)

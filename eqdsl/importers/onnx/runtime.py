@@ -1,0 +1,91 @@
+"""ONNX Runtime (CPU) runs two models on the same random inputs: do they agree, and how fast is each?
+
+Contract: `compare(original, optimized, runs, seed, thread_counts)` loads both models (bytes or a path), feeds the
+original's inputs (normal, seeded) to both, and returns a `RuntimeCheck`: `ok` when every output
+pair agrees within `RTOL` of the output's magnitude, and the median of `runs` timed runs (after
+`WARMUP` untimed ones) with each thread count (default: one intra-op thread, and all of them). The two models are timed
+alternately, run by run, so that load on a shared machine hits both alike. Outputs are matched by
+position.
+"""
+from __future__ import annotations
+
+import os
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+# Float32 execution of two different but equivalent programs (re-associated sums, merged matmuls)
+# differs by float32 rounding, ~1e-7 per operation, accumulated through the model; translation
+# validation (float64) uses 1e-6, the same measure (largest difference / max(1, max |output|)).
+RTOL = 1e-4
+WARMUP = 3
+
+
+@dataclass(frozen=True)
+class RuntimeCheck:
+    ok: bool
+    max_error: float
+    runs: int
+    original_ms: dict[int, float]  # threads (1, and the machine's count) → median milliseconds
+    optimized_ms: dict[int, float]
+    message: str
+
+    def speedup(self, threads: int) -> float:
+        return self.original_ms[threads] / self.optimized_ms[threads]
+
+
+def _session(model: bytes | Path, threads: int):
+    import onnxruntime as ort
+
+    options = ort.SessionOptions()
+    options.intra_op_num_threads = threads
+    options.inter_op_num_threads = 1
+    options.log_severity_level = 3
+    source = str(model) if isinstance(model, Path) else model
+    return ort.InferenceSession(source, options, providers=["CPUExecutionProvider"])
+
+
+def random_feeds(session, seed: int) -> dict[str, np.ndarray]:
+    rng = np.random.default_rng(seed)
+    return {i.name: rng.standard_normal(i.shape).astype(np.float32) for i in session.get_inputs()}
+
+
+def _timed(sessions: list, feeds: dict[str, np.ndarray], runs: int) -> list[float]:
+    for s in sessions:
+        for _ in range(WARMUP):
+            s.run(None, feeds)
+    times: list[list[float]] = [[] for _ in sessions]
+    for _ in range(runs):
+        for k, s in enumerate(sessions):
+            t0 = time.perf_counter()
+            s.run(None, feeds)
+            times[k].append(time.perf_counter() - t0)
+    return [1000 * float(np.median(t)) for t in times]
+
+
+def _largest_error(want: list[np.ndarray], got: list[np.ndarray]) -> float:
+    worst = 0.0
+    for w, g in zip(want, got):
+        if w.shape != g.shape:
+            return float("inf")
+        scale = max(1.0, float(np.max(np.abs(w))) if w.size else 0.0)
+        diff = float(np.max(np.abs(w.astype(np.float64) - g))) if w.size else 0.0
+        worst = max(worst, diff / scale if np.isfinite(diff) else float("inf"))
+    return worst
+
+
+def compare(original: bytes | Path, optimized: bytes | Path, runs: int = 20, seed: int = 0,
+            thread_counts: list[int] | None = None) -> RuntimeCheck:
+    thread_counts = thread_counts or sorted({1, os.cpu_count() or 1})
+    first = _session(original, 1)
+    feeds = random_feeds(first, seed)
+    want, got = first.run(None, feeds), _session(optimized, 1).run(None, feeds)
+    error = _largest_error(want, got) if len(want) == len(got) else float("inf")
+    ok = error <= RTOL
+    timings = {t: _timed([_session(original, t), _session(optimized, t)], feeds, runs) for t in thread_counts}
+    verdict = "agree" if ok else "DISAGREE"
+    return RuntimeCheck(ok, error, runs, {t: v[0] for t, v in timings.items()}, {t: v[1] for t, v in timings.items()},
+                        f"ONNX Runtime outputs {verdict} (largest relative difference {error:.3g}, "
+                        f"tolerance {RTOL:g})")

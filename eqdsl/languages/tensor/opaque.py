@@ -1,0 +1,71 @@
+"""Opaque operators: ONNX operators the tensor language has no rules for, carried unchanged.
+
+An opaque node's `key` is the ONNX operator with its attributes, readable and exact:
+`Softmax(axis=-1)`, `com.microsoft::Gelu()`, `LayerNormalization(axis=-1, epsilon=9.999999747378752e-06)`.
+Attribute values are Python literals (int, float, str, lists of them); floats are written as the
+shortest decimal that reads back to the same float32. Contract: `decode(encode(op, domain, attrs))` gives
+the same triple; `decode` of a malformed key raises `ValueError`; `evaluate(key, dims, *inputs)`
+runs the operator with ONNX's reference evaluator (the opaque node's reference semantics).
+"""
+from __future__ import annotations
+
+import ast
+import re
+from typing import Any, cast
+
+import numpy as np
+
+AttrValue = int | float | str | tuple[int, ...] | tuple[float, ...] | tuple[str, ...]
+
+_KEY = re.compile(r"^(?:(?P<domain>[A-Za-z0-9_.]+)::)?(?P<op>[A-Za-z_][A-Za-z0-9_]*)\((?P<attrs>.*)\)$", re.S)
+
+
+def encode(op_type: str, domain: str, attrs: dict[str, AttrValue]) -> str:
+    body = ", ".join(f"{name}={_literal(value)}" for name, value in sorted(attrs.items()))
+    return f"{domain + '::' if domain else ''}{op_type}({body})"
+
+
+def _literal(value: AttrValue) -> str:
+    if isinstance(value, tuple):
+        return "[" + ", ".join(_literal(v) for v in value) + "]"
+    if isinstance(value, float):  # ONNX floats are float32: the shortest text that reads back to it
+        return str(np.float32(value))
+    return repr(value)
+
+
+def decode(key: str) -> tuple[str, str, dict[str, AttrValue]]:
+    m = _KEY.match(key)
+    if m is None:
+        raise ValueError(f"expected OP(name=value, ...), got {key!r}")
+    try:
+        call = ast.parse(f"f({m['attrs']})", mode="eval").body
+    except SyntaxError:
+        raise ValueError(f"bad attribute list in {key!r}") from None
+    if not isinstance(call, ast.Call) or call.args:
+        raise ValueError(f"attributes must be name=value in {key!r}")
+    attrs: dict[str, AttrValue] = {}
+    for kw in call.keywords:
+        if kw.arg is None:
+            raise ValueError(f"attributes must be name=value in {key!r}")
+        value = ast.literal_eval(kw.value)
+        attrs[kw.arg] = tuple(value) if isinstance(value, list) else value
+    return m["op"], m["domain"] or "", attrs
+
+
+def evaluate(key: str, dims: tuple[int, ...], *inputs: Any) -> np.ndarray:
+    """The operator on `inputs` (float64 arrays are run in float32, as the model would)."""
+    from onnx import TensorProto, defs, helper
+    from onnx.reference import ReferenceEvaluator
+
+    op_type, domain, attrs = decode(key)
+    names = [f"in{i}" for i in range(len(inputs))]
+    node = helper.make_node(op_type, names, ["out"], domain=domain or None, **cast(dict[str, Any], attrs))
+    graph = helper.make_graph(
+        [node], "opaque",
+        [helper.make_tensor_value_info(n, TensorProto.FLOAT, np.shape(x)) for n, x in zip(names, inputs)],
+        [helper.make_tensor_value_info("out", TensorProto.FLOAT, list(dims))])
+    version = defs.onnx_opset_version() if not domain else 1
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid(domain, version)])
+    feeds = {n: np.asarray(x, dtype=np.float32) for n, x in zip(names, inputs)}
+    (out,) = ReferenceEvaluator(model).run(None, feeds)
+    return np.asarray(out, dtype=np.float64).reshape(dims)

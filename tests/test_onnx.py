@@ -1,0 +1,217 @@
+"""ONNX in and out: every model builder round-trips through ONNX, a model eqdsl did not make imports,
+optimizes, exports and runs equal under ONNX Runtime, and bad models are refused naming the node."""
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import onnx
+import pytest
+from onnx import TensorProto, helper, numpy_helper
+
+from eqdsl.diagnostics import EqdslError
+from eqdsl.frontend import load_language
+from eqdsl.importers.onnx.read import read_onnx
+from eqdsl.importers.onnx.runtime import random_feeds
+from eqdsl.importers.onnx.weights import random_weights
+from eqdsl.importers.onnx.write import to_onnx
+from eqdsl.languages.tensat.models import MODELS, build_model
+from eqdsl.verify.semantics import evaluate_program, load_semantics
+
+# the real architectures at sizes a test can afford (same operators, fewer channels/layers)
+SMALL = {
+    "bert": dict(seq=8, hidden=32, heads=4, layers=2), "nasrnn": dict(hidden=16, steps=2), "vgg19": dict(size=32),
+    "squeezenet": dict(size=64), "resnet50": dict(size=32), "resnext50": dict(size=32),
+    "mobilenetv2": dict(size=32), "inceptionv3": dict(size=75), "nasneta": dict(size=32, channels=8),
+    "vit_base": dict(size=32, hidden=48, heads=4, layers=2), "vit_large": dict(size=32, hidden=32, layers=2),
+    "vit_huge": dict(size=28, hidden=32, layers=2),
+    "transformer_transducer": dict(steps=8, features=16, hidden=32, layers=2, ffn=64),
+}
+
+
+@pytest.fixture(scope="module")
+def tensat():
+    return load_language("tensat")
+
+
+def test_every_builder_is_covered():
+    assert set(SMALL) == set(MODELS) and len(MODELS) == 13
+
+
+@pytest.mark.parametrize("name", sorted(SMALL))
+def test_builder_round_trips_through_onnx(tensat, tmp_path, name):
+    program = build_model(tensat, name, **SMALL[name])
+    weights = random_weights(program)
+    model = to_onnx(tensat, program, weights)
+    onnx.checker.check_model(model, full_check=True)
+    onnx.save(model, tmp_path / "m.onnx")
+    back = read_onnx(tmp_path / "m.onnx", tensat)
+    assert back.program.nodes == program.nodes and back.program.roots == program.roots
+    assert set(back.weights) == set(weights)
+    assert all(np.array_equal(back.weights[k], weights[k]) for k in weights)
+
+
+@pytest.mark.parametrize("name", ["mobilenetv2", "inceptionv3", "vit_base", "nasrnn"])
+def test_onnx_runtime_computes_the_reference_semantics(tensat, name):
+    """The exporter's operator mapping (SAME padding, average pools without padding, batch norm,
+    opaque nodes) against the reference semantics, in float64, on the same weights and inputs."""
+    import onnxruntime as ort
+
+    program = build_model(tensat, name, **SMALL[name])
+    weights = random_weights(program)
+    session = ort.InferenceSession(to_onnx(tensat, program, weights).SerializeToString(),
+                                   providers=["CPUExecutionProvider"])
+    feeds = random_feeds(session, 1)
+    got = session.run(None, feeds)
+    leaf = lambda n: (weights if n.op == "weight" else feeds)[n.args[0]].astype(np.float64)  # noqa: E731
+    want = evaluate_program(program, load_semantics(tensat), 0, leaf)
+    for w, g in zip(want, got):
+        assert np.max(np.abs(w - g)) <= 1e-5 * max(1.0, np.max(np.abs(w)))
+
+
+def _init(name, array):
+    return numpy_helper.from_array(np.asarray(array, dtype=np.float32), name)
+
+
+def foreign_model(rng) -> onnx.ModelProto:
+    """A small CNN + attention head written with onnx.helper, as another tool would export it."""
+    n = helper.make_node
+    nodes = [
+        n("Conv", ["x", "w1", "b1"], ["c1"], pads=[3, 3, 3, 3], strides=[2, 2], kernel_shape=[7, 7]),
+        n("BatchNormalization", ["c1", "s", "bb", "m", "v"], ["bn"], epsilon=1e-3),
+        n("Relu", ["bn"], ["r1"]),
+        n("MaxPool", ["r1"], ["p1"], kernel_shape=[3, 3], strides=[2, 2], pads=[1, 1, 1, 1]),
+        n("Conv", ["p1", "w2"], ["c2a"], pads=[1, 1, 1, 1], kernel_shape=[3, 3]),
+        n("Conv", ["p1", "w3"], ["c2b"], pads=[1, 1, 1, 1], kernel_shape=[3, 3]),
+        n("Add", ["c2a", "c2b"], ["sum"]),
+        n("Sub", ["sum", "p1"], ["diff"]),
+        n("Div", ["diff", "two"], ["half"]),
+        n("Dropout", ["half"], ["d"]),
+        n("AveragePool", ["d"], ["ap"], kernel_shape=[3, 3], pads=[1, 1, 1, 1], count_include_pad=1),
+        n("Split", ["ap", "sizes"], ["sa", "sb"], axis=1),
+        n("Concat", ["sb", "sa"], ["cat"], axis=1),
+        n("GlobalAveragePool", ["cat"], ["gap"]),
+        n("Flatten", ["gap"], ["flat"]),
+        n("Gemm", ["flat", "fc", "fcb"], ["logits"], transB=1),
+        n("Reshape", ["logits", "shape"], ["heads"]),
+        n("Transpose", ["heads"], ["t"], perm=[1, 0]),
+        n("Softmax", ["t"], ["sm"], axis=0),
+        n("LayerNormalization", ["sm", "g", "beta"], ["ln"], axis=-1, epsilon=1e-5),
+        n("Identity", ["ln"], ["y"]),
+    ]
+    inits = [_init("w1", rng.normal(size=(8, 3, 7, 7)) / 12), _init("b1", rng.normal(size=8)),
+             _init("s", rng.uniform(0.5, 1.5, 8)), _init("bb", rng.normal(size=8)),
+             _init("m", rng.normal(size=8)), _init("v", rng.uniform(0.5, 1.5, 8)),
+             _init("w2", rng.normal(size=(8, 8, 3, 3)) / 8), _init("w3", rng.normal(size=(8, 8, 3, 3)) / 8),
+             _init("two", [2.0]), numpy_helper.from_array(np.array([3, 5], dtype=np.int64), "sizes"),
+             _init("fc", rng.normal(size=(12, 8)) / 3), _init("fcb", rng.normal(size=12)),
+             numpy_helper.from_array(np.array([0, 3, -1], dtype=np.int64)[1:], "shape"),
+             _init("g", rng.uniform(0.5, 1.5, 3)), _init("beta", rng.normal(size=3))]
+    graph = helper.make_graph(nodes, "foreign", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 3, 32, 32])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [4, 3])], inits)
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=8)
+
+
+def test_foreign_model_imports_with_opaque_nodes(tensat, tmp_path):
+    onnx.save(foreign_model(np.random.default_rng(0)), tmp_path / "f.onnx")
+    imported = read_onnx(tmp_path / "f.onnx", tensat)
+    ops = [n.op for n in imported.program.nodes]
+    assert ops.count("conv2d") == 3 and "pad2d" in ops and "batchnorm" in ops  # 7x7/2 pad 3 is not SAME
+    keys = [n.args[0] for n in imported.program.nodes if n.op.startswith("opaque")]
+    assert keys == ["Softmax(axis=0)", "LayerNormalization(axis=-1, epsilon=1e-05)"]
+    assert "v.eps" in imported.weights  # epsilon 1e-3 moved into the variance
+
+
+def test_foreign_model_optimizes_exports_and_runs_equal(tmp_path, run_cli):
+    onnx.save(foreign_model(np.random.default_rng(0)), tmp_path / "f.onnx")
+    (tmp_path / "run.yaml").write_text(
+        "ruleset: tensat\ntarget: t4\nprogram: {onnx: f.onnx}\n"
+        "schedule: {iter_limit: 3, node_limit: 3000, cycle_filter: efficient}\n"
+        "extract: {method: cpsat, time_limit_s: 10}\nvalidate: {samples: 1}\n")
+    code, out, err = run_cli("run", tmp_path / "run.yaml", "--output", tmp_path / "out", "--quiet")
+    assert code == 0, out + err
+    report = json.loads((tmp_path / "out" / "report.json").read_text())
+    assert report["validation"]["ok"] and report["export"]["ok"]
+    runtime = report["export"]["runtime"]
+    assert runtime["max_error"] <= 1e-4 and runtime["runs"] >= 20 and "1" in runtime["original_ms"]
+    assert "ORT CPU (1 thread):" in out
+    onnx.checker.check_model(str(tmp_path / "out" / "optimized.onnx"), full_check=True)
+
+
+def test_builder_run_exports_both_models(tmp_path, run_cli):
+    (tmp_path / "run.yaml").write_text(
+        "ruleset: tensat\ntarget: t4\nprogram: {builder: nasrnn, steps: 2, hidden: 16}\n"
+        "schedule: {iter_limit: 2, node_limit: 3000, cycle_filter: efficient}\n"
+        "extract: {method: greedy}\nexport: {format: onnx, runs: 20}\n")
+    code, out, err = run_cli("run", tmp_path / "run.yaml", "--output", tmp_path / "out", "--quiet")
+    assert code == 0, err
+    assert {"input.onnx", "optimized.onnx"} <= {p.name for p in (tmp_path / "out").iterdir()}
+
+
+def test_disagreeing_export_fails_and_keeps_both_models(tmp_path, run_cli, monkeypatch):
+    import eqdsl.importers.onnx.runtime as runtime
+
+    monkeypatch.setattr(runtime, "RTOL", -1.0)  # nothing agrees
+    (tmp_path / "run.yaml").write_text(
+        "ruleset: tensat\ntarget: t4\nprogram: {builder: nasrnn, steps: 1, hidden: 8}\n"
+        "schedule: {iter_limit: 1, node_limit: 1000}\nextract: {method: greedy}\nexport: onnx\n")
+    code, out, err = run_cli("run", tmp_path / "run.yaml", "--output", tmp_path / "out", "--quiet")
+    assert code == 1
+    assert "DISAGREE" in out
+    assert {"input.onnx", "optimized.onnx"} <= {p.name for p in (tmp_path / "out").iterdir()}
+
+
+def _bad(tmp_path, tweak) -> str:
+    model = foreign_model(np.random.default_rng(0))
+    tweak(model)
+    path = tmp_path / "bad.onnx"
+    onnx.save(model, path)
+    return str(path)
+
+
+def _set_attr(model, index, **attrs):
+    node = model.graph.node[index]
+    for name, value in attrs.items():
+        node.attribute.append(helper.make_attribute(name, value))
+
+
+@pytest.mark.parametrize("tweak, message", [
+    (lambda m: _set_attr(m, 0, dilations=[2, 2]), "node #0 (Conv): attribute dilations=[2, 2]"),
+    (lambda m: _set_attr(m, 3, ceil_mode=1), "node #3 (MaxPool): attribute ceil_mode=1"),
+    (lambda m: m.graph.input[0].type.tensor_type.shape.dim[0].__setattr__("dim_param", "batch"),
+     "input 'x' has a dynamic or unknown shape"),
+    (lambda m: m.graph.output.pop(), "the model has no outputs"),
+    (lambda m: m.graph.node[2].input.__setitem__(0, "nowhere"), "not a valid ONNX model"),
+])
+def test_bad_models_are_refused_naming_the_node(tmp_path, run_cli, tweak, message):
+    path = _bad(tmp_path, tweak)
+    code, out, err = run_cli("import", "onnx", path, "-o", tmp_path / "p.eqr")
+    assert code == 2 and message in err, err
+    assert "Traceback" not in err and not (tmp_path / "p.eqr").exists()
+
+
+def test_not_an_onnx_file(tmp_path, run_cli):
+    (tmp_path / "x.onnx").write_text("hello")
+    code, _, err = run_cli("import", "onnx", tmp_path / "x.onnx")
+    assert code == 2 and "x.onnx" in err and "Traceback" not in err
+
+
+def test_import_and_export_commands(tmp_path, run_cli):
+    code, out, err = run_cli("export", "onnx", "--builder", "squeezenet", "--param", "size=64", "-o",
+                             tmp_path / "s.onnx")
+    assert code == 0, err
+    code, out, err = run_cli("import", "onnx", tmp_path / "s.onnx", "-o", tmp_path / "s.eqr")
+    assert code == 0 and "26 conv2d" in out, err
+    code, out, err = run_cli("export", "onnx", tmp_path / "s.eqr", "--weights", tmp_path / "s.onnx",
+                             "-o", tmp_path / "s2.onnx")
+    assert code == 0, err
+    a, b = onnx.load(str(tmp_path / "s.onnx")), onnx.load(str(tmp_path / "s2.onnx"))
+    assert {i.name: i.raw_data for i in a.graph.initializer} == {i.name: i.raw_data for i in b.graph.initializer}
+    code, _, err = run_cli("export", "onnx", tmp_path / "s.eqr", "-o", tmp_path / "s2.onnx")
+    assert code == 2 and "already exists" in err
+
+
+def test_missing_weight_is_named(tensat):
+    program = build_model(tensat, "nasrnn", steps=1, hidden=8)
+    with pytest.raises(EqdslError, match="no value for weight 'w1'"):
+        to_onnx(tensat, program, {})
