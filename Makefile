@@ -21,12 +21,13 @@ $(STAMP): pyproject.toml
 	echo "using $$PYBIN"; \
 	[ -x $(PY) ] || "$$PYBIN" -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
-	$(PY) -m pip install -q -e '.[test,qgym]'
+	$(PY) -m pip install -q -e '.[test,onnx,qgym]'
 	@touch $(STAMP)
 
 run: setup
 	$(VENV)/bin/eqdsl run examples/arith/config.yaml
 	$(VENV)/bin/eqdsl run examples/sharing/config.yaml
+	$(VENV)/bin/eqdsl run examples/onnx/config.yaml
 
 test: setup lint
 	$(PY) -m pytest -q

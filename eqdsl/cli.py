@@ -204,6 +204,9 @@ def _import_onnx(args: argparse.Namespace) -> int:
     from collections import Counter
 
     from eqdsl.frontend import load_language
+    from eqdsl.importers.onnx import require_onnx
+
+    require_onnx()
     from eqdsl.importers.onnx.read import read_onnx
     from eqdsl.ir.text import program_text
 
@@ -222,7 +225,10 @@ def _import_onnx(args: argparse.Namespace) -> int:
 def cmd_export(args: argparse.Namespace) -> int:
     from eqdsl.exports.onnx import write_program
     from eqdsl.frontend import load_language
+    from eqdsl.importers.onnx import require_onnx
     from eqdsl.importers.onnx.weights import random_weights
+
+    require_onnx()
 
     lang = load_language(args.ruleset, Path.cwd())
     program = _export_program(args, lang)

@@ -1,6 +1,6 @@
 """Hardware targets: YAML files giving values to a language's `param`s (read by its cost rules).
 
-Contract: `load_target(ref, base)` reads a shipped target by name (`t4`, `a100`, `h100`) or a
+Contract: `load_target(ref, base)` reads a shipped target by name (`t4`, `a100`, `h100`, `cpu`) or a
 `.yaml` path; `bind_target(language, target)` returns the values of exactly the params the
 language declares, or raises `EqdslError` naming the missing or unknown param (with the file).
 A language without params needs no target.

@@ -8,20 +8,24 @@ must agree, and both are timed with one thread and with all of them.
 from __future__ import annotations
 
 from pathlib import Path
-
-import onnx
+from typing import TYPE_CHECKING
 
 from eqdsl import ir
 from eqdsl.exports.base import ExportJob, ExportOutcome
+from eqdsl.importers.onnx import require_onnx
 from eqdsl.importers.onnx.runtime import RuntimeCheck, compare
 from eqdsl.importers.onnx.weights import Weights, random_weights
-from eqdsl.importers.onnx.write import to_onnx
+
+if TYPE_CHECKING:  # onnx is an optional dependency (`eqdsl[onnx]`): imported when an export runs
+    import onnx
 
 EXTERNAL_DATA_BYTES = 1 << 30  # protobuf cannot hold 2 GiB: larger models keep weights beside the file
 
 
 def save_model(model: onnx.ModelProto, path: Path) -> list[str]:
     """Write `model` to `path` (weights in `path.data` when large); the names of the files written."""
+    import onnx
+
     size = sum(len(t.raw_data) for t in model.graph.initializer)
     if size < EXTERNAL_DATA_BYTES:
         onnx.save_model(model, str(path))
@@ -33,6 +37,10 @@ def save_model(model: onnx.ModelProto, path: Path) -> list[str]:
 
 def write_program(lang: ir.Language, program: ir.Program, weights: Weights, path: Path) -> list[str]:
     """`program` as an ONNX model at `path`, checked by `onnx.checker` (full check) as written."""
+    import onnx
+
+    from eqdsl.importers.onnx.write import to_onnx
+
     files = save_model(to_onnx(lang, program, weights), path)
     onnx.checker.check_model(str(path), full_check=True)
     return files
@@ -42,6 +50,7 @@ class OnnxExport:
     name = "onnx"
 
     def run(self, job: ExportJob) -> ExportOutcome:
+        require_onnx()
         weights = dict(job.weights) if job.weights is not None else random_weights(job.original, job.settings.seed)
         files = write_program(job.language, job.optimized, weights, job.folder / "optimized.onnx")
         original = job.source_file

@@ -20,6 +20,9 @@ class OnnxSource:
     file_key: str | None = "onnx"
 
     def load(self, ref: ProgramRef, language: ir.Language) -> SourceProgram:
+        from eqdsl.importers.onnx import require_onnx
+
+        require_onnx()
         from eqdsl.importers.onnx.read import read_onnx
 
         if "conv2d" not in language.ops:

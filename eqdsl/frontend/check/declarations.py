@@ -102,6 +102,11 @@ def _lookup_op(op_name: str, names: tuple[str, ...], span: Span, ops: dict[str, 
         sink.error(f"{kind} rule for '{op_name}' names {len(names)} parameter(s); "
                    f"'{op_name}' has {op.arity}: ({', '.join(p.name for p in op.params)})", span)
         return None
+    for name in names:
+        if name in ops:  # egglog refuses a rule variable named like a function ("shadowing")
+            sink.error(f"{kind} rule for '{op_name}': parameter '{name}' has the name of an operator; "
+                       "expected a name no operator uses (rename the parameter)", span)
+            return None
     return op
 
 
