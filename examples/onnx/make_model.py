@@ -37,8 +37,9 @@ def build(seed: int = 0) -> onnx.ModelProto:
               n("Flatten", ["g"], ["f"]), n("Gemm", ["f", "fc.w", "fc.b"], ["logits"], transB=1),
               n("Softmax", ["logits"], ["y"], axis=-1)]
     inits += [_w(rng, "fc.w", 10, 96), _w(rng, "fc.b", 10)]
-    graph = helper.make_graph(nodes, "small_cnn", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 3, 64, 64])],
-                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 10])], inits)
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 3, 64, 64])
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 10])
+    graph = helper.make_graph(nodes, "small_cnn", [x], [y], inits)
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=8)
     onnx.checker.check_model(model, full_check=True)
     return model
