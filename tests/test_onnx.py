@@ -215,3 +215,16 @@ def test_missing_weight_is_named(tensat):
     program = build_model(tensat, "nasrnn", steps=1, hidden=8)
     with pytest.raises(EqdslError, match="no value for weight 'w1'"):
         to_onnx(tensat, program, {})
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", sorted(SMALL))
+def test_builder_round_trips_at_full_size(tensat, tmp_path, name):
+    """The published sizes (ViT-Large/Huge keep their weights in an external data file)."""
+    from eqdsl.exports.onnx import write_program
+
+    program = build_model(tensat, name)
+    weights = random_weights(program)
+    write_program(tensat, program, weights, tmp_path / "m.onnx")
+    back = read_onnx(tmp_path / "m.onnx", tensat)
+    assert back.program.nodes == program.nodes and set(back.weights) == set(weights)

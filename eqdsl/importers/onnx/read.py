@@ -360,10 +360,17 @@ HANDLERS: dict[str, Handler] = {
 
 
 def _load(path: Path) -> onnx.ModelProto:
+    """Check (by path, which also works past protobuf's 2 GiB), infer shapes on the graph without
+    its weights, then attach weights kept in external data files."""
+    from onnx.external_data_helper import load_external_data_for_model, uses_external_data
+
     try:
-        model = onnx.load(str(path))
-        onnx.checker.check_model(model, full_check=True)
-        return shape_inference.infer_shapes(model, check_type=True, strict_mode=True, data_prop=True)
+        onnx.checker.check_model(str(path), full_check=True)
+        model = onnx.load(str(path), load_external_data=False)
+        inferred = shape_inference.infer_shapes(model, check_type=True, strict_mode=True, data_prop=True)
+        if any(uses_external_data(t) for t in inferred.graph.initializer):
+            load_external_data_for_model(inferred, str(path.parent))
+        return inferred
     except (OSError, onnx.checker.ValidationError, onnx.shape_inference.InferenceError) as err:
         raise EqdslError.one(f"{path}: not a valid ONNX model: {str(err).strip().splitlines()[0]}") from None
     except Exception as err:  # noqa: BLE001  protobuf's DecodeError and friends: not a model at all
