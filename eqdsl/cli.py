@@ -157,6 +157,29 @@ def cmd_run(args: argparse.Namespace) -> Work:
     return Work(work, scratch.discard)
 
 
+def cmd_measure(args: argparse.Namespace) -> int:
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+
+    from eqdsl.config import load_config
+    from eqdsl.pipeline import measure_costs
+
+    config = load_config(Path(args.config))
+    columns = (TextColumn("timing {task.description}"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn())
+    with Progress(*columns, console=stderr, transient=True) as bar:
+        task = bar.add_task("operators", total=None)
+
+        def timing(done: int, total: int, op: str) -> None:
+            bar.update(task, completed=done, total=total, description=op or "done")
+
+        result = measure_costs(config, timing)
+    m = result.measured
+    assert m is not None and result.outcome is not None
+    print(f"{m.device}: {len(m.stats.timed)} operator configuration(s) timed, {m.stats.cached} already in "
+          f"{m.cache.path} ({m.cache.count(m.device)} for this device); e-graph of {result.outcome.nodes} "
+          f"nodes; priced by cost rules (no kernel): {', '.join(sorted(m.stats.rule_priced)) or 'none'}")
+    return 0
+
+
 def cmd_extract(args: argparse.Namespace) -> int:
     from eqdsl.extract.egraph import read_problem
     from eqdsl.extract.registry import make_extractor
@@ -338,6 +361,9 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("--force", action="store_true",
                    help="replace the output folder even if it holds files eqdsl did not write")
     c.set_defaults(fn=cmd_run)
+    c = sub.add_parser("measure", help="time every operator configuration a run's e-graph holds (fill the cache)")
+    c.add_argument("config", help="a run config whose target measures, e.g. target: {measure: ort}")
+    c.set_defaults(fn=in_worker(cmd_measure))
     c = sub.add_parser("verify", help="check every rule of a .eqr file against the reference semantics")
     c.add_argument("file", help="a .eqr path or a shipped ruleset name")
     c.add_argument("--rule", action="append", help="only this rule (repeatable)")

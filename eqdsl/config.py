@@ -14,6 +14,7 @@ from typing import Any
 import yaml
 
 from eqdsl.diagnostics import EqdslError
+from eqdsl.execute.measure import MeasureConfig, read_target
 from eqdsl.exports.base import ExportSettings
 from eqdsl.exports.registry import read_export
 from eqdsl.extract.registry import ExtractConfig
@@ -37,6 +38,7 @@ class RunConfig:
     validate: ValidateConfig | None = None  # translation validation after extraction (off: None)
     export: ExportSettings | None = None  # the optimized program in another format (eqdsl.exports)
     export_given: bool = False  # `export:` appeared (false or not): a source's default export does not apply
+    measure: MeasureConfig | None = None  # `target: {measure: ...}`: measured operator costs (eqdsl.execute)
 
 
 @dataclass(frozen=True)
@@ -58,14 +60,16 @@ def parse_config(data: Any, source: Path) -> RunConfig:
     extract = read_section(ExtractConfig, r.get("extract", None, lambda v: v is None or isinstance(v, dict),
                                                 "a mapping"), "extract")
     output = r.get("output", f"results/{source.stem}", is_str, "an output folder path")
-    target = r.get("target", None, lambda v: v is None or is_str(v), "a target name or a .yaml path")
+    target, measure = read_target(r.get("target", None, lambda v: v is None or is_str(v) or isinstance(v, dict),
+                                        "a target name, a .yaml path, or {measure: ort|cpu|cuda, fallback: ...}"),
+                                  base)
     validate = _validate(r.get("validate", False, lambda v: isinstance(v, (bool, dict)),
                                "true/false or a mapping with samples/seed"))
     export_given = isinstance(data, dict) and "export" in data
     export = read_export(r.get("export", None, lambda v: True, ""))
     r.finish()
     return RunConfig(source, ruleset, program, schedule, extract, Path(output), data, target, validate, export,
-                     export_given)
+                     export_given, measure)
 
 
 def _validate(data: bool | dict) -> ValidateConfig | None:

@@ -23,6 +23,8 @@ from eqdsl.egglog.live import LiveEGraph
 from eqdsl.egglog.lower import Lowered, lower_language
 from eqdsl.egglog.readback import program_text, selection_program
 from eqdsl.egglog.session import EGraphSession
+from eqdsl.execute.measure import MeasuredCosts
+from eqdsl.execute.measure import ProgressFn as TimingProgress
 from eqdsl.exports.base import ExportJob, ExportOutcome, ExportSettings
 from eqdsl.exports.registry import EXPORTS
 from eqdsl.extract.egraph import dag_cost
@@ -53,6 +55,7 @@ class RunResult:
     baselines: Baselines | None = None  # other methods' costs on the input (from its source)
     export: ExportOutcome | None = None  # the optimized program in another format (`export:`)
     export_folder: tempfile.TemporaryDirectory | None = None  # where the export wrote its files
+    measured: MeasuredCosts | None = None  # measured operator costs (`target: {measure: ...}`)
 
     @property
     def best(self) -> Extraction:
@@ -84,13 +87,35 @@ def config_inputs(config: RunConfig) -> list[Path]:
     return inputs
 
 
-def run_pipeline(config: RunConfig, progress: ProgressFn | None = None) -> RunResult:
+def _start(config: RunConfig, timing: TimingProgress | None = None) -> tuple[RunResult, SourceProgram]:
     t_check = time.perf_counter()
     lang = load_language(config.ruleset, config.source.parent)
     loaded = load_source(config.program, lang)
     target = load_target(config.target, config.source.parent) if config.target else None
+    measured = config.measure.costs(lang, timing) if config.measure is not None else None
     result = RunResult(lang, loaded.program, config.extract, config, {"check": time.perf_counter() - t_check},
-                       params=bind_target(lang, target), baselines=loaded.baselines)
+                       params=bind_target(lang, target), baselines=loaded.baselines, measured=measured)
+    return result, loaded
+
+
+def measure_costs(config: RunConfig, timing: TimingProgress | None = None,
+                  progress: ProgressFn | None = None) -> RunResult:
+    """`eqdsl measure`: explore the e-graph a run of `config` would, and time every operator
+    configuration it holds on the config's measuring target (filling the timing cache); no
+    extraction. `timing(done, total, op)` reports the timing loop."""
+    if config.measure is None:
+        raise EqdslError.one("expected a measuring target, e.g. `target: {measure: ort, fallback: cpu}`",
+                             path="target")
+    result, _ = _start(config, timing)
+    session = _explore(result, config.schedule, progress)
+    with _stage(result, "measure"):
+        session.live(result.params)
+    return result
+
+
+def run_pipeline(config: RunConfig, progress: ProgressFn | None = None) -> RunResult:
+    result, loaded = _start(config)
+    lang = result.language
     _optimize(result, config.schedule, progress)
     if config.validate is not None:
         with _stage(result, "validate"):
@@ -126,15 +151,7 @@ def optimize(language: ir.Language, program: ir.Program, schedule: LimitsConfig,
 
 
 def _optimize(result: RunResult, schedule: LimitsConfig, progress: ProgressFn | None) -> RunResult:
-    with _stage(result, "lower"):
-        result.lowered = lower_language(result.language)
-        session = EGraphSession(result.lowered)
-    with _stage(result, "load"):
-        session.load(result.program)
-        result.original_cost = check_input(session, result.program, result.params)
-    with _stage(result, "schedule"):
-        context = ScheduleContext(result.language, result.params, result.extract)
-        result.outcome = make_scheduler(schedule, context).run(session, progress)
+    session = _explore(result, schedule, progress)
     with _stage(result, "serialize"):
         result.live = session.live(result.params)
     extract = result.extract
@@ -142,6 +159,19 @@ def _optimize(result: RunResult, schedule: LimitsConfig, progress: ProgressFn | 
         with _stage(result, f"extract:{method}"):
             result.extractions[method] = make_extractor(method, extract).extract(result.live.problem)
     return result
+
+
+def _explore(result: RunResult, schedule: LimitsConfig, progress: ProgressFn | None) -> EGraphSession:
+    with _stage(result, "lower"):
+        result.lowered = lower_language(result.language)
+        session = EGraphSession(result.lowered, result.measured)
+    with _stage(result, "load"):
+        session.load(result.program)
+        result.original_cost = check_input(session, result.program, result.params)
+    with _stage(result, "schedule"):
+        context = ScheduleContext(result.language, result.params, result.extract)
+        result.outcome = make_scheduler(schedule, context).run(session, progress)
+    return session
 
 
 def check_input(session: EGraphSession, program: ir.Program, params: dict[str, int] | None = None) -> float:

@@ -71,7 +71,15 @@ def report_json(result: RunResult) -> dict:
             "samples": result.validation.samples, "ok": result.validation.ok,
             "max_relative_error": result.validation.max_error, "message": result.validation.message},
         "export": None if result.export is None else {**result.export.report, "ok": result.export.ok},
+        "measured_costs": None if result.measured is None else _measured_json(result),
     }
+
+
+def _measured_json(result: RunResult) -> dict:
+    m = result.measured
+    assert m is not None
+    return {"backend": m.backend.name, "device": m.device, "cache": str(m.cache.path), "runs": m.runs,
+            "timed": len(m.stats.timed), "cached": m.stats.cached, "rule_priced_ops": sorted(m.stats.rule_priced)}
 
 
 def _improvement(original: float, best: float) -> float:
@@ -122,6 +130,12 @@ def print_summary(result: RunResult, console: Console) -> None:
     console.print("\n".join(lines[:SHOWN_LINES]), markup=False)
     if len(lines) > SHOWN_LINES:
         console.print(f"… {len(lines) - SHOWN_LINES} more line(s): the whole program is in the output folder")
+    if result.measured is not None:
+        m = result.measured
+        rules = ", ".join(sorted(m.stats.rule_priced)) or "none"
+        console.print(f"costs measured on {m.device}: {len(m.stats.timed)} operator configuration(s) timed in "
+                      f"this run, {m.stats.cached} by earlier runs ({m.cache.path}); priced by cost rules (no "
+                      f"kernel): {rules}", markup=False)
     if result.validation is not None:
         style = "green" if result.validation.ok else "bold red"
         console.print(f"[{style}]validation: {result.validation.message}[/]")

@@ -22,7 +22,7 @@ LAYERS: list[set[str]] = [
     {"ir"},
     {"frontend", "extract", "languages"},
     {"egglog", "verify", "importers", "cost", "kernels"},
-    {"schedule"},
+    {"schedule", "execute"},
     {"sources", "exports"},
     {"config"},
     {"pipeline"},

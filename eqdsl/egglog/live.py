@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
+from typing import Any, Callable
 
 from eqdsl import ir
 from eqdsl.diagnostics import EqdslError
@@ -39,8 +40,15 @@ def _decode_value(node_id: str, nodes: dict) -> Value:
     return int(op)
 
 
-def live_problem(data: dict, lowered: Lowered, params: dict[str, int] | None = None) -> LiveEGraph:
-    """`params`: the target values the cost rules read (`eqdsl.cost.targets.bind_target`)."""
+# Measured costs (eqdsl.execute.measure): given (op, args, output shape) requests, nanoseconds per
+# request, or None where the cost rule should price the node.
+Measure = Callable[[list[tuple[str, tuple[Any, ...], Any]]], list[float | None]]
+
+
+def live_problem(data: dict, lowered: Lowered, params: dict[str, int] | None = None,
+                 measure: Measure | None = None) -> LiveEGraph:
+    """`params`: the target values the cost rules read (`eqdsl.cost.targets.bind_target`);
+    `measure`: measured costs for the nodes that run (folded ones cost 0 and are not timed)."""
     nodes = data["nodes"]
     lang = lowered.language
     roots: list[tuple[int, str]] = []
@@ -61,18 +69,33 @@ def live_problem(data: dict, lowered: Lowered, params: dict[str, int] | None = N
             rows.append([nid, op, node["eclass"], kids, 0.0, False])
     if not roots:
         raise EqdslError.one("the e-graph has no roots: load a program with at least one `root`")
-    for row in rows:
-        if row[1] in lang.ops:
-            row[4] = _node_cost(lang, row, nodes, values, shapes, params or {})
     constant = constant_classes(lang, rows, nodes)
-    for row in rows:
-        if _folded(lang, row, nodes, constant):
-            row[4] = 0.0
+    running = [row for row in rows if row[1] in lang.ops and not _folded(lang, row, nodes, constant)]
+    measured = _measured(lang, running, nodes, values, shapes, measure) if measure else [None] * len(running)
+    for row, cost in zip(running, measured):
+        row[4] = cost if cost is not None else _node_cost(lang, row, nodes, values, shapes, params or {})
     problem = build_problem([tuple(r) for r in rows], [cid for _, cid in sorted(roots)])
     return LiveEGraph(problem, values, shapes)
 
 
 _VALUE_OPS = ("vec-of", "vec-empty")
+
+
+def _measured(lang: ir.Language, rows, nodes: dict, values: dict, shapes: dict, measure: Measure) -> list[float | None]:
+    """Measured costs of `rows` (None for a node with an unknown operand shape: its rule prices it)."""
+    requests, where = [], []
+    for k, (_, op_name, eclass, kids, _, _) in enumerate(rows):
+        args = []
+        for param, kid in zip(lang.ops[op_name].params, kids):
+            kid_class = nodes[kid]["eclass"]
+            args.append(shapes.get(kid_class) if isinstance(param.type, ir.SortType) else values[kid_class])
+        if all(a is not None for a in args):
+            requests.append((op_name, tuple(args), shapes.get(eclass)))
+            where.append(k)
+    costs: list[float | None] = [None] * len(rows)
+    for k, cost in zip(where, measure(requests)):
+        costs[k] = cost
+    return costs
 
 
 def _operand_classes(lang: ir.Language, row, nodes: dict) -> list[str]:

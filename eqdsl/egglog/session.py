@@ -15,7 +15,7 @@ from egglog import bindings
 
 from eqdsl import ir
 from eqdsl.diagnostics import EqdslError
-from eqdsl.egglog.live import LiveEGraph, live_problem
+from eqdsl.egglog.live import LiveEGraph, Measure, live_problem
 from eqdsl.egglog.lower import Lowered, load_program
 from eqdsl.egglog.readback import selection_program
 from eqdsl.extract.result import Extraction, Extractor
@@ -30,8 +30,9 @@ class StepResult:
 
 
 class EGraphSession:
-    def __init__(self, lowered: Lowered) -> None:
+    def __init__(self, lowered: Lowered, measure: Measure | None = None) -> None:
         self.lowered = lowered
+        self.measure = measure  # measured operator costs (eqdsl.execute.measure), if the target measures
         self.reset()
 
     def reset(self) -> None:
@@ -122,8 +123,9 @@ class EGraphSession:
             self._handle_log[-1].extend(handles.new)
 
     def live(self, params: dict[str, int] | None = None) -> LiveEGraph:
-        """The e-graph as an extraction problem with the language's costs (`params`: the target's)."""
-        return live_problem(self.serialize(), self.lowered, params)
+        """The e-graph as an extraction problem with the language's costs (`params`: the target's;
+        measured costs where `self.measure` is set and has a timing)."""
+        return live_problem(self.serialize(), self.lowered, params, self.measure)
 
     def extract_now(self, extractor: Extractor, params: dict[str, int] | None,
                     name: str) -> tuple[ir.Program, Extraction]:

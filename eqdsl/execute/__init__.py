@@ -1,0 +1,2 @@
+"""Running programs for real: the timing cache (`cache`), operator timing backends and measured
+costs (`measure`)."""

@@ -1,0 +1,61 @@
+"""A persistent timing cache: SQLite, one row per (device, operator, arguments).
+
+Contract: `TimingCache(path)` opens (creating) the database; `get(device, op, args)` returns the
+cached nanoseconds or None; `put(device, op, args, ns, runs)` records a measurement — the first
+writer of a key wins, so concurrent runs measuring the same key agree afterwards. Safe with
+several processes writing at once (WAL journal, a busy timeout, one short transaction per write).
+`device` names everything a timing depends on (backend, runtime version, processor, threads).
+"""
+from __future__ import annotations
+
+import datetime
+import json
+import os
+import sqlite3
+from pathlib import Path
+from typing import Any
+
+SCHEMA = """CREATE TABLE IF NOT EXISTS timings (
+    device TEXT NOT NULL, op TEXT NOT NULL, args TEXT NOT NULL,
+    ns REAL NOT NULL, runs INTEGER NOT NULL, measured_at TEXT NOT NULL,
+    PRIMARY KEY (device, op, args))"""
+
+
+def default_cache_path() -> Path:
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base) / "eqdsl" / "timings.sqlite"
+
+
+def args_key(args: tuple[Any, ...]) -> str:
+    return json.dumps(args, separators=(",", ":"))
+
+
+class TimingCache:
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        path.parent.mkdir(parents=True, exist_ok=True)
+        self._db = sqlite3.connect(path, timeout=30.0, isolation_level=None)  # autocommit: short writes
+        self._db.execute("PRAGMA journal_mode=WAL")
+        self._db.execute(SCHEMA)
+
+    def get(self, device: str, op: str, args: tuple[Any, ...]) -> float | None:
+        row = self._db.execute("SELECT ns FROM timings WHERE device = ? AND op = ? AND args = ?",
+                               (device, op, args_key(args))).fetchone()
+        return None if row is None else float(row[0])
+
+    def put(self, device: str, op: str, args: tuple[Any, ...], ns: float, runs: int) -> float:
+        """Record a timing; returns the value stored for the key (an earlier writer's, if any)."""
+        now = datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
+        self._db.execute("INSERT OR IGNORE INTO timings VALUES (?, ?, ?, ?, ?, ?)",
+                         (device, op, args_key(args), ns, runs, now))
+        stored = self.get(device, op, args)
+        assert stored is not None
+        return stored
+
+    def count(self, device: str | None = None) -> int:
+        if device is None:
+            return int(self._db.execute("SELECT COUNT(*) FROM timings").fetchone()[0])
+        return int(self._db.execute("SELECT COUNT(*) FROM timings WHERE device = ?", (device,)).fetchone()[0])
+
+    def close(self) -> None:
+        self._db.close()

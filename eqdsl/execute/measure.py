@@ -1,0 +1,204 @@
+"""Measured operator costs: time each (operator, argument shapes, parameters) an e-graph holds on
+a real backend, once, and keep the result in the timing cache.
+
+Contract: `MeasuredCosts(lang, backend, cache, runs)` is called with a batch of requests
+`(op, args, out)` — `args` in the operator's declared order, shapes for tensor operands, literals
+for the rest — and returns nanoseconds per request (the median of `runs` timed runs after a
+warm-up), or None where the backend has no kernel for the operator (the `.eqr` cost rule then
+prices the node). Each distinct request is timed at most once per device: cached timings are
+reused across runs. Backends: `ort` (ONNX Runtime CPU, one thread, a one-operator model made by
+the ONNX exporter), `cpu` (eqdsl's Numba CPU kernels), `cuda` (eqdsl's Numba CUDA kernels, CUDA
+events). Requests are timed one after another: timing two at once on a shared machine would
+disturb both.
+"""
+from __future__ import annotations
+
+import platform
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Protocol
+
+import numpy as np
+
+from eqdsl import ir
+from eqdsl.diagnostics import EqdslError
+from eqdsl.execute.cache import TimingCache
+from eqdsl.ir.builder import GraphBuilder
+
+Request = tuple[str, tuple[Any, ...], Any]  # (op, args, output shape)
+ProgressFn = Callable[[int, int, str], None]  # (done, total, what)
+NOT_TIMED = {"input", "weight", "noop", "dropout", "split0", "split1"}  # leaves, roots, views
+
+
+def processor() -> str:
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
+
+
+class Backend(Protocol):
+    name: str
+
+    def device(self) -> str: ...
+
+    def supports(self, op: str) -> bool: ...
+
+    def time_ns(self, lang: ir.Language, op: str, args: tuple[Any, ...], runs: int) -> float: ...
+
+
+def _tensor_params(lang: ir.Language, op: str) -> list[bool]:
+    return [isinstance(p.type, ir.SortType) for p in lang.ops[op].params]
+
+
+def _arrays(lang: ir.Language, op: str, args: tuple[Any, ...], seed: int = 0) -> tuple[Any, ...]:
+    rng = np.random.default_rng(seed)
+    return tuple(rng.standard_normal(a).astype(np.float32) if is_tensor else a
+                 for a, is_tensor in zip(args, _tensor_params(lang, op)))
+
+
+class OrtBackend:
+    name = "ort"
+
+    def device(self) -> str:
+        import onnxruntime as ort
+
+        return f"ort-cpu onnxruntime {ort.__version__} | {processor()} | 1 thread"
+
+    def supports(self, op: str) -> bool:
+        from eqdsl.importers.onnx.write import EMITTERS
+
+        return op in EMITTERS and op not in NOT_TIMED
+
+    def time_ns(self, lang: ir.Language, op: str, args: tuple[Any, ...], runs: int) -> float:
+        from eqdsl.importers.onnx.runtime import _session, _timed, random_feeds
+        from eqdsl.importers.onnx.write import to_onnx
+
+        g = GraphBuilder(lang)
+        operands = [g.input(f"in{k}", list(a)) if is_tensor else a
+                    for k, (a, is_tensor) in enumerate(zip(args, _tensor_params(lang, op)))]
+        node = g.op(op, *operands)
+        roots = [g.split0(node), g.split1(node)] if op == "split" else [node]
+        model = to_onnx(lang, g.program(op, roots), {})
+        session = _session(model.SerializeToString(), 1)
+        return 1e6 * _timed([session], random_feeds(session, 0), runs)[0]
+
+
+class NumbaCpuBackend:
+    name = "cpu"
+
+    def device(self) -> str:
+        import numba
+
+        return f"numba-cpu {numba.__version__} | {processor()} | {numba.get_num_threads()} threads"
+
+    def supports(self, op: str) -> bool:
+        from eqdsl.kernels.cpu import RUNNERS
+
+        return op in RUNNERS
+
+    def time_ns(self, lang: ir.Language, op: str, args: tuple[Any, ...], runs: int) -> float:
+        from eqdsl.kernels.cpu import time_op
+
+        return 1e9 * time_op(op, _arrays(lang, op, args), runs)
+
+
+class NumbaCudaBackend:
+    name = "cuda"
+
+    def device(self) -> str:
+        from numba import cuda
+
+        if not cuda.is_available():
+            raise EqdslError.one("target.measure: cuda needs a CUDA GPU and driver; none found "
+                                 "(install eqdsl[cuda] on a machine with an NVIDIA driver)", path="target.measure")
+        gpu = cuda.get_current_device()
+        name = gpu.name.decode() if isinstance(gpu.name, bytes) else gpu.name
+        return f"numba-cuda | {name} | cc {gpu.compute_capability}"
+
+    def supports(self, op: str) -> bool:
+        from eqdsl.kernels.cuda import LAUNCHERS
+
+        return op in LAUNCHERS
+
+    def time_ns(self, lang: ir.Language, op: str, args: tuple[Any, ...], runs: int) -> float:
+        from eqdsl.kernels.cuda import time_op, to_device
+
+        return 1e9 * time_op(op, to_device(_arrays(lang, op, args)), runs)
+
+
+BACKENDS: dict[str, Callable[[], Backend]] = {"ort": OrtBackend, "cpu": NumbaCpuBackend, "cuda": NumbaCudaBackend}
+
+
+@dataclass
+class MeasureStats:
+    timed: set = field(default_factory=set)  # configurations timed by this process
+    cached: int = 0  # of the last batch: configurations timed by an earlier run (in the cache)
+    rule_priced: set[str] = field(default_factory=set)  # operators without a kernel (cost rules price them)
+
+
+class MeasuredCosts:
+    def __init__(self, lang: ir.Language, backend: Backend, cache: TimingCache, runs: int,
+                 progress: ProgressFn | None = None) -> None:
+        self.lang, self.backend, self.cache, self.runs, self.progress = lang, backend, cache, runs, progress
+        self.device = backend.device()
+        self.stats = MeasureStats()
+
+    def __call__(self, requests: list[Request]) -> list[float | None]:
+        keys = {(op, _plain(args)) for op, args, _ in requests if self.backend.supports(op)}
+        todo = sorted(k for k in keys if self.cache.get(self.device, k[0], k[1]) is None)
+        self.stats.cached = len(keys - self.stats.timed) - len(todo)
+        self.stats.rule_priced = {op for op, _, _ in requests if not self.backend.supports(op)} - NOT_TIMED
+        for done, (op, args) in enumerate(todo):
+            if self.progress is not None:
+                self.progress(done, len(todo), op)
+            self.cache.put(self.device, op, args, self.backend.time_ns(self.lang, op, args, self.runs), self.runs)
+            self.stats.timed.add((op, args))
+        if self.progress is not None and todo:
+            self.progress(len(todo), len(todo), "")
+        out: list[float | None] = []
+        for op, args, _ in requests:
+            out.append(self.cache.get(self.device, op, _plain(args)) if self.backend.supports(op) else None)
+        return out
+
+
+def _plain(args: tuple[Any, ...]) -> tuple[Any, ...]:
+    """Arguments as JSON-stable values (tuples of ints stay tuples; numpy ints become ints)."""
+    return tuple(tuple(int(v) for v in a) if isinstance(a, (tuple, list)) else a for a in args)
+
+
+@dataclass(frozen=True)
+class MeasureConfig:
+    """`target: {measure: ort|cpu|cuda, fallback: TARGET, runs: 20, cache: PATH}` in a run config."""
+
+    backend: str
+    runs: int = 20
+    cache: Path | None = None  # None: default_cache_path()
+
+    def costs(self, lang: ir.Language, progress: ProgressFn | None = None) -> MeasuredCosts:
+        from eqdsl.execute.cache import default_cache_path
+
+        backend = BACKENDS[self.backend]()
+        return MeasuredCosts(lang, backend, TimingCache(self.cache or default_cache_path()), self.runs, progress)
+
+
+def read_target(data: Any, base: Path) -> tuple[str | None, MeasureConfig | None]:
+    """A `target:` value: a target name or path, or a mapping that measures (its `fallback` is the
+    target whose cost rules price operators the backend has no kernel for)."""
+    from eqdsl.fields import Reader, int_at_least
+
+    if data is None or isinstance(data, str):
+        return data, None
+    r = Reader(data, "target")
+    backend = r.get("measure", None, lambda v: v in BACKENDS, f"one of: {', '.join(BACKENDS)}")
+    fallback = r.get("fallback", None, lambda v: v is None or (isinstance(v, str) and v != ""),
+                     "a target name or .yaml path (prices operators without a kernel)")
+    runs = r.get("runs", MeasureConfig.runs, int_at_least(1), "an integer >= 1")
+    cache = r.get("cache", None, lambda v: v is None or (isinstance(v, str) and v != ""), "a .sqlite path")
+    r.finish()
+    if backend is None:
+        raise EqdslError.one(f"expected `measure: {'|'.join(BACKENDS)}` in a target mapping", path="target.measure")
+    return fallback, MeasureConfig(backend, runs, None if cache is None else base / cache)

@@ -1,0 +1,122 @@
+"""Measured costs: the SQLite timing cache, timing batches, `target: {measure: ...}` in runs, and
+`eqdsl measure`."""
+from __future__ import annotations
+
+import json
+import multiprocessing
+import sqlite3
+
+import pytest
+
+from eqdsl.config import parse_config
+from eqdsl.diagnostics import EqdslError
+from eqdsl.execute.cache import TimingCache
+from eqdsl.execute.measure import MeasuredCosts
+from eqdsl.frontend import load_language
+
+
+def test_cache_keeps_the_first_timing(tmp_path):
+    cache = TimingCache(tmp_path / "t.sqlite")
+    assert cache.get("dev", "relu", ((1, 8),)) is None
+    assert cache.put("dev", "relu", ((1, 8),), 120.0, 20) == 120.0
+    assert cache.put("dev", "relu", ((1, 8),), 999.0, 20) == 120.0  # an earlier writer wins
+    assert cache.get("other", "relu", ((1, 8),)) is None  # keyed by device
+    assert TimingCache(tmp_path / "t.sqlite").get("dev", "relu", ((1, 8),)) == 120.0  # persisted
+
+
+def _writer(path, worker):
+    cache = TimingCache(path)
+    for k in range(200):
+        cache.put("dev", "ewadd", ((k,), (k,)), float(worker), 1)
+
+
+def test_cache_is_safe_with_concurrent_writers(tmp_path):
+    path = tmp_path / "t.sqlite"
+    TimingCache(path).close()
+    ctx = multiprocessing.get_context("spawn")
+    procs = [ctx.Process(target=_writer, args=(path, w)) for w in range(4)]
+    for p in procs:
+        p.start()
+    for p in procs:
+        p.join(60)
+    assert all(p.exitcode == 0 for p in procs)
+    rows = sqlite3.connect(path).execute("SELECT COUNT(*), COUNT(DISTINCT args) FROM timings").fetchone()
+    assert rows == (200, 200)
+
+
+class FakeBackend:
+    name = "fake"
+
+    def __init__(self):
+        self.calls = []
+
+    def device(self):
+        return "fake device"
+
+    def supports(self, op):
+        return op in ("relu", "matmul")
+
+    def time_ns(self, lang, op, args, runs):
+        self.calls.append((op, args))
+        return 1000.0 * len(self.calls)
+
+
+def test_each_configuration_is_timed_once(tmp_path):
+    lang = load_language("tensat")
+    backend = FakeBackend()
+    costs = MeasuredCosts(lang, backend, TimingCache(tmp_path / "t.sqlite"), runs=3)
+    requests = [("relu", ((1, 8),), (1, 8)), ("relu", ((1, 8),), (1, 8)), ("pad2d", ((1, 1, 4, 4), 1, 1, 1, 1, 0), None),
+                ("input", ("x", (1, 8)), (1, 8))]
+    assert costs(requests) == [1000.0, 1000.0, None, None]
+    assert costs(requests) == [1000.0, 1000.0, None, None] and len(backend.calls) == 1
+    assert costs.stats.rule_priced == {"pad2d"}  # `input` is a leaf, not an operator without a kernel
+    again = MeasuredCosts(lang, FakeBackend(), TimingCache(tmp_path / "t.sqlite"), runs=3)
+    assert again(requests)[0] == 1000.0 and again.stats.cached == 1 and not again.stats.timed
+
+
+@pytest.mark.parametrize("target, message", [
+    ({"measure": "tpu"}, "target.measure: error: expected one of: ort, cpu, cuda"),
+    ({"fallback": "cpu"}, "target.measure"),
+    ({"measure": "ort", "runs": 0}, "target.runs: error: expected an integer >= 1, got 0"),
+    ({"measure": "ort", "speed": 1}, "target.speed"),
+])
+def test_bad_measuring_targets_name_the_key(tmp_path, target, message):
+    data = {"ruleset": "tensat", "program": {"builder": "nasrnn"}, "target": target}
+    with pytest.raises(EqdslError) as err:
+        parse_config(data, tmp_path / "c.yaml")
+    assert message in str(err.value)
+
+
+def _config(tmp_path, measure: str) -> str:
+    (tmp_path / "run.yaml").write_text(
+        f"ruleset: tensat\ntarget: {{measure: {measure}, fallback: cpu, cache: timings.sqlite, runs: 3}}\n"
+        "program: {builder: nasrnn, steps: 1, hidden: 16}\n"
+        "schedule: {iter_limit: 2, node_limit: 2000}\nextract: {method: greedy}\n")
+    return str(tmp_path / "run.yaml")
+
+
+def test_run_with_ort_measured_costs_uses_the_cache(tmp_path, run_cli):
+    config = _config(tmp_path, "ort")
+    code, out, err = run_cli("measure", config)
+    assert code == 0, err
+    assert "operator configuration(s) timed, 0 already in" in out
+    code, out, err = run_cli("run", config, "--output", tmp_path / "out", "--quiet")
+    assert code == 0, err
+    report = json.loads((tmp_path / "out" / "report.json").read_text())
+    measured = report["measured_costs"]
+    assert measured["backend"] == "ort" and measured["timed"] == 0 and measured["cached"] > 0
+    assert "ONNX Runtime" in measured["device"] or "onnxruntime" in measured["device"]
+    assert report["original_cost"] > 0
+
+
+def test_run_with_numba_cpu_kernels_prices_the_rest_by_rules(tmp_path, run_cli):
+    code, out, err = run_cli("run", _config(tmp_path, "cpu"), "--output", tmp_path / "out", "--quiet")
+    assert code == 0, err
+    measured = json.loads((tmp_path / "out" / "report.json").read_text())["measured_costs"]
+    assert measured["timed"] > 0 and "numba-cpu" in measured["device"]
+
+
+def test_measure_needs_a_measuring_target(tmp_path, run_cli):
+    (tmp_path / "run.yaml").write_text("ruleset: tensat\ntarget: t4\nprogram: {builder: nasrnn}\n")
+    code, _, err = run_cli("measure", tmp_path / "run.yaml")
+    assert code == 2 and "expected a measuring target" in err
