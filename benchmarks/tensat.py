@@ -3,10 +3,16 @@
 Usage: python benchmarks/tensat.py [--models bert,nasrnn,...|all] [--k-multi 1[,2,3]|pact]
        [--cycle-filter efficient[,vanilla,none]] [--acyclic order] [--target t4[,a100]]
        [--extract-limit 60] [--node-limit 50000] [--iter-limit 15] [--explore-limit 3600]
-       [--ort] [--ort-runs 20] [--ort-threads 1]
+       [--ort] [--ort-runs 20] [--ort-threads 1] [--measure ort|cpu] [--measure-runs 5]
+       [--execute cpu|cuda] [--execute-runs 5]
 `--k-multi pact` uses the PACT study's k_multi per model. With `--ort`, the input and the optimized
 program are exported to ONNX (same random weights) and ONNX Runtime (CPU) runs both on the same
 inputs, alternately, `--ort-runs` times each: outputs must agree, and the medians are printed.
+With `--measure`, the costs are measured (`target: {measure: ..., fallback: TARGET}`, timings
+cached in results/timings.sqlite) and a last column gives Spearman's rank correlation between the
+measured cost of every operator configuration in the e-graph and the cost rules' prediction on
+each shipped target. With `--execute`, eqdsl's executor runs input and output with eqdsl's own
+kernels (same weights and inputs, alternately): outputs must agree; medians are printed.
 Runs the same pipeline as `eqdsl run` (config built in code). Prints per run: e-graph nodes and
 classes, iterations, stop reason, exploration / extraction / total seconds, CP-SAT status and gap,
 original and optimized cost (roofline ms on the target), speedup %, matmul and conv2d counts
@@ -22,6 +28,8 @@ import sys
 from collections import Counter
 from pathlib import Path
 
+import numpy as np
+
 from eqdsl.config import parse_config
 from eqdsl.extract.egraph import reachable
 from eqdsl.pipeline import RunResult, run_pipeline
@@ -36,7 +44,9 @@ PACT_K_MULTI = {"inceptionv3": 2, "resnext50": 4, "bert": 1, "nasneta": 1, "sque
 
 
 def run_model(name: str, k_multi: int, cycle_filter: str, target: str, args) -> RunResult:
-    data = {"ruleset": "tensat", "target": target, "program": {"builder": name},
+    measured = {"measure": args.measure, "fallback": target, "runs": args.measure_runs,
+                "cache": str(Path("results/timings.sqlite").resolve())}
+    data = {"ruleset": "tensat", "target": measured if args.measure else target, "program": {"builder": name},
             "schedule": {"iter_limit": args.iter_limit, "node_limit": args.node_limit,
                          "time_limit_s": args.explore_limit, "k_multi": k_multi,
                          "cycle_filter": cycle_filter, "class_counts": False},
@@ -73,6 +83,48 @@ def ort_columns(r: RunResult, args) -> str:
     return f" | {check.original_ms[t]:>8.2f} {check.optimized_ms[t]:>8.2f} {check.speedup(t):>6.3f}x{flag}"
 
 
+def _ranks(values: list[float]) -> np.ndarray:
+    order = np.argsort(values, kind="stable")
+    ranks = np.empty(len(values))
+    ranks[order] = np.arange(len(values))
+    for v in set(values):  # ties share their mean rank
+        tied = [i for i, x in enumerate(values) if x == v]
+        ranks[tied] = ranks[tied].mean()
+    return ranks
+
+
+def rank_correlations(r: RunResult) -> str:
+    """Spearman's rho of measured vs rule-predicted operator costs, per shipped target."""
+    from eqdsl.cost.targets import bind_target, load_target
+    from eqdsl.ir.evaluate import evaluate
+
+    m = r.measured
+    keys = sorted(m.last, key=repr)
+    measured = [m.cache.get(m.device, op, a) for op, a in keys]
+    cols = []
+    for target in ("t4", "a100", "cpu"):
+        env0 = bind_target(r.language, load_target(target, Path.cwd()))
+        predicted = []
+        for op, a in keys:
+            rule = r.language.costs[op]
+            env = {**env0, **dict(zip(rule.params, a)), "out": m.last[(op, a)]}
+            predicted.append(float(rule.constant if rule.constant is not None else evaluate(rule.body, env)))
+        rho = float(np.corrcoef(_ranks(predicted), _ranks(measured))[0, 1])
+        cols.append(f"{target} {rho:.2f}")
+    return f" | rho({len(keys)} ops): " + " ".join(cols)
+
+
+def execute_columns(r: RunResult, args) -> str:
+    from eqdsl.execute.executor import compare
+    from eqdsl.importers.onnx.weights import random_weights
+
+    check = compare(r.language, r.program, r.optimized_program(), random_weights(r.program), args.execute,
+                    args.execute_runs)
+    flag = "" if check.ok else f" DISAGREE {check.max_error:.2g}"
+    return (f" | {args.execute} {check.original_ms:>9.2f} {check.optimized_ms:>9.2f} {check.speedup:>6.3f}x"
+            f" (ref: {','.join(check.fallback_ops) or '-'}){flag}")
+
+
 def row(name: str, k: int, filt: str, r: RunResult) -> str:
     o, e = r.outcome, r.best
     explore = r.stages["schedule"]
@@ -103,6 +155,10 @@ def main() -> int:
     ap.add_argument("--ort", action="store_true", help="also time input and output under ONNX Runtime CPU")
     ap.add_argument("--ort-runs", type=int, default=20)
     ap.add_argument("--ort-threads", type=int, default=1)
+    ap.add_argument("--measure", choices=("ort", "cpu", "cuda"), help="measured costs (the target is the fallback)")
+    ap.add_argument("--measure-runs", type=int, default=5)
+    ap.add_argument("--execute", choices=("cpu", "cuda"), help="also run input and output with eqdsl's kernels")
+    ap.add_argument("--execute-runs", type=int, default=5)
     args = ap.parse_args()
     if args.models == "all":
         from eqdsl.languages.tensat.models import MODELS
@@ -121,7 +177,9 @@ def main() -> int:
         ks = [PACT_K_MULTI.get(name, 1)] if args.k_multi == "pact" else map(int, args.k_multi.split(","))
         for k in ks:
             r = run_model(name, k, filt, target, args)
-            print(f"{target:<5} " + row(name, k, filt, r) + (ort_columns(r, args) if args.ort else ""), flush=True)
+            print(f"{target:<5} " + row(name, k, filt, r) + (ort_columns(r, args) if args.ort else "")
+                  + (rank_correlations(r) if args.measure else "")
+                  + (execute_columns(r, args) if args.execute else ""), flush=True)
     return 0
 
 

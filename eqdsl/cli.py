@@ -22,6 +22,7 @@ from rich.console import Console
 
 from eqdsl.config import ValidateConfig
 from eqdsl.diagnostics import EqdslError
+from eqdsl.execute.executor import ExecuteSettings
 from eqdsl.extract.registry import ACYCLIC, WARM_STARTS, ExtractConfig, extractor_names
 
 stderr = Console(stderr=True, highlight=False, soft_wrap=True)
@@ -130,6 +131,8 @@ def cmd_run(args: argparse.Namespace) -> Work:
     config = load_config(Path(args.config))
     if args.validate and config.validate is None:
         config = replace(config, validate=ValidateConfig())
+    if getattr(args, "device", None) is not None:  # `eqdsl execute`
+        config = replace(config, execute=ExecuteSettings(args.device, args.runs))
     output = Path(args.output) if args.output else config.output
     check_output(output, config_inputs(config), args.force)  # before the run, not after it
     scratch = Scratch(output, args.force)
@@ -151,7 +154,8 @@ def cmd_run(args: argparse.Namespace) -> Work:
                          f"the results were written to {written}", markup=False)
         stdout.print(f"report: {written / 'report.json'}")
         failed = (result.validation is not None and not result.validation.ok) or \
-            (result.export is not None and not result.export.ok)
+            (result.export is not None and not result.export.ok) or \
+            (result.execution is not None and not result.execution.ok)
         return 1 if failed else 0
 
     return Work(work, scratch.discard)
@@ -177,6 +181,14 @@ def cmd_measure(args: argparse.Namespace) -> int:
     print(f"{m.device}: {len(m.stats.timed)} operator configuration(s) timed, {m.stats.cached} already in "
           f"{m.cache.path} ({m.cache.count(m.device)} for this device); e-graph of {result.outcome.nodes} "
           f"nodes; priced by cost rules (no kernel): {', '.join(sorted(m.stats.rule_priced)) or 'none'}")
+    return 0
+
+
+def cmd_doctor(args: argparse.Namespace) -> int:
+    from eqdsl.execute.doctor import report
+
+    for label, value in report():
+        print(f"{label:<22} {value}")
     return 0
 
 
@@ -361,9 +373,21 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("--force", action="store_true",
                    help="replace the output folder even if it holds files eqdsl did not write")
     c.set_defaults(fn=cmd_run)
+    c = sub.add_parser("execute", help="optimize as `run` does, then run input and optimized programs with "
+                                       "eqdsl's kernels: outputs compared, both timed")
+    c.add_argument("config")
+    c.add_argument("--device", choices=["cpu", "cuda"], default="cpu")
+    c.add_argument("--runs", type=AT_LEAST_ONE, default=10, help="timed runs of each program (median)")
+    c.add_argument("--output", help="output folder (default: the config's `output`)")
+    c.add_argument("--quiet", action="store_true", help="no progress lines")
+    c.add_argument("--validate", action="store_true", help="also translation-validate")
+    c.add_argument("--force", action="store_true", help="replace the output folder even if it holds foreign files")
+    c.set_defaults(fn=cmd_run)
     c = sub.add_parser("measure", help="time every operator configuration a run's e-graph holds (fill the cache)")
     c.add_argument("config", help="a run config whose target measures, e.g. target: {measure: ort}")
     c.set_defaults(fn=in_worker(cmd_measure))
+    c = sub.add_parser("doctor", help="print what this machine offers eqdsl: packages, CPU, CUDA GPU")
+    c.set_defaults(fn=in_worker(cmd_doctor))
     c = sub.add_parser("verify", help="check every rule of a .eqr file against the reference semantics")
     c.add_argument("file", help="a .eqr path or a shipped ruleset name")
     c.add_argument("--rule", action="append", help="only this rule (repeatable)")

@@ -14,6 +14,7 @@ from typing import Any
 import yaml
 
 from eqdsl.diagnostics import EqdslError
+from eqdsl.execute.executor import ExecuteSettings, read_execute
 from eqdsl.execute.measure import MeasureConfig, read_target
 from eqdsl.exports.base import ExportSettings
 from eqdsl.exports.registry import read_export
@@ -39,6 +40,7 @@ class RunConfig:
     export: ExportSettings | None = None  # the optimized program in another format (eqdsl.exports)
     export_given: bool = False  # `export:` appeared (false or not): a source's default export does not apply
     measure: MeasureConfig | None = None  # `target: {measure: ...}`: measured operator costs (eqdsl.execute)
+    execute: ExecuteSettings | None = None  # run input and optimized programs with eqdsl's kernels
 
 
 @dataclass(frozen=True)
@@ -67,9 +69,10 @@ def parse_config(data: Any, source: Path) -> RunConfig:
                                "true/false or a mapping with samples/seed"))
     export_given = isinstance(data, dict) and "export" in data
     export = read_export(r.get("export", None, lambda v: True, ""))
+    execute = read_execute(r.get("execute", None, lambda v: True, ""))
     r.finish()
     return RunConfig(source, ruleset, program, schedule, extract, Path(output), data, target, validate, export,
-                     export_given, measure)
+                     export_given, measure, execute)
 
 
 def _validate(data: bool | dict) -> ValidateConfig | None:

@@ -23,6 +23,8 @@ from eqdsl.egglog.live import LiveEGraph
 from eqdsl.egglog.lower import Lowered, lower_language
 from eqdsl.egglog.readback import program_text, selection_program
 from eqdsl.egglog.session import EGraphSession
+from eqdsl.execute.executor import ExecutionCheck
+from eqdsl.execute.executor import compare as compare_execution
 from eqdsl.execute.measure import MeasuredCosts
 from eqdsl.execute.measure import ProgressFn as TimingProgress
 from eqdsl.exports.base import ExportJob, ExportOutcome, ExportSettings
@@ -31,6 +33,7 @@ from eqdsl.extract.egraph import dag_cost
 from eqdsl.extract.registry import ExtractConfig, make_extractor
 from eqdsl.extract.result import Extraction
 from eqdsl.frontend import load_language, load_program_text
+from eqdsl.importers.onnx.weights import random_weights
 from eqdsl.schedule.registry import make_scheduler
 from eqdsl.schedule.runner import LimitsConfig, ProgressFn, ScheduleContext, ScheduleOutcome
 from eqdsl.sources.base import Baselines, SourceProgram
@@ -56,6 +59,7 @@ class RunResult:
     export: ExportOutcome | None = None  # the optimized program in another format (`export:`)
     export_folder: tempfile.TemporaryDirectory | None = None  # where the export wrote its files
     measured: MeasuredCosts | None = None  # measured operator costs (`target: {measure: ...}`)
+    execution: ExecutionCheck | None = None  # input and optimized run with eqdsl's kernels (`execute:`)
 
     @property
     def best(self) -> Extraction:
@@ -122,6 +126,12 @@ def run_pipeline(config: RunConfig, progress: ProgressFn | None = None) -> RunRe
             optimized = load_program_text(result.optimized_text, "<extracted program>", lang)["optimized"]
             result.validation = validate(lang, loaded.program, optimized, config.validate.samples,
                                          config.validate.seed)
+    if config.execute is not None:
+        with _stage(result, f"execute:{config.execute.device}"):
+            weights = loaded.weights if loaded.weights is not None else random_weights(loaded.program)
+            ex = config.execute
+            result.execution = compare_execution(lang, loaded.program, result.optimized_program(), weights,
+                                                 ex.device, ex.runs, ex.seed)
     settings = config.export if config.export_given else _default_export(loaded.default_export)
     if settings is not None:
         with _stage(result, f"export:{settings.format}"):

@@ -72,7 +72,20 @@ def report_json(result: RunResult) -> dict:
             "max_relative_error": result.validation.max_error, "message": result.validation.message},
         "export": None if result.export is None else {**result.export.report, "ok": result.export.ok},
         "measured_costs": None if result.measured is None else _measured_json(result),
+        "execution": None if result.execution is None else _execution_json(result),
     }
+
+
+def _execution_json(result: RunResult) -> dict:
+    e = result.execution
+    assert e is not None
+    return {"device": e.device, "ok": e.ok, "max_error": e.max_error, "runs": e.runs, "original_ms": e.original_ms,
+            "optimized_ms": e.optimized_ms, "speedup": e.speedup, "predicted_speedup": _predicted(result),
+            "reference_semantics_ops": list(e.fallback_ops)}
+
+
+def _predicted(result: RunResult) -> float:
+    return result.original_cost / result.best.cost if result.best.cost else float("nan")
 
 
 def _measured_json(result: RunResult) -> dict:
@@ -139,6 +152,16 @@ def print_summary(result: RunResult, console: Console) -> None:
     if result.validation is not None:
         style = "green" if result.validation.ok else "bold red"
         console.print(f"[{style}]validation: {result.validation.message}[/]")
+    if result.execution is not None:
+        run = result.execution
+        style = "green" if run.ok else "bold red"
+        verdict = "agree" if run.ok else "DISAGREE"
+        console.print(f"[{style}]executed with eqdsl's {run.device} kernels: outputs {verdict} (largest relative "
+                      f"difference {run.max_error:.3g}); {run.original_ms:.2f} ms → {run.optimized_ms:.2f} ms "
+                      f"({run.speedup:.2f}×; cost model predicted {_predicted(result):.2f}×), median of {run.runs}[/]",
+                      highlight=False)
+        if run.fallback_ops:
+            console.print(f"  reference semantics (no kernel) for: {', '.join(run.fallback_ops)}", markup=False)
     if result.export is not None:
         style = "green" if result.export.ok else "bold red"
         console.print(f"export: {', '.join(result.export.files)}")

@@ -24,6 +24,7 @@ from eqdsl import ir
 from eqdsl.diagnostics import EqdslError
 from eqdsl.execute.cache import TimingCache
 from eqdsl.ir.builder import GraphBuilder
+from eqdsl.kernels.shapes import Unsupported
 
 Request = tuple[str, tuple[Any, ...], Any]  # (op, args, output shape)
 ProgressFn = Callable[[int, int, str], None]  # (done, total, what)
@@ -146,22 +147,30 @@ class MeasuredCosts:
         self.lang, self.backend, self.cache, self.runs, self.progress = lang, backend, cache, runs, progress
         self.device = backend.device()
         self.stats = MeasureStats()
+        self.last: dict[tuple[str, tuple[Any, ...]], Any] = {}  # the last batch: configuration → output shape
 
     def __call__(self, requests: list[Request]) -> list[float | None]:
-        keys = {(op, _plain(args)) for op, args, _ in requests if self.backend.supports(op)}
+        self.last = {(op, _plain(args)): out for op, args, out in requests if self.backend.supports(op)}
+        keys = set(self.last)
         todo = sorted(k for k in keys if self.cache.get(self.device, k[0], k[1]) is None)
         self.stats.cached = len(keys - self.stats.timed) - len(todo)
         self.stats.rule_priced = {op for op, _, _ in requests if not self.backend.supports(op)} - NOT_TIMED
         for done, (op, args) in enumerate(todo):
             if self.progress is not None:
                 self.progress(done, len(todo), op)
-            self.cache.put(self.device, op, args, self.backend.time_ns(self.lang, op, args, self.runs), self.runs)
+            try:
+                ns = self.backend.time_ns(self.lang, op, args, self.runs)
+            except Unsupported:  # e.g. broadcasting on CUDA: the cost rule prices this configuration
+                self.last.pop((op, args), None)
+                self.stats.rule_priced.add(op)
+                continue
+            self.cache.put(self.device, op, args, ns, self.runs)
             self.stats.timed.add((op, args))
         if self.progress is not None and todo:
             self.progress(len(todo), len(todo), "")
         out: list[float | None] = []
         for op, args, _ in requests:
-            out.append(self.cache.get(self.device, op, _plain(args)) if self.backend.supports(op) else None)
+            out.append(self.cache.get(self.device, op, _plain(args)) if (op, _plain(args)) in self.last else None)
         return out
 
 

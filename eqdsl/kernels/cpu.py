@@ -8,9 +8,13 @@ import time
 from typing import Any, Callable
 
 import numpy as np
-from numba import njit, prange
+from numba import config, njit, prange
 
 from eqdsl.kernels.shapes import spatial
+
+# eqdsl forks (the worker, the per-iteration memory guard): GNU OpenMP aborts a forked child that
+# runs a parallel region, so the parallel kernels use Numba's fork-safe workqueue layer.
+config.THREADING_LAYER = "workqueue"  # type: ignore[attr-defined]
 
 
 @njit(cache=True)
@@ -121,6 +125,8 @@ def _run_pool(is_max: bool) -> Callable[..., np.ndarray]:
 
 def _run_elementwise(code: int) -> Callable[..., np.ndarray]:
     def run_elementwise(a: np.ndarray, b: np.ndarray | None = None) -> np.ndarray:
+        if b is not None and b.shape != a.shape:  # numpy broadcasting of b to a's shape, materialized
+            b = np.ascontiguousarray(np.broadcast_to(b, a.shape))
         flat = a.reshape(a.size)
         return _elementwise(flat, flat if b is None else b.reshape(b.size), code).reshape(a.shape)
     return run_elementwise

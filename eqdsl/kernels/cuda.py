@@ -16,7 +16,7 @@ from typing import Any, Callable
 import numpy as np
 from numba import cuda
 
-from eqdsl.kernels.shapes import spatial
+from eqdsl.kernels.shapes import Unsupported, spatial
 
 TILE = 16  # matmul tile edge: TILE × TILE threads, two TILE × TILE float32 tiles in shared memory
 
@@ -164,6 +164,8 @@ def _launch_pool(is_max: bool) -> Callable[..., Any]:
 
 def _launch_elementwise(code: int) -> Callable[..., Any]:
     def launch(a, b=None, out=None):
+        if b is not None and b.shape != a.shape:
+            raise Unsupported(f"element-wise kernel without broadcasting: {b.shape} to {a.shape}")
         flat_a = a.reshape(a.size)
         flat_b = flat_a if b is None else b.reshape(b.size)
         out = _output(None if out is None else out.reshape(out.size), (a.size,))

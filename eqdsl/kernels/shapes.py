@@ -15,3 +15,7 @@ def spatial(size: int, kernel: int, stride: int, pad: int) -> tuple[int, int]:
         out, before, _ = same_padding(size, kernel, stride)
         return out, before
     return (size - kernel) // stride + 1, 0
+
+
+class Unsupported(ValueError):
+    """A kernel cannot run these arguments (callers fall back to another implementation)."""

@@ -77,7 +77,8 @@ def _timed(sessions: list, feeds: dict[str, np.ndarray], runs: int) -> list[floa
     return [1000 * float(np.median(t)) for t in times]
 
 
-def _largest_error(want: list[np.ndarray], got: list[np.ndarray]) -> float:
+def largest_error(want: list[np.ndarray], got: list[np.ndarray]) -> float:
+    """The largest |difference| of output pairs, each relative to max(1, max |wanted output|)."""
     worst = 0.0
     for w, g in zip(want, got):
         if w.shape != g.shape:
@@ -94,7 +95,7 @@ def compare(original: bytes | Path, optimized: bytes | Path, runs: int = 20, see
     first = _session(original, 1)
     feeds, scale = finite_feeds(first, seed)
     want, got = first.run(None, feeds), _session(optimized, 1).run(None, feeds)
-    error = _largest_error(want, got) if len(want) == len(got) else float("inf")
+    error = largest_error(want, got) if len(want) == len(got) else float("inf")
     ok = error <= RTOL
     timings = {t: _timed([_session(original, t), _session(optimized, t)], feeds, runs) for t in thread_counts}
     verdict = "agree" if ok else "DISAGREE"

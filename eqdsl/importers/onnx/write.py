@@ -22,6 +22,7 @@ from eqdsl.diagnostics import EqdslError
 from eqdsl.importers.onnx.weights import Weights
 from eqdsl.ir.builder import program_shapes
 from eqdsl.languages.tensor import opaque
+from eqdsl.languages.tensor.folding import const_nodes, output_nodes
 from eqdsl.languages.tensor.semantics import LOWEST, SEMANTICS
 
 OPSET = 20  # Gelu (20), LayerNormalization (17); ONNX Runtime ≥ 1.16 runs it
@@ -37,7 +38,7 @@ class _Emitter:
     def __init__(self, lang: ir.Language, program: ir.Program, weights: Weights) -> None:
         self.program, self.weights = program, weights
         self.shapes = program_shapes(lang, program)
-        self.const = _const_nodes(program)
+        self.const = const_nodes(program)
         self.names: list[str] = [""] * len(program.nodes)
         self.values: dict[int, Any] = {}  # arrays, or pairs of them (a split)
         self.nodes: list[onnx.NodeProto] = []
@@ -100,15 +101,6 @@ class _Emitter:
         if emit is None:
             raise EqdslError.one(f"export onnx: no ONNX form for a non-constant '{node.op}' node")
         self.names[i] = emit(self, i, args)
-
-
-def _const_nodes(program: ir.Program) -> set[int]:
-    const: set[int] = set()
-    for i, node in enumerate(program.nodes):
-        children = [a.index for a in node.args if isinstance(a, ir.Child)]
-        if node.op == "weight" or (children and node.op != "noop" and all(c in const for c in children)):
-            const.add(i)
-    return const
 
 
 def _weight(weights: Weights, wid: str, dims: tuple[int, ...]) -> np.ndarray:
@@ -199,26 +191,12 @@ EMITTERS: dict[str, Emit] = {
 }
 
 
-def _roots(program: ir.Program) -> list[int]:
-    out: list[int] = []
-    for r in program.roots:
-        stack = [r]
-        while stack:
-            i = stack.pop()
-            node = program.nodes[i]
-            if node.op == "noop":
-                stack += [a.index for a in reversed(node.args) if isinstance(a, ir.Child)]
-            else:
-                out.append(i)
-    return out
-
-
 def to_onnx(lang: ir.Language, program: ir.Program, weights: Weights) -> onnx.ModelProto:
     e = _Emitter(lang, program, weights)
     for i in range(len(program.nodes)):
         e.emit(i)
     outputs = []
-    for k, r in enumerate(_roots(program)):
+    for k, r in enumerate(output_nodes(program)):
         source = e.operand(r)
         e.node("Identity", [source], f"output{k}")
         outputs.append(helper.make_tensor_value_info(f"output{k}", TensorProto.FLOAT, list(e.dims(r))))

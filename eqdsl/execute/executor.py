@@ -1,0 +1,196 @@
+"""The graph executor: run a tensor-language program end to end with eqdsl's kernels.
+
+Contract: `Executor(lang, program, weights, device)` plans the program once — weight-only
+subterms are computed ahead with the reference semantics (as an exporter folds them), every other
+node runs on the device's kernel for its operator (`eqdsl.kernels.cpu` / `.cuda`), or, where the
+kernel has none (or cannot take the arguments), the NumPy reference semantics (on the host for
+`cuda`); `fallback_ops` lists those. `run(feeds)` returns the outputs (float32, host arrays, `noop`
+roots unpacked); `time(feeds, runs)` the median seconds of `runs` whole-program runs after one
+untimed run (which compiles). `compare(...)` runs an input and an optimized program on the same
+random inputs and weights: outputs must agree within `RTOL` of their magnitude (float32).
+"""
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from typing import Any, Callable, Mapping
+
+import numpy as np
+
+from eqdsl import ir
+from eqdsl.importers.onnx.runtime import RTOL, largest_error  # float32 outputs, as the ORT check
+from eqdsl.kernels.shapes import Unsupported
+from eqdsl.languages.tensor.folding import const_nodes, output_nodes
+from eqdsl.languages.tensor.semantics import SEMANTICS
+
+VIEWS = {"split0": lambda t: t[0], "split1": lambda t: t[1], "dropout": lambda x: x}
+
+
+def _reference(op: str) -> Callable[..., Any]:
+    fn = SEMANTICS[op]
+    assert callable(fn)
+
+    def run(*args: Any) -> Any:
+        out = fn(*args)
+        return tuple(np.asarray(o, np.float32) for o in out) if isinstance(out, tuple) else np.asarray(out, np.float32)
+    return run
+
+
+class _Host:
+    name = "cpu"
+
+    def __init__(self) -> None:
+        from eqdsl.kernels.cpu import RUNNERS
+
+        self.kernels = RUNNERS
+
+    def to_device(self, x: np.ndarray) -> Any:
+        return np.ascontiguousarray(x, np.float32)
+
+    def to_host(self, x: Any) -> np.ndarray:
+        return x
+
+    def sync(self) -> None:
+        pass
+
+
+class _Cuda:
+    name = "cuda"
+
+    def __init__(self) -> None:
+        from numba import cuda
+
+        from eqdsl.kernels.cuda import LAUNCHERS
+
+        self.cuda, self.kernels = cuda, LAUNCHERS
+
+    def to_device(self, x: np.ndarray) -> Any:
+        return self.cuda.to_device(np.ascontiguousarray(x, np.float32))
+
+    def to_host(self, x: Any) -> np.ndarray:
+        return x.copy_to_host() if hasattr(x, "copy_to_host") else x
+
+    def sync(self) -> None:
+        self.cuda.synchronize()
+
+
+DEVICES: dict[str, Callable[[], Any]] = {"cpu": _Host, "cuda": _Cuda}
+
+
+class Executor:
+    def __init__(self, lang: ir.Language, program: ir.Program, weights: Mapping[str, np.ndarray],
+                 device: str = "cpu") -> None:
+        self.program, self.device = program, DEVICES[device]()
+        self.const = const_nodes(program)
+        self.values: dict[int, Any] = {}
+        self._fold(weights)
+        self.fallback_ops: set[str] = set()
+        self.outputs = output_nodes(program)
+
+    def _fold(self, weights: Mapping[str, np.ndarray]) -> None:
+        for i in sorted(self.const):
+            node = self.program.nodes[i]
+            if node.op == "weight":
+                value = np.asarray(weights[str(node.args[0])], np.float32).reshape(tuple(node.args[1]))  # type: ignore[arg-type]
+            else:
+                value = _reference(node.op)(*[self.values[a.index] if isinstance(a, ir.Child) else a
+                                              for a in node.args])
+            self.values[i] = value
+
+    def _step(self, op: str, args: list[Any]) -> Any:
+        if op in VIEWS:
+            return VIEWS[op](*args)
+        kernel = self.device.kernels.get(op)
+        if kernel is not None:
+            try:
+                return kernel(*args)
+            except Unsupported:
+                pass
+        self.fallback_ops.add(op)
+        host = [self.device.to_host(a) if not isinstance(a, (int, str, tuple)) else a for a in args]
+        out = _reference(op)(*host)
+        return tuple(self.device.to_device(o) for o in out) if isinstance(out, tuple) else self.device.to_device(out)
+
+    def run(self, feeds: Mapping[str, np.ndarray]) -> list[np.ndarray]:
+        values = {i: (self.device.to_device(v) if isinstance(v, np.ndarray) else v) for i, v in self.values.items()}
+        for i, node in enumerate(self.program.nodes):
+            if i in values or node.op == "noop":
+                continue
+            if node.op == "input":
+                values[i] = self.device.to_device(feeds[str(node.args[0])])
+                continue
+            values[i] = self._step(node.op, [values[a.index] if isinstance(a, ir.Child) else a for a in node.args])
+        self.device.sync()
+        return [np.asarray(self.device.to_host(values[i]), np.float32) for i in self.outputs]
+
+    def time(self, feeds: Mapping[str, np.ndarray], runs: int) -> float:
+        self.run(feeds)
+        times = []
+        for _ in range(runs):
+            t0 = time.perf_counter()
+            self.run(feeds)
+            times.append(time.perf_counter() - t0)
+        return float(np.median(times))
+
+
+@dataclass(frozen=True)
+class ExecutionCheck:
+    device: str
+    ok: bool
+    max_error: float
+    runs: int
+    original_ms: float
+    optimized_ms: float
+    fallback_ops: tuple[str, ...]
+
+    @property
+    def speedup(self) -> float:
+        return self.original_ms / self.optimized_ms
+
+
+def input_feeds(program: ir.Program, seed: int) -> dict[str, np.ndarray]:
+    rng = np.random.default_rng(seed)
+    return {str(n.args[0]): rng.standard_normal(tuple(n.args[1])).astype(np.float32)  # type: ignore[arg-type]
+            for n in program.nodes if n.op == "input"}
+
+
+def compare(lang: ir.Language, original: ir.Program, optimized: ir.Program, weights: Mapping[str, np.ndarray],
+            device: str = "cpu", runs: int = 10, seed: int = 0) -> ExecutionCheck:
+    before, after = Executor(lang, original, weights, device), Executor(lang, optimized, weights, device)
+    feeds = input_feeds(original, seed)
+    want, got = before.run(feeds), after.run(feeds)
+    error = largest_error(want, got) if len(want) == len(got) else float("inf")
+    times: list[list[float]] = [[], []]
+    for _ in range(runs):  # the first runs compiled; alternate, so that load on a shared machine hits both alike
+        for k, executor in enumerate((before, after)):
+            t0 = time.perf_counter()
+            executor.run(feeds)
+            times[k].append(time.perf_counter() - t0)
+    return ExecutionCheck(device, error <= RTOL, error, runs, 1e3 * float(np.median(times[0])),
+                          1e3 * float(np.median(times[1])), tuple(sorted(before.fallback_ops | after.fallback_ops)))
+
+
+@dataclass(frozen=True)
+class ExecuteSettings:
+    """`execute: cpu` or `{device: cpu|cuda, runs: 10, seed: 0}` in a run config."""
+
+    device: str = "cpu"
+    runs: int = 10
+    seed: int = 0
+
+
+def read_execute(data: Any) -> ExecuteSettings | None:
+    from eqdsl.fields import Reader, fail, int_at_least
+
+    if data is None or data is False:
+        return None
+    if isinstance(data, str):
+        data = {"device": data}
+    if not isinstance(data, dict):
+        raise fail("execute", f"one of {', '.join(DEVICES)}, false, or a mapping with device/runs/seed", data)
+    r = Reader(data, "execute")
+    device = r.get("device", ExecuteSettings.device, lambda v: v in DEVICES, f"one of: {', '.join(DEVICES)}")
+    runs = r.get("runs", ExecuteSettings.runs, int_at_least(1), "an integer >= 1")
+    seed = r.get("seed", ExecuteSettings.seed, int_at_least(0), "an integer >= 0")
+    r.finish()
+    return ExecuteSettings(device, runs, seed)

@@ -1,0 +1,112 @@
+"""The graph executor: programs run end to end on eqdsl's kernels agree with the reference
+semantics (CPU here; CUDA on the simulator in a subprocess, and with `-m gpu` on a real GPU), and
+`eqdsl execute` compares the input and the optimized program."""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from eqdsl.execute.executor import Executor, input_feeds
+from eqdsl.frontend import load_language
+from eqdsl.importers.onnx.weights import random_weights
+from eqdsl.languages.tensat.models import build_model
+from eqdsl.verify.semantics import evaluate_program, load_semantics
+
+from conftest import ROOT
+
+PROGRAMS = {"squeezenet": dict(size=48), "bert": dict(seq=8, hidden=32, heads=4, layers=2),
+            "mobilenetv2": dict(size=32), "vit_base": dict(size=32, hidden=48, heads=4, layers=1),
+            "nasrnn": dict(steps=2, hidden=16)}
+
+
+def tiny_cnn(lang):
+    """Every kernel the simulator can afford: conv (fused act, groups, stride), pools, element-wise
+    with broadcasting, batch norm and concat (reference semantics), a matmul head."""
+    from eqdsl.languages.tensat.nets import Net
+
+    n = Net(lang)
+    x = n.input("x", [1, 2, 6, 6])
+    a = n.conv(x, 4, (3, 3))
+    b = n.g.conv2d(2, 2, 0, 3, n.conv(x, 4, (1, 1), groups=2), n.weight([4, 4, 3, 3]))
+    y = n.batchnorm(n.add(n.maxpool(a, 2, 2), n.weight([1, 4, 1, 1])))
+    y = n.concat(1, [y, n.g.ewmul(b, b)])
+    y = n.avgpool(y, 3, 3, 1)
+    return n.program("tiny", [n.matmul(n.g.reshape(y, [1, 8]), 3)])
+
+
+def disagreements(device: str, names) -> list[str]:
+    lang = load_language("tensat")
+    sem = load_semantics(lang)
+    bad = []
+    for name in names:
+        program = tiny_cnn(lang) if name == "tiny" else build_model(lang, name, **PROGRAMS[name])
+        weights = random_weights(program)
+        feeds = input_feeds(program, 0)
+        got = Executor(lang, program, weights, device).run(feeds)
+        values = {**weights, **feeds}  # weight ids and input names do not collide in the builders
+        leaf = lambda n, v=values: v[n.args[0]].astype(np.float64)  # noqa: E731
+        for w, g in zip(evaluate_program(program, sem, 0, leaf), got):
+            if g.shape != w.shape or np.max(np.abs(w - g)) > 1e-4 * max(1.0, np.max(np.abs(w))):
+                bad.append(name)
+    return bad
+
+
+@pytest.mark.parametrize("name", sorted(PROGRAMS) + ["tiny"])
+def test_cpu_executor_computes_the_reference_semantics(name):
+    assert disagreements("cpu", [name]) == []
+
+
+def test_a_wrong_kernel_is_caught(monkeypatch):
+    from eqdsl.kernels import cpu
+
+    monkeypatch.setitem(cpu.RUNNERS, "relu", lambda a: np.abs(a))
+    assert disagreements("cpu", ["squeezenet"]) == ["squeezenet"]
+
+
+def _cuda_subprocess(env) -> subprocess.CompletedProcess:
+    code = ("import sys; sys.path.insert(0, 'tests'); from test_executor import disagreements; "
+            "bad = disagreements('cuda', ['tiny']); print('ok' if not bad else bad)")
+    return subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True, text=True,
+                          timeout=900)
+
+
+def test_cuda_executor_on_the_simulator():
+    done = _cuda_subprocess(dict(os.environ, NUMBA_ENABLE_CUDASIM="1"))
+    assert done.returncode == 0 and done.stdout.strip().endswith("ok"), done.stdout[-2000:] + done.stderr[-2000:]
+
+
+@pytest.mark.gpu
+def test_cuda_executor_on_the_gpu():
+    done = _cuda_subprocess({k: v for k, v in os.environ.items() if k != "NUMBA_ENABLE_CUDASIM"})
+    assert done.returncode == 0 and done.stdout.strip().endswith("ok"), done.stdout[-2000:] + done.stderr[-2000:]
+
+
+def test_execute_command_compares_input_and_optimized(tmp_path, run_cli):
+    (tmp_path / "run.yaml").write_text(
+        "ruleset: tensat\ntarget: cpu\nprogram: {builder: squeezenet, size: 48}\n"
+        "schedule: {iter_limit: 3, node_limit: 5000, cycle_filter: efficient}\nextract: {method: cpsat}\n")
+    code, out, err = run_cli("execute", tmp_path / "run.yaml", "--runs", "2", "--output", tmp_path / "out", "--quiet")
+    assert code == 0, out + err
+    execution = json.loads((tmp_path / "out" / "report.json").read_text())["execution"]
+    assert execution["ok"] and execution["device"] == "cpu" and execution["runs"] == 2
+    assert execution["original_ms"] > 0 and execution["reference_semantics_ops"] == ["concat"]
+    assert "executed with eqdsl's cpu kernels: outputs agree" in out
+
+
+def test_execute_section_is_validated(tmp_path):
+    from eqdsl.config import parse_config
+    from eqdsl.diagnostics import EqdslError
+
+    with pytest.raises(EqdslError, match="execute.device"):
+        parse_config({"ruleset": "tensat", "execute": {"device": "tpu"}}, tmp_path / "c.yaml")
+
+
+def test_doctor_reports_packages_and_cuda(run_cli):
+    code, out, err = run_cli("doctor")
+    assert code == 0, err
+    assert "onnxruntime" in out and "numba threading layer  workqueue" in out and "CUDA" in out
