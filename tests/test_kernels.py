@@ -14,7 +14,7 @@ from eqdsl.languages.tensor.semantics import SEMANTICS
 
 from conftest import ROOT
 
-OPS = ["matmul", "conv2d", "poolmax", "poolavg", "ewadd", "ewmul", "relu", "sigmoid", "tanh"]
+OPS = ["matmul", "conv2d", "poolmax", "poolavg", "ewadd", "ewmul", "relu", "sigmoid", "tanh", "batchnorm"]
 
 
 def cases(op: str, rng: np.random.Generator, small: bool) -> list[tuple]:
@@ -31,6 +31,8 @@ def cases(op: str, rng: np.random.Generator, small: bool) -> list[tuple]:
             return [(r(2, 3, s, s + 2), k, k, st, st, pad, act) for k, st, pad, act in [(3, 1, 0, 0), (2, 2, 1, 2), (3, 2, 0, 0)]]
         case "ewadd" | "ewmul":
             return [(r(2, 3, s, s), r(2, 3, s, s))]
+        case "batchnorm":
+            return [(r(2, 3, s, s + 1), r(3), r(3), r(3), r(3))]
         case _:
             return [(r(3, 4, s),)]
 

@@ -1,4 +1,5 @@
-"""Numba CPU kernels (`parallel=True`) for the operators `eqdsl.kernels.cuda` has, same contract:
+"""Numba CPU kernels (`parallel=True`) for the operators `eqdsl.kernels.cuda` has (element-wise
+ones broadcast their second operand here), same contract:
 `run(op, *args)` returns what the reference semantics return (float32 rounding), `time_op(op,
 args, runs)` the median of `runs` timed calls after a warm-up (which also compiles)."""
 from __future__ import annotations
@@ -104,6 +105,21 @@ def _elementwise(a, b, code):
     return out
 
 
+@njit(parallel=True, cache=True)
+def _batchnorm(x, scale, bias, mean, var, eps):
+    n_, c_ = x.shape[0], x.shape[1]
+    out = np.empty(x.shape, np.float32)
+    for nc in prange(n_ * c_):
+        n, c = nc // c_, nc % c_
+        k = scale[c] / math.sqrt(abs(var[c]) + eps)
+        out[n, c] = (x[n, c] - mean[c]) * k + bias[c]
+    return out
+
+
+def _run_batchnorm(x, scale, bias, mean, var) -> np.ndarray:
+    return _batchnorm(x, scale, bias, mean, var, np.float32(1e-5))
+
+
 def _run_matmul(act: int, a: np.ndarray, b: np.ndarray) -> np.ndarray:
     out = _matmul(a.reshape((-1,) + a.shape[-2:]), b.reshape((-1,) + b.shape[-2:]), act)
     return out.reshape(a.shape[:-2] + out.shape[1:])
@@ -133,6 +149,7 @@ def _run_elementwise(code: int) -> Callable[..., np.ndarray]:
 
 
 RUNNERS: dict[str, Callable[..., np.ndarray]] = {
+    "batchnorm": _run_batchnorm,
     "matmul": _run_matmul, "conv2d": _run_conv2d, "poolmax": _run_pool(True), "poolavg": _run_pool(False),
     "ewadd": _run_elementwise(0), "ewmul": _run_elementwise(1), "sigmoid": _run_elementwise(2),
     "relu": _run_elementwise(3), "tanh": _run_elementwise(4),

@@ -5,8 +5,9 @@ Contract: `run(op, *args)` takes an operator's arguments as the reference semant
 the result as a NumPy array equal to the reference's up to float32 rounding. `time_op(op, args,
 runs)` returns the median of `runs` timed launches (CUDA events) after a warm-up, inputs already
 on the device. Operators: matmul (shared-memory tiles, batched, fused activation), conv2d
-(direct, groups, strides, SAME/VALID, fused activation), poolmax, poolavg, ewadd, ewmul,
-relu, sigmoid, tanh. Under `NUMBA_ENABLE_CUDASIM=1` the same code runs on the simulator (CI).
+(direct, groups, strides, SAME/VALID, fused activation), poolmax, poolavg, ewadd and ewmul (same
+shapes; broadcasting raises `Unsupported`), relu, sigmoid, tanh, batchnorm. Under
+`NUMBA_ENABLE_CUDASIM=1` the same code runs on the simulator (CI).
 """
 from __future__ import annotations
 
@@ -122,6 +123,15 @@ def _elementwise(a, b, out, code):
 
 
 
+@cuda.jit
+def _batchnorm(x, scale, bias, mean, var, out, eps):
+    """Inference batch norm over channel axis 1 of NCHW (|var|, as the reference semantics)."""
+    i = cuda.grid(1)
+    if i < out.size:
+        n, c, y, xx = _nchw(i, x.shape)
+        out[n, c, y, xx] = (x[n, c, y, xx] - mean[c]) * (scale[c] / math.sqrt(abs(var[c]) + eps)) + bias[c]
+
+
 THREADS = 256
 
 
@@ -174,7 +184,14 @@ def _launch_elementwise(code: int) -> Callable[..., Any]:
     return launch
 
 
+def _launch_batchnorm(x, scale, bias, mean, var, out=None):
+    out = _output(out, x.shape)
+    _batchnorm[_blocks(out.size), THREADS](x, scale, bias, mean, var, out, np.float32(1e-5))
+    return out
+
+
 LAUNCHERS: dict[str, Callable[..., Any]] = {
+    "batchnorm": _launch_batchnorm,
     "matmul": _launch_matmul,
     "conv2d": _launch_conv2d,
     "poolmax": _launch_pool(True),
