@@ -66,6 +66,11 @@ class RunResult:
         return self.extractions[self.extract.method]
 
     @property
+    def predicted_speedup(self) -> float:
+        """The cost model's input cost over the best extraction's."""
+        return self.original_cost / self.best.cost if self.best.cost else float("nan")
+
+    @property
     def optimized_text(self) -> str:
         assert self.live is not None
         return program_text(self.live, self.best.selection)
@@ -145,10 +150,8 @@ def _default_export(name: str | None) -> ExportSettings | None:
 
 def _export(result: RunResult, loaded: SourceProgram, settings: ExportSettings) -> None:
     result.export_folder = tempfile.TemporaryDirectory(prefix="eqdsl-export-")
-    optimized_cost = result.best.cost
     job = ExportJob(result.language, result.program, result.optimized_program(), loaded.weights, loaded.source_file,
-                    result.original_cost / optimized_cost if optimized_cost else float("nan"),
-                    Path(result.export_folder.name), settings)
+                    result.predicted_speedup, Path(result.export_folder.name), settings)
     result.export = EXPORTS[settings.format].run(job)
 
 

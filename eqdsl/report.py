@@ -80,12 +80,9 @@ def _execution_json(result: RunResult) -> dict:
     e = result.execution
     assert e is not None
     return {"device": e.device, "ok": e.ok, "max_error": e.max_error, "runs": e.runs, "original_ms": e.original_ms,
-            "optimized_ms": e.optimized_ms, "speedup": e.speedup, "predicted_speedup": _predicted(result),
+            "optimized_ms": e.optimized_ms, "speedup": e.speedup, "predicted_speedup": result.predicted_speedup,
             "reference_semantics_ops": list(e.fallback_ops)}
 
-
-def _predicted(result: RunResult) -> float:
-    return result.original_cost / result.best.cost if result.best.cost else float("nan")
 
 
 def _measured_json(result: RunResult) -> dict:
@@ -158,8 +155,8 @@ def print_summary(result: RunResult, console: Console) -> None:
         verdict = "agree" if run.ok else "DISAGREE"
         console.print(f"[{style}]executed with eqdsl's {run.device} kernels: outputs {verdict} (largest relative "
                       f"difference {run.max_error:.3g}); {run.original_ms:.2f} ms → {run.optimized_ms:.2f} ms "
-                      f"({run.speedup:.2f}×; cost model predicted {_predicted(result):.2f}×), median of {run.runs}[/]",
-                      highlight=False)
+                      f"({run.speedup:.2f}×; cost model predicted {result.predicted_speedup:.2f}×), "
+                      f"median of {run.runs}[/]", highlight=False)
         if run.fallback_ops:
             console.print(f"  reference semantics (no kernel) for: {', '.join(run.fallback_ops)}", markup=False)
     if result.export is not None:
