@@ -9,11 +9,12 @@ from __future__ import annotations
 
 import argparse
 import platform
-import time
 
 import numpy as np
 import onnxruntime as ort
 from onnx import TensorProto, helper
+
+from eqdsl.importers.onnx.runtime import median_ms
 
 
 def _session(nodes, inputs, output, threads):
@@ -26,17 +27,6 @@ def _session(nodes, inputs, output, threads):
     return ort.InferenceSession(model.SerializeToString(), options, providers=["CPUExecutionProvider"])
 
 
-def _median_s(session, feeds, runs):
-    for _ in range(3):
-        session.run(None, feeds)
-    times = []
-    for _ in range(runs):
-        t0 = time.perf_counter()
-        session.run(None, feeds)
-        times.append(time.perf_counter() - t0)
-    return float(np.median(times))
-
-
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--threads", type=int, default=1)
@@ -46,14 +36,14 @@ def main() -> None:
     n = 1024
     mm = _session([helper.make_node("MatMul", ["a", "b"], ["y"])], [("a", [n, n]), ("b", [n, n])], "y", args.threads)
     a = rng.standard_normal((n, n), dtype=np.float32)
-    gflops = 2 * n ** 3 / _median_s(mm, {"a": a, "b": a}, args.runs) / 1e9
+    gflops = 2 * n ** 3 / (median_ms([mm], {"a": a, "b": a}, args.runs)[0] / 1e3) / 1e9
     m = 16 * 1024 * 1024
     add = _session([helper.make_node("Add", ["a", "b"], ["y"])], [("a", [m]), ("b", [m])], "y", args.threads)
     big = rng.standard_normal(m, dtype=np.float32)
-    gbps = 3 * 4 * m / _median_s(add, {"a": big, "b": big}, args.runs) / 1e9
+    gbps = 3 * 4 * m / (median_ms([add], {"a": big, "b": big}, args.runs)[0] / 1e3) / 1e9
     chain = [helper.make_node("Relu", [f"t{i}"], [f"t{i + 1}"]) for i in range(200)]
     relu = _session(chain, [("t0", [16])], "t200", args.threads)
-    launch_ns = _median_s(relu, {"t0": np.ones(16, np.float32)}, args.runs) / 200 * 1e9
+    launch_ns = median_ms([relu], {"t0": np.ones(16, np.float32)}, args.runs)[0] * 1e6 / 200
     print(f"name: CPU (ONNX Runtime {ort.__version__}, {args.threads} thread(s))")
     print("description: >")
     print(f"  Measured on this machine ({platform.processor() or platform.machine()}) by")

@@ -272,6 +272,8 @@ def cmd_export(args: argparse.Namespace) -> int:
     check_new_file(out, args.force, "--output")
     with tempfile.TemporaryDirectory(dir=out.parent, prefix=".eqdsl-") as folder:
         files = write_program(lang, program, weights, Path(folder) / out.name)
+        for name in files[1:]:  # a large model's weights file: never over a file eqdsl was not told to replace
+            check_new_file(out.parent / name, args.force, "--output (its weights file)")
         for name in files:  # the model (and its weights file) appear whole or not at all
             os.replace(Path(folder) / name, out.parent / name)
     source = f"weights from {args.weights}" if args.weights else "random weights (seeded)"

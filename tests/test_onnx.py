@@ -228,3 +228,21 @@ def test_builder_round_trips_at_full_size(tensat, tmp_path, name):
     write_program(tensat, program, weights, tmp_path / "m.onnx")
     back = read_onnx(tmp_path / "m.onnx", tensat)
     assert back.program.nodes == program.nodes and set(back.weights) == set(weights)
+
+
+def test_export_never_replaces_a_weights_file_it_was_not_told_to(tmp_path, run_cli, monkeypatch):
+    import eqdsl.exports.onnx as export
+
+    monkeypatch.setattr(export, "EXTERNAL_DATA_BYTES", 1)  # every model keeps its weights beside it
+    (tmp_path / "m.onnx.data").write_text("a user's file")
+    code, _, err = run_cli("export", "onnx", "--builder", "nasrnn", "--param", "steps=1", "--param", "hidden=32",
+                           "-o", tmp_path / "m.onnx")
+    assert code == 2 and "m.onnx.data already exists" in err
+    assert (tmp_path / "m.onnx.data").read_text() == "a user's file" and not (tmp_path / "m.onnx").exists()
+    assert [p.name for p in tmp_path.iterdir()] == ["m.onnx.data"]  # our temporary folder is gone
+    code, _, err = run_cli("export", "onnx", "--builder", "nasrnn", "--param", "steps=1", "--param", "hidden=32",
+                           "-o", tmp_path / "m.onnx", "--force")
+    assert code == 0, err
+    from eqdsl.frontend import load_language
+
+    assert read_onnx(tmp_path / "m.onnx", load_language("tensat")).program.name == "nasrnn"

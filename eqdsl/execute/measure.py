@@ -75,7 +75,7 @@ class OrtBackend:
         return op in EMITTERS and op not in NOT_TIMED
 
     def time_ns(self, lang: ir.Language, op: str, args: tuple[Any, ...], runs: int) -> float:
-        from eqdsl.importers.onnx.runtime import _session, _timed, random_feeds
+        from eqdsl.importers.onnx.runtime import median_ms, random_feeds, session
         from eqdsl.importers.onnx.write import to_onnx
 
         g = GraphBuilder(lang)
@@ -84,8 +84,8 @@ class OrtBackend:
         node = g.op(op, *operands)
         roots = [g.split0(node), g.split1(node)] if op == "split" else [node]
         model = to_onnx(lang, g.program(op, roots), {})
-        session = _session(model.SerializeToString(), 1)
-        return 1e6 * _timed([session], random_feeds(session, 0), runs)[0]
+        one = session(model.SerializeToString(), 1)
+        return 1e6 * median_ms([one], random_feeds(one, 0), runs)[0]
 
 
 class NumbaCpuBackend:

@@ -32,7 +32,7 @@ def save_model(model: onnx.ModelProto, path: Path) -> list[str]:
         return [path.name]
     data = f"{path.name}.data"
     onnx.save_model(model, str(path), save_as_external_data=True, all_tensors_to_one_file=True, location=data)
-    return [path.name, data]
+    return [path.name] + ([data] if (path.parent / data).exists() else [])  # small tensors stay inline
 
 
 def write_program(lang: ir.Language, program: ir.Program, weights: Weights, path: Path) -> list[str]:

@@ -220,13 +220,11 @@ def _used(r: _Reader, name: str) -> bool:
     return any(name in n.input for n in r.model.graph.node) or name in {o.name for o in r.model.graph.output}
 
 
-def _elementwise(op: str, commutative: bool) -> Handler:
+def _commutative(op: str) -> Handler:
+    """Add, Mul: either operand may be the one that broadcasts."""
     def handle(r: _Reader, node: onnx.NodeProto, attrs: dict) -> list[Value]:
         a, b = r.tensor(node.input[0]), r.tensor(node.input[1])
-        if commutative:
-            y = _broadcast(r, op, a, b)
-        else:
-            y = r.g.op(op, a, b) if broadcasts(b.dims, a.dims) else None
+        y = _broadcast(r, op, a, b)
         return [y if y is not None else _opaque_of(r, node, [a, b])]
     return handle
 
@@ -351,7 +349,7 @@ def _constant(r: _Reader, node: onnx.NodeProto, attrs: dict) -> list[Value]:
 
 HANDLERS: dict[str, Handler] = {
     "Conv": _conv, "Gemm": _gemm, "MatMul": _matmul,
-    "Add": _elementwise("ewadd", True), "Mul": _elementwise("ewmul", True), "Sub": _sub, "Div": _div,
+    "Add": _commutative("ewadd"), "Mul": _commutative("ewmul"), "Sub": _sub, "Div": _div,
     "Relu": _activation("relu"), "Sigmoid": _activation("sigmoid"), "Tanh": _activation("tanh"),
     "MaxPool": _pool("max"), "AveragePool": _pool("avg"), "GlobalAveragePool": _global_pool,
     "Concat": _concat, "Split": _split, "Reshape": _reshape, "Transpose": _transpose, "Flatten": _flatten,

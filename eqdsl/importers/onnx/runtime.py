@@ -37,7 +37,8 @@ class RuntimeCheck:
         return self.original_ms[threads] / self.optimized_ms[threads]
 
 
-def _session(model: bytes | Path, threads: int):
+def session(model: bytes | Path, threads: int):
+    """An ONNX Runtime CPU session with `threads` intra-op threads (one inter-op thread)."""
     import onnxruntime as ort
 
     options = ort.SessionOptions()
@@ -64,7 +65,9 @@ def finite_feeds(session, seed: int) -> tuple[dict[str, np.ndarray], float]:
     return random_feeds(session, seed), 1.0
 
 
-def _timed(sessions: list, feeds: dict[str, np.ndarray], runs: int) -> list[float]:
+def median_ms(sessions: list, feeds: dict[str, np.ndarray], runs: int) -> list[float]:
+    """Per session, the median milliseconds of `runs` runs after `WARMUP` untimed ones; the
+    sessions take turns run by run."""
     for s in sessions:
         for _ in range(WARMUP):
             s.run(None, feeds)
@@ -92,12 +95,12 @@ def largest_error(want: list[np.ndarray], got: list[np.ndarray]) -> float:
 def compare(original: bytes | Path, optimized: bytes | Path, runs: int = 20, seed: int = 0,
             thread_counts: list[int] | None = None) -> RuntimeCheck:
     thread_counts = thread_counts or sorted({1, os.cpu_count() or 1})
-    first = _session(original, 1)
+    first = session(original, 1)
     feeds, scale = finite_feeds(first, seed)
-    want, got = first.run(None, feeds), _session(optimized, 1).run(None, feeds)
+    want, got = first.run(None, feeds), session(optimized, 1).run(None, feeds)
     error = largest_error(want, got) if len(want) == len(got) else float("inf")
     ok = error <= RTOL
-    timings = {t: _timed([_session(original, t), _session(optimized, t)], feeds, runs) for t in thread_counts}
+    timings = {t: median_ms([session(original, t), session(optimized, t)], feeds, runs) for t in thread_counts}
     verdict = "agree" if ok else "DISAGREE"
     return RuntimeCheck(ok, error, runs, {t: v[0] for t, v in timings.items()}, {t: v[1] for t, v in timings.items()},
                         f"ONNX Runtime outputs {verdict} (largest relative difference {error:.3g}, "
