@@ -81,7 +81,7 @@ def _execution_json(result: RunResult) -> dict:
     assert e is not None
     return {"device": e.device, "ok": e.ok, "max_error": e.max_error, "runs": e.runs, "original_ms": e.original_ms,
             "optimized_ms": e.optimized_ms, "speedup": e.speedup, "predicted_speedup": result.predicted_speedup,
-            "reference_semantics_ops": list(e.fallback_ops)}
+            "reference_semantics_ops": list(e.fallback_ops), "input_scale": e.input_scale}
 
 
 
@@ -159,6 +159,9 @@ def print_summary(result: RunResult, console: Console) -> None:
                       f"median of {run.runs}[/]", highlight=False)
         if run.fallback_ops:
             console.print(f"  reference semantics (no kernel) for: {', '.join(run.fallback_ops)}", markup=False)
+        if run.input_scale < 1:
+            console.print(f"  inputs scaled by {run.input_scale:g}: unit-variance ones overflow float32 in the input "
+                          "program", markup=False)
     if result.export is not None:
         style = "green" if result.export.ok else "bold red"
         console.print(f"export: {', '.join(result.export.files)}")

@@ -14,7 +14,8 @@ from eqdsl.languages.tensor.semantics import SEMANTICS
 
 from conftest import ROOT
 
-OPS = ["matmul", "conv2d", "poolmax", "poolavg", "ewadd", "ewmul", "relu", "sigmoid", "tanh", "batchnorm"]
+OPS = ["matmul", "conv2d", "poolmax", "poolavg", "ewadd", "ewmul", "relu", "sigmoid", "tanh", "batchnorm",
+       "transpose", "concat", "concat3", "split", "enlarge", "merge", "pad2d"]
 
 
 def cases(op: str, rng: np.random.Generator, small: bool) -> list[tuple]:
@@ -25,12 +26,28 @@ def cases(op: str, rng: np.random.Generator, small: bool) -> list[tuple]:
         case "matmul":
             return [(act, r(2, 17, 33), r(2, 33, 18)) for act in (0, 2)] + [(3, r(20, 7), r(7, 5))]
         case "conv2d":
-            return [(sh, sh, pad, act, r(2, 4, s, s + 1), r(8, 4 // g, kh, kh))
-                    for sh, pad, act, g, kh in [(1, 0, 2, 1, 3), (2, 1, 0, 2, 3), (2, 0, 1, 4, 1), (1, 0, 3, 1, 2)]]
+            direct = [(sh, sh, pad, act, r(2, 4, s, s + 1), r(8, 4 // g, kh, kh))
+                      for sh, pad, act, g, kh in [(1, 0, 2, 1, 3), (2, 1, 0, 2, 3), (2, 0, 1, 4, 1), (1, 0, 3, 1, 2)]]
+            gemm = [(sh, sh, pad, act, r(2, 16, s, s + 1), r(12, 16 // g, kh, kh))  # ≥ 16 multiply-adds deep
+                    for sh, pad, act, g, kh in [(1, 0, 2, 1, 3), (2, 1, 0, 2, 3), (1, 0, 0, 1, 1), (2, 0, 1, 1, 2)]]
+            return direct + gemm
         case "poolmax" | "poolavg":
             return [(r(2, 3, s, s + 2), k, k, st, st, pad, act) for k, st, pad, act in [(3, 1, 0, 0), (2, 2, 1, 2), (3, 2, 0, 0)]]
         case "ewadd" | "ewmul":
-            return [(r(2, 3, s, s), r(2, 3, s, s))]
+            return [(r(2, 3, s, s), r(2, 3, s, s)), (r(2, 3, s, s), r(1, 3, 1, 1)), (r(3, 1, s), r(s))]
+        case "transpose":
+            return [(r(2, 3, s), (2, 0, 1)), (r(2, 3, 4, s), (0, 2, 1, 3)), (r(s, 3), (1, 0))]
+        case "concat" | "concat3":
+            parts = 2 if op == "concat" else 3
+            return [(axis, *[r(2, 3 + i, s) if axis == 1 else r(2, 3, s + i) for i in range(parts)]) for axis in (1, 2)]
+        case "split":
+            return [(1, 2, r(2, 5, s)), (2, 1, r(2, 3, s))]
+        case "enlarge":
+            return [(r(4, 2, 1, 1), r(4, 2, 3, 3)), (r(4, 2, 3, 1), r(1, 1, 5, 3))]
+        case "merge":
+            return [(r(8, 2, 3, 3), 2), (r(6, 1, 1, 1), 3)]
+        case "pad2d":
+            return [(r(2, 3, s, s), 1, 0, 2, 1, fill) for fill in (0, 1)]
         case "batchnorm":
             return [(r(2, 3, s, s + 1), r(3), r(3), r(3), r(3))]
         case _:
@@ -44,10 +61,12 @@ def check_all(backend: str, small: bool) -> list[str]:
     failures = []
     for op in OPS:
         for args in cases(op, rng, small):
-            expected = np.asarray(SEMANTICS[op](*args), np.float64)
-            got = kernels.run(op, *args)
-            if got.shape != expected.shape or not np.allclose(got, expected, rtol=1e-4, atol=1e-4):
-                failures.append(f"{op} {[getattr(a, 'shape', a) for a in args]}: shape {got.shape} vs {expected.shape}")
+            expected, got = SEMANTICS[op](*args), kernels.run(op, *args)
+            pairs = zip(expected, got) if isinstance(expected, tuple) else [(expected, got)]
+            for want, have in pairs:
+                want = np.asarray(want, np.float64)
+                if have.shape != want.shape or not np.allclose(have, want, rtol=1e-4, atol=1e-4):
+                    failures.append(f"{op} {[getattr(a, 'shape', a) for a in args]}: shape {have.shape} vs {want.shape}")
     return failures
 
 

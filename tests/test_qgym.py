@@ -97,7 +97,13 @@ from eqdsl.apps.qgym.layer import LayerSpec, QuantizedLayer, layer_expressions, 
 spec = LayerSpec(2, 2, 2, 4, 2, 1)
 layer = QuantizedLayer(spec, synthetic_weights(LayerSpec(2, 2, 2, 4, 2), 0))
 x = np.random.default_rng(0).integers(-127, 128, size=(2, 4, 5)).astype(np.float32)
-got = cuda_kernel(layer_expressions(load_language("qgym"), layer), spec, channel_groups=2)(x)
+from eqdsl.kernels.cuda import time_launch
+kernel = cuda_kernel(layer_expressions(load_language("qgym"), layer), spec, channel_groups=2)
+got = kernel(x)
+assert time_launch(kernel.launch, (kernel.device_input(x),), runs=2, warmup=1) >= 0  # the simulator times 0
+reused = kernel.launch(kernel.device_input(x))
+kernel.launch(kernel.device_input(2 * x), out=reused)  # the timing path writes into a given buffer
+assert np.array_equal(reused.copy_to_host()[:, :, :got.shape[2]], 2 * got)
 assert np.array_equal(got.astype(np.int64), direct_conv(x.astype(np.int64), layer.weights)), (got, direct_conv(x.astype(np.int64), layer.weights))
 print("ok")
 """

@@ -75,17 +75,24 @@ class OrtBackend:
         return op in EMITTERS and op not in NOT_TIMED
 
     def time_ns(self, lang: ir.Language, op: str, args: tuple[Any, ...], runs: int) -> float:
-        from eqdsl.importers.onnx.runtime import median_ms, random_feeds, session
-        from eqdsl.importers.onnx.write import to_onnx
+        from eqdsl.importers.onnx.runtime import median_ms, random_feeds
 
-        g = GraphBuilder(lang)
-        operands = [g.input(f"in{k}", list(a)) if is_tensor else a
-                    for k, (a, is_tensor) in enumerate(zip(args, _tensor_params(lang, op)))]
-        node = g.op(op, *operands)
-        roots = [g.split0(node), g.split1(node)] if op == "split" else [node]
-        model = to_onnx(lang, g.program(op, roots), {})
-        one = session(model.SerializeToString(), 1)
+        one = one_op_session(lang, op, args, threads=1)
         return 1e6 * median_ms([one], random_feeds(one, 0), runs)[0]
+
+
+def one_op_session(lang: ir.Language, op: str, args: tuple[Any, ...], threads: int) -> Any:
+    """An ONNX Runtime session of a model holding one `op` node (tensor operands: shapes in
+    `args`, as `Backend.time_ns` takes them), its operands as the model's inputs."""
+    from eqdsl.importers.onnx.runtime import session
+    from eqdsl.importers.onnx.write import to_onnx
+
+    g = GraphBuilder(lang)
+    operands = [g.input(f"in{k}", list(a)) if is_tensor else a
+                for k, (a, is_tensor) in enumerate(zip(args, _tensor_params(lang, op)))]
+    node = g.op(op, *operands)
+    roots = [g.split0(node), g.split1(node)] if op == "split" else [node]
+    return session(to_onnx(lang, g.program(op, roots), {}).SerializeToString(), threads)
 
 
 class NumbaCpuBackend:
@@ -94,7 +101,9 @@ class NumbaCpuBackend:
     def device(self) -> str:
         import numba
 
-        return f"numba-cpu {numba.__version__} | {processor()} | {numba.get_num_threads()} threads"
+        from eqdsl.kernels import VERSION
+
+        return f"numba-cpu {numba.__version__} kernels v{VERSION} | {processor()} | {numba.get_num_threads()} threads"
 
     def supports(self, op: str) -> bool:
         from eqdsl.kernels.cpu import RUNNERS
@@ -118,7 +127,9 @@ class NumbaCudaBackend:
                                  "(install eqdsl[cuda] on a machine with an NVIDIA driver)", path="target.measure")
         gpu = cuda.get_current_device()
         name = gpu.name.decode() if isinstance(gpu.name, bytes) else gpu.name
-        return f"numba-cuda | {name} | cc {gpu.compute_capability}"
+        from eqdsl.kernels import VERSION
+
+        return f"numba-cuda kernels v{VERSION} | {name} | cc {gpu.compute_capability}"
 
     def supports(self, op: str) -> bool:
         from eqdsl.kernels.cuda import LAUNCHERS

@@ -1,4 +1,9 @@
 """Kernels for the tensor language's operators: Numba CUDA (`cuda`) and Numba CPU (`cpu`), each
-checked against the reference semantics (`eqdsl.languages.tensor.semantics`). They are the
-measuring instruments of the measured-cost targets and the executor (issue 15, in progress).
+checked against the reference semantics (`eqdsl.languages.tensor.semantics`); `layout` plans the
+data-movement operators both run as strided copies. They are the measuring instruments of the
+measured-cost targets and the executor.
+
+`VERSION` names the kernels' current implementation: it is part of every timing-cache key, so a
+change that alters kernel speed must bump it (old timings are then not reused).
 """
+VERSION = 2  # 2: im2col + GEMM convolutions, strided-copy layout kernels, broadcasting element-wise

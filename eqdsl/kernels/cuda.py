@@ -5,9 +5,12 @@ Contract: `run(op, *args)` takes an operator's arguments as the reference semant
 the result as a NumPy array equal to the reference's up to float32 rounding. `time_op(op, args,
 runs)` returns the median of `runs` timed launches (CUDA events) after a warm-up, inputs already
 on the device. Operators: matmul (shared-memory tiles, batched, fused activation), conv2d
-(direct, groups, strides, SAME/VALID, fused activation), poolmax, poolavg, ewadd and ewmul (same
-shapes; broadcasting raises `Unsupported`), relu, sigmoid, tanh, batchnorm. Under
-`NUMBA_ENABLE_CUDASIM=1` the same code runs on the simulator (CI).
+(groups, strides, SAME/VALID, fused activation; implicit GEMM — the matmul's tiling with the
+im2col matrix read on the fly — when an output sums at least `GEMM_MIN_DEPTH` products, the
+direct one-thread-per-output kernel otherwise), poolmax, poolavg, ewadd and ewmul (NumPy
+broadcasting of both operands), relu, sigmoid, tanh, batchnorm, and the data-movement operators
+of `eqdsl.kernels.layout` (transpose, concat, split, enlarge, merge, pad2d) as one strided copy
+kernel. Under `NUMBA_ENABLE_CUDASIM=1` the same code runs on the simulator (CI).
 """
 from __future__ import annotations
 
@@ -17,9 +20,11 @@ from typing import Any, Callable
 import numpy as np
 from numba import cuda
 
-from eqdsl.kernels.shapes import Unsupported, spatial
+from eqdsl.kernels import layout
+from eqdsl.kernels.shapes import spatial
 
 TILE = 16  # matmul tile edge: TILE × TILE threads, two TILE × TILE float32 tiles in shared memory
+GEMM_MIN_DEPTH = 16  # products per output below which (depthwise) the direct convolution runs
 
 
 @cuda.jit(device=True)
@@ -109,18 +114,76 @@ def _pool(x, out, kh, kw, sh, sw, top, left, is_max, act):
 
 
 @cuda.jit
-def _elementwise(a, b, out, code):
-    """code 0: a + b, 1: a * b, 2..4: activation (1 sigmoid, 2 relu, 3 tanh) of a, as code - 1."""
+def _unary(a, out, act):
     i = cuda.grid(1)
     if i < out.size:
-        if code == 0:
-            out[i] = a[i] + b[i]
-        elif code == 1:
-            out[i] = a[i] * b[i]
-        else:
-            out[i] = _activate(code - 1, a[i])
+        out[i] = _activate(act, a[i])
 
 
+@cuda.jit(device=True)
+def _offsets(i, shape, first_strides, second_strides):
+    """Offsets of flat index `i` of the box `shape` under two stride vectors."""
+    first, second = 0, 0
+    for ax in range(len(shape) - 1, -1, -1):
+        k = i % shape[ax]
+        i //= shape[ax]
+        first += k * first_strides[ax]
+        second += k * second_strides[ax]
+    return first, second
+
+
+@cuda.jit
+def _binary(a, b, out, shape, a_strides, b_strides, code):
+    """out (contiguous) = a op b, both read with broadcast strides; code 0 add, 1 mul."""
+    i = cuda.grid(1)
+    if i < out.size:
+        ia, ib = _offsets(i, shape, a_strides, b_strides)
+        out[i] = a[ia] + b[ib] if code == 0 else a[ia] * b[ib]
+
+
+@cuda.jit
+def _copy(src, dst, shape, count, src_offset, src_strides, dst_offset, dst_strides):
+    """dst[dst_offset + Σ k·dst_strides] = src[src_offset + Σ k·src_strides], `count` box elements."""
+    i = cuda.grid(1)
+    if i < count:
+        s, d = _offsets(i, shape, src_strides, dst_strides)
+        dst[dst_offset + d] = src[src_offset + s]
+
+
+@cuda.jit
+def _fill(dst, value):
+    i = cuda.grid(1)
+    if i < dst.size:
+        dst[i] = value
+
+
+@cuda.jit
+def _conv2d_gemm(x, w, out, sh, sw, top, left, act):
+    """Implicit GEMM, one group per blockIdx.z: out[n, g·M + m, oy, ox] = act(Σ_k A[m, k] B[k, p])
+    with A the group's weights [M, cin·kh·kw] and B the im2col matrix [cin·kh·kw, n·oh·ow] read
+    from x on the fly (zero outside the image); tiles as in `_matmul`."""
+    sa = cuda.shared.array((TILE, TILE), dtype=np.float32)
+    sb = cuda.shared.array((TILE, TILE), dtype=np.float32)
+    tx, ty, g = cuda.threadIdx.x, cuda.threadIdx.y, cuda.blockIdx.z
+    cin, kh, kw = w.shape[1], w.shape[2], w.shape[3]
+    oh, ow = out.shape[2], out.shape[3]
+    rows, depth, cols = out.shape[1] // cuda.gridDim.z, cin * kh * kw, out.shape[0] * oh * ow
+    m, p = cuda.blockIdx.y * TILE + ty, cuda.blockIdx.x * TILE + tx
+    n, oy, ox = p // (oh * ow), (p // ow) % oh, p % ow
+    acc = np.float32(0.0)
+    for t in range((depth + TILE - 1) // TILE):
+        ka, kb = t * TILE + tx, t * TILE + ty
+        in_a = m < rows and ka < depth
+        sa[ty, tx] = w[g * rows + m, ka // (kh * kw), (ka // kw) % kh, ka % kw] if in_a else np.float32(0.0)
+        y, xx = oy * sh + (kb // kw) % kh - top, ox * sw + kb % kw - left
+        inside = p < cols and kb < depth and 0 <= y < x.shape[2] and 0 <= xx < x.shape[3]
+        sb[ty, tx] = x[n, g * cin + kb // (kh * kw), y, xx] if inside else np.float32(0.0)
+        cuda.syncthreads()
+        for i in range(TILE):
+            acc += sa[ty, i] * sb[i, tx]
+        cuda.syncthreads()
+    if m < rows and p < cols:
+        out[n, g * rows + m, oy, ox] = _activate(act, acc)
 
 
 @cuda.jit
@@ -135,11 +198,12 @@ def _batchnorm(x, scale, bias, mean, var, out, eps):
 THREADS = 256
 
 
-def _blocks(n: int) -> int:
-    return max(1, (n + THREADS - 1) // THREADS)
+def blocks(n: int, threads: int = THREADS) -> int:
+    """Blocks of `threads` covering `n` one-thread-per-element work items."""
+    return max(1, (n + threads - 1) // threads)
 
 
-def _output(out, shape: tuple[int, ...]):
+def output(out, shape: tuple[int, ...]):
     """The caller's output buffer (timing: no allocation in the timed launch) or a new one."""
     return cuda.device_array(shape, np.float32) if out is None else out
 
@@ -148,7 +212,7 @@ def _launch_matmul(act: int, a, b, out=None):
     batch = a.shape[:-2]
     a3 = a.reshape((-1,) + a.shape[-2:])
     b3 = b.reshape((-1,) + b.shape[-2:])
-    out = _output(out, (a3.shape[0], a3.shape[1], b3.shape[2]))
+    out = output(out, (a3.shape[0], a3.shape[1], b3.shape[2]))
     grid = ((b3.shape[2] + TILE - 1) // TILE, (a3.shape[1] + TILE - 1) // TILE, a3.shape[0])
     _matmul[grid, (TILE, TILE)](a3, b3, out, act)
     return out.reshape(batch + out.shape[1:])
@@ -157,8 +221,14 @@ def _launch_matmul(act: int, a, b, out=None):
 def _launch_conv2d(sh: int, sw: int, pad: int, act: int, x, w, out=None):
     oh, top = spatial(x.shape[2], w.shape[2], sh, pad)
     ow, left = spatial(x.shape[3], w.shape[3], sw, pad)
-    out = _output(out, (x.shape[0], w.shape[0], oh, ow))
-    _conv2d[_blocks(out.size), THREADS](x, w, out, sh, sw, top, left, act)
+    out = output(out, (x.shape[0], w.shape[0], oh, ow))
+    cin, kh, kw = w.shape[1], w.shape[2], w.shape[3]
+    if cin * kh * kw < GEMM_MIN_DEPTH:
+        _conv2d[blocks(out.size), THREADS](x, w, out, sh, sw, top, left, act)
+        return out
+    groups = x.shape[1] // cin
+    grid = (-(-x.shape[0] * oh * ow // TILE), -(-(w.shape[0] // groups) // TILE), groups)
+    _conv2d_gemm[grid, (TILE, TILE)](x, w, out, sh, sw, top, left, act)
     return out
 
 
@@ -166,27 +236,52 @@ def _launch_pool(is_max: bool) -> Callable[..., Any]:
     def launch(x, kh: int, kw: int, sh: int, sw: int, pad: int, act: int, out=None):
         oh, top = spatial(x.shape[2], kh, sh, pad)
         ow, left = spatial(x.shape[3], kw, sw, pad)
-        out = _output(out, (x.shape[0], x.shape[1], oh, ow))
-        _pool[_blocks(out.size), THREADS](x, out, kh, kw, sh, sw, top, left, is_max, act)
+        out = output(out, (x.shape[0], x.shape[1], oh, ow))
+        _pool[blocks(out.size), THREADS](x, out, kh, kw, sh, sw, top, left, is_max, act)
         return out
     return launch
 
 
-def _launch_elementwise(code: int) -> Callable[..., Any]:
-    def launch(a, b=None, out=None):
-        if b is not None and b.shape != a.shape:
-            raise Unsupported(f"element-wise kernel without broadcasting: {b.shape} to {a.shape}")
-        flat_a = a.reshape(a.size)
-        flat_b = flat_a if b is None else b.reshape(b.size)
-        out = _output(None if out is None else out.reshape(out.size), (a.size,))
-        _elementwise[_blocks(a.size), THREADS](flat_a, flat_b, out, code)
+def _launch_unary(act: int) -> Callable[..., Any]:
+    def launch(a, out=None):
+        out = output(None if out is None else out.reshape(out.size), (a.size,))
+        _unary[blocks(a.size), THREADS](a.reshape(a.size), out, act)
         return out.reshape(a.shape)
     return launch
 
 
+def _launch_binary(code: int) -> Callable[..., Any]:
+    def launch(a, b, out=None):
+        shape = np.broadcast_shapes(a.shape, b.shape)
+        size = int(np.prod(shape))
+        out = output(None if out is None else out.reshape(out.size), (size,))
+        walk = layout.broadcast(a.shape, b.shape)
+        _binary[blocks(size), THREADS](a.reshape(a.size), b.reshape(b.size), out, *walk, code)
+        return out.reshape(shape)
+    return launch
+
+
+def launch_layout(op: str, *args: Any, out=None) -> Any:
+    """A data-movement operator: fill (where the plan has one), then the plan's strided copies."""
+    plan = layout.plan(op, args)
+    if out is None:
+        outs = [output(None, shape) for shape in plan.outputs]
+    else:  # the timing path: the buffers of an earlier launch
+        outs = list(out) if isinstance(out, tuple) else [out]
+    if plan.fill is not None:
+        for dst in outs:
+            _fill[blocks(dst.size), THREADS](dst.reshape(dst.size), np.float32(plan.fill))
+    for c in plan.copies:
+        dst, count = outs[c.output], int(np.prod(c.shape))
+        _copy[blocks(count), THREADS](plan.sources[c.source].reshape(plan.sources[c.source].size),
+                                       dst.reshape(dst.size), c.shape, count, c.src_offset, c.src_strides,
+                                       c.dst_offset, c.dst_strides)
+    return outs[0] if len(outs) == 1 else tuple(outs)
+
+
 def _launch_batchnorm(x, scale, bias, mean, var, out=None):
-    out = _output(out, x.shape)
-    _batchnorm[_blocks(out.size), THREADS](x, scale, bias, mean, var, out, np.float32(1e-5))
+    out = output(out, x.shape)
+    _batchnorm[blocks(out.size), THREADS](x, scale, bias, mean, var, out, np.float32(1e-5))
     return out
 
 
@@ -196,11 +291,12 @@ LAUNCHERS: dict[str, Callable[..., Any]] = {
     "conv2d": _launch_conv2d,
     "poolmax": _launch_pool(True),
     "poolavg": _launch_pool(False),
-    "ewadd": _launch_elementwise(0),
-    "ewmul": _launch_elementwise(1),
-    "sigmoid": _launch_elementwise(2),
-    "relu": _launch_elementwise(3),
-    "tanh": _launch_elementwise(4),
+    "ewadd": _launch_binary(0),
+    "ewmul": _launch_binary(1),
+    "sigmoid": _launch_unary(1),
+    "relu": _launch_unary(2),
+    "tanh": _launch_unary(3),
+    **{op: (lambda *args, op=op, out=None: launch_layout(op, *args, out=out)) for op in layout.PLANNERS},
 }
 
 
@@ -209,14 +305,20 @@ def to_device(args: tuple[Any, ...]) -> tuple[Any, ...]:
                  for a in args)
 
 
-def run(op: str, *args: Any) -> np.ndarray:
-    return LAUNCHERS[op](*to_device(args)).copy_to_host()
+def run(op: str, *args: Any) -> Any:
+    out = LAUNCHERS[op](*to_device(args))
+    return tuple(o.copy_to_host() for o in out) if isinstance(out, tuple) else out.copy_to_host()
 
 
 def time_op(op: str, device_args: tuple[Any, ...], runs: int = 20, warmup: int = 3) -> float:
-    """Median seconds of one launch (CUDA events around each), inputs and output already on the
-    device (the output buffer comes from a first, untimed launch)."""
-    launch = LAUNCHERS[op]
+    """Median seconds of one launch of `op`'s kernel: `time_launch` of its launcher."""
+    return time_launch(LAUNCHERS[op], device_args, runs, warmup)
+
+
+def time_launch(launch: Callable[..., Any], device_args: tuple[Any, ...], runs: int = 20, warmup: int = 3) -> float:
+    """Median seconds of `launch(*device_args, out=out)` (CUDA events around each) after `warmup`
+    untimed ones; inputs already on the device, the output buffer from a first, untimed launch.
+    Every eqdsl CUDA kernel — the operator kernels and Q-gym's generated ones — is timed here."""
     out = launch(*device_args)
     for _ in range(warmup):
         launch(*device_args, out=out)
@@ -228,7 +330,7 @@ def time_op(op: str, device_args: tuple[Any, ...], runs: int = 20, warmup: int =
         launch(*device_args, out=out)
         stop.record()
         stop.synchronize()
-        times.append(cuda.event_elapsed_time(start, stop) / 1e3)
+        times.append(start.elapsed_time(stop) / 1e3)  # ms between the two events
     return float(np.median(times))
 
 
@@ -238,10 +340,6 @@ def _empty(x):
 
 
 def time_empty_launch(runs: int = 20) -> float:
-    """The floor under every `time_op`: one launch of a kernel that does nothing."""
+    """The floor under every `time_launch`: one launch of a kernel that does nothing."""
     dummy = cuda.device_array(1, np.float32)
-    LAUNCHERS["_empty"] = lambda out=None: _empty[1, 1](dummy) or dummy
-    try:
-        return time_op("_empty", (), runs)
-    finally:
-        del LAUNCHERS["_empty"]
+    return time_launch(lambda out=None: _empty[1, 1](dummy) or dummy, (), runs)

@@ -9,10 +9,11 @@ last group may compute past the edge; those outputs are sliced off.
 
 Contract: `cpu_kernel(program, spec)` returns f(x) → out for a float32 or int array x [C, H, W]
 (njit, parallel over output rows, vectorized across the positions of a row, compiled per input
-size); `cuda_kernel(program, spec, channel_groups)` returns the
-same computed by one CUDA thread per position group and channel group (works under
-NUMBA_ENABLE_CUDASIM=1). `direct_conv` is the reference NumPy convolution, `numba_direct_conv`
-the plain Numba loop nest we time against.
+size); `cuda_kernel(program, spec, channel_groups)` returns a `CudaConv` computing the
+same by one CUDA thread per position group and channel group (works under
+NUMBA_ENABLE_CUDASIM=1), launched and timed by `eqdsl.kernels.cuda`'s shared code.
+`direct_conv` is the reference NumPy convolution, `numba_direct_conv` the plain Numba loop nest
+we time against.
 """
 from __future__ import annotations
 
@@ -184,20 +185,42 @@ def cpu_kernel(program: ir.Program, spec: LayerSpec) -> Conv:
     return run
 
 
+@dataclass(frozen=True)
+class CudaConv:
+    """A compiled Q-gym CUDA kernel for one layer. `launch(d_x, out=None)` runs it on a padded
+    device input (`Grid.padded`) into `out` (or a new device array), as `eqdsl.kernels.cuda`'s
+    operator launchers do, so `kernels.cuda.time_launch` times it; calling it with a host
+    array [C, H, W] returns the host result."""
+
+    spec: LayerSpec
+    channel_groups: int
+    threads_per_block: int
+    layer: Callable
+
+    def launch(self, d_x, out=None):
+        from eqdsl.kernels.cuda import blocks, output
+
+        grid = Grid(self.spec, d_x.shape[1], d_x.shape[2] - self.spec.tpr - 1)  # padded width Wp = W + T
+        out = output(out, grid.out_shape)
+        threads = grid.ho * grid.groups * self.channel_groups
+        self.layer[blocks(threads, self.threads_per_block), self.threads_per_block](d_x, out)
+        return out
+
+    def device_input(self, x: np.ndarray):
+        from eqdsl.kernels.cuda import to_device
+
+        return to_device((Grid.of(x, self.spec).padded(x),))[0]
+
+    def __call__(self, x: np.ndarray) -> np.ndarray:
+        return Grid.of(x, self.spec).valid(self.launch(self.device_input(x)).copy_to_host())
+
+
 def cuda_kernel(program: ir.Program, spec: LayerSpec, channel_groups: int = 1,
-                threads_per_block: int = 128) -> Conv:
+                threads_per_block: int = 128) -> CudaConv:
     from numba import cuda
 
     layer = cuda.jit(_compile(cuda_source(program, spec, channel_groups), {"cuda": cuda, "np": np}))
-
-    def run(x: np.ndarray) -> np.ndarray:
-        grid = Grid.of(x, spec)
-        threads = grid.ho * grid.groups * channel_groups
-        d_x, d_out = cuda.to_device(grid.padded(x)), cuda.device_array(grid.out_shape, dtype=np.float32)
-        layer[-(-threads // threads_per_block), threads_per_block](d_x, d_out)
-        return grid.valid(d_out.copy_to_host())
-
-    return run
+    return CudaConv(spec, channel_groups, threads_per_block, layer)
 
 
 def direct_conv(x: np.ndarray, weights: np.ndarray) -> np.ndarray:
