@@ -21,7 +21,7 @@ $(STAMP): pyproject.toml
 	echo "using $$PYBIN"; \
 	[ -x $(PY) ] || "$$PYBIN" -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
-	$(PY) -m pip install -q -e '.[test,onnx,qgym]'
+	$(PY) -m pip install -q -e '.[test,onnx,qgym,sweep,ray]'
 	@touch $(STAMP)
 
 run: setup

@@ -1,4 +1,5 @@
-"""The `eqdsl` command: check, compile, run, verify, extract, import.
+"""The `eqdsl` command: check, compile, run, execute, measure, sweep, doctor, verify, extract,
+import, export.
 
 Exit codes: 0 success, 2 a user mistake (rendered diagnostics, no traceback), 1 a failed check
 (verify, validation) or an internal error, 130 interrupted (SIGINT / SIGTERM).
@@ -182,6 +183,36 @@ def cmd_measure(args: argparse.Namespace) -> int:
           f"{m.cache.path} ({m.cache.count(m.device)} for this device); e-graph of {result.outcome.nodes} "
           f"nodes; priced by cost rules (no kernel): {', '.join(sorted(m.stats.rule_priced)) or 'none'}")
     return 0
+
+
+def cmd_sweep(args: argparse.Namespace) -> int:
+    from dataclasses import replace as with_
+
+    from eqdsl.sweep.run import run_sweep
+    from eqdsl.sweep.spec import load_sweep
+    from eqdsl.sweep.table import write_plots, write_tables
+
+    sweep = load_sweep(Path(args.sweep))
+    if args.ray is not None:
+        sweep = with_(sweep, executor="ray", ray_address=args.ray or None)
+    if args.workers is not None:
+        sweep = with_(sweep, workers=args.workers)
+    print(f"sweep {args.sweep}: {len(sweep.tasks)} task(s) on {sweep.executor} ({sweep.workers} at once)")
+
+    def progress(task, result, done: int, total: int) -> None:
+        what = ", ".join(f"{k}={v}" for k, v in task.labels)
+        if result.get("ok"):
+            stdout.print(f"[{done}/{total}] {what}: {result['speedup_pct']:.2f} % cheaper, "
+                         f"{result['optimization_seconds']:.1f} s", markup=False)
+        else:
+            stdout.print(f"[{done}/{total}] {what}: FAILED: {result.get('error', '')[:300]}", markup=False)
+
+    results = run_sweep(sweep, progress)
+    table = write_tables(sweep.output, sweep, results)
+    note = write_plots(sweep.output, sweep, results)
+    failed = sum(row["status"] != "ok" for row in table)
+    print(f"{len(table) - failed} ok, {failed} failed; {sweep.output / 'results.md'}, results.csv; {note}")
+    return 1 if failed else 0
 
 
 def cmd_doctor(args: argparse.Namespace) -> int:
@@ -388,6 +419,12 @@ def build_parser() -> argparse.ArgumentParser:
     c = sub.add_parser("measure", help="time every operator configuration a run's e-graph holds (fill the cache)")
     c.add_argument("config", help="a run config whose target measures, e.g. target: {measure: ort}")
     c.set_defaults(fn=in_worker(cmd_measure))
+    c = sub.add_parser("sweep", help="run many configs (models × schedules × seeds × targets): one table, plots")
+    c.add_argument("sweep", help="a sweep.yaml (base run config, grid, seeds, output, workers, executor)")
+    c.add_argument("--ray", nargs="?", const="", metavar="ADDRESS",
+                   help="run the tasks on Ray (a cluster's address; none: start Ray here)")
+    c.add_argument("--workers", type=AT_LEAST_ONE, help="tasks at once (default: the file's `workers`)")
+    c.set_defaults(fn=in_worker(cmd_sweep))
     c = sub.add_parser("doctor", help="print what this machine offers eqdsl: packages, CPU, CUDA GPU")
     c.set_defaults(fn=in_worker(cmd_doctor))
     c = sub.add_parser("verify", help="check every rule of a .eqr file against the reference semantics")

@@ -57,6 +57,10 @@ def report_json(result: RunResult) -> dict:
             "epochs": [
                 {"epoch": e.index, "cost": e.cost, "nodes": e.nodes, "extract_seconds": round(e.extract_seconds, 6),
                  "stop": e.stop, "extraction": e.status} for e in outcome.epochs],
+            "steps": [
+                {"step": s.index, "rule": s.rule, "visits": s.visits, "mean_reward": s.mean_reward, "nodes": s.nodes,
+                 "cost": s.cost, "search_iterations": s.iterations, "seconds": round(s.seconds, 6)}
+                for s in outcome.steps],
         },
         "egraph": {"classes": problem.num_classes, "nodes": len(problem.nodes)},
         "original_cost": result.original_cost,
@@ -131,6 +135,9 @@ def print_summary(result: RunResult, console: Console) -> None:
     if outcome.epochs:
         console.print("pulsed epochs (cost of the program extracted after each): " +
                       ", ".join(f"{e.index}: {e.cost:.12g} ({e.stop})" for e in outcome.epochs))
+    if outcome.steps:
+        console.print(f"mcts: {len(outcome.steps)} step(s) applied: " +
+                      ", ".join(f"{s.rule} ({s.cost:.6g})" for s in outcome.steps), markup=False)
     console.print(f"original cost {result.original_cost:.12g} → best {best.cost:.12g} "
                   f"({_improvement(result.original_cost, best.cost):.2f} % cheaper, {best.method}, "
                   f"{best.status.value})")

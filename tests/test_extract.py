@@ -14,6 +14,7 @@ from eqdsl.extract.cpsat import CpSatExtractor
 from eqdsl.extract.dag import GreedyDagExtractor
 from eqdsl.extract.egraph import CyclicSelection, dag_cost, problem_from_json, reachable
 from eqdsl.extract.greedy import GreedyExtractor
+from eqdsl.extract.ocf import GreedyOcfExtractor
 from eqdsl.extract.result import ExtractStatus
 
 
@@ -58,6 +59,27 @@ def test_shared_subterm_tree_greedy_wrong_cpsat_right(acyclic):
 def test_greedy_dag_is_never_worse_than_tree_greedy():
     p = problem_from_json(SHARED)
     assert GreedyDagExtractor().extract(p).cost <= GreedyExtractor().extract(p).cost
+
+
+# The root is r(a, b) over a shared s (DAG 1 + 1 + 1 + 8 = 11, tree 19) or q(x) (15).
+SHARED_BELOW = egraph({
+    "x": ("x", "cx", [], 0), "s": ("s", "cs", ["x"], 8),
+    "a": ("pa", "ca", ["s"], 1), "b": ("pb", "cb", ["s"], 1),
+    "r": ("r", "root", ["a", "b"], 1), "q": ("q", "root", ["x"], 15),
+}, ["root"])
+
+
+def test_ocf_counts_a_shared_subterm_once_tree_greedy_twice():
+    p = problem_from_json(SHARED_BELOW)
+    assert GreedyExtractor().extract(p).cost == 15  # it believed r cost 19
+    e = GreedyOcfExtractor().extract(p)
+    assert e.cost == 11 and ops(p, e.selection) == ["pa", "pb", "r", "s", "x"] and e.note == ""
+
+
+def test_ocf_avoids_the_cycle():
+    p = problem_from_json(CYCLE)
+    e = GreedyOcfExtractor().extract(p)
+    assert e.cost == 22 and ops(p, e.selection) == ["g", "k", "leaf"]
 
 
 @pytest.mark.parametrize("acyclic", ["lazy", "order"])
@@ -184,6 +206,7 @@ def test_cpsat_matches_brute_force(data):
         assert dag_cost(p, cp.selection) == cp.cost
     assert GreedyExtractor().extract(p).cost >= best
     assert GreedyDagExtractor().extract(p).cost >= best
+    assert GreedyOcfExtractor().extract(p).cost >= best
 
 
 def test_time_limit_returns_a_labelled_valid_program():
@@ -244,7 +267,7 @@ def test_negative_costs_cpsat_finds_the_optimum_and_picks_nothing_unneeded():
 
 def test_greedy_extractors_refuse_negative_costs_by_name():
     p = problem_from_json(_negative_costs_egraph())
-    for extractor in (GreedyExtractor(), GreedyDagExtractor()):
+    for extractor in (GreedyExtractor(), GreedyDagExtractor(), GreedyOcfExtractor()):
         with pytest.raises(EqdslError, match=f"extractor {extractor.name} needs node costs ≥ 0"):
             extractor.extract(p)
 
@@ -252,6 +275,6 @@ def test_greedy_extractors_refuse_negative_costs_by_name():
 def test_chain_of_100000_classes_extracts_without_recursion():
     nodes = {f"n{i}": ("f" if i else "leaf", f"c{i}", [f"n{i - 1}"] if i else [], 1) for i in range(100_000)}
     p = problem_from_json(egraph(nodes, ["c99999"]))
-    for extractor in (GreedyExtractor(), GreedyDagExtractor(), CpSatExtractor(time_limit_s=30)):
+    for extractor in (GreedyExtractor(), GreedyDagExtractor(), GreedyOcfExtractor(), CpSatExtractor(time_limit_s=30)):
         e = extractor.extract(p)
         assert e.cost == 100_000 and len(e.selection) == 100_000

@@ -27,6 +27,7 @@ LAYERS: list[set[str]] = [
     {"config"},
     {"pipeline"},
     {"report"},
+    {"sweep"},
     {"cli"},
     {"apps"},
 ]

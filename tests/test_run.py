@@ -48,7 +48,7 @@ def test_optimized_program_reloads_and_costs_the_same(tmp_path):
 @pytest.mark.parametrize("yaml_text, message", [
     ("ruleset: arith\nschedule: {k_multi: one}\n", "schedule.k_multi: error: expected an int ≥ 0, got 'one'"),
     ("ruleset: arith\nschedule: {kmulti: 1}\n", "schedule.kmulti: error: unknown key"),
-    ("ruleset: arith\nextract: {method: ilp}\n", "extract.method: error: expected one of greedy, greedy-dag, cpsat"),
+    ("ruleset: arith\nextract: {method: ilp}\n", "extract.method: error: expected one of greedy, greedy-dag, greedy-ocf, cpsat"),
     ("schedule: {}\n", "ruleset: error: missing required key"),
     ("ruleset: arith\nprogram: {file: none.eqr}\n", "cannot read program file"),
     ("ruleset: nosuch\n", "unknown ruleset 'nosuch'"),

@@ -16,6 +16,7 @@ from eqdsl.diagnostics import EqdslError
 from eqdsl.extract.cpsat import CpSatExtractor
 from eqdsl.extract.dag import GreedyDagExtractor
 from eqdsl.extract.greedy import GreedyExtractor
+from eqdsl.extract.ocf import GreedyOcfExtractor
 from eqdsl.extract.result import Extractor
 from eqdsl.fields import int_at_least, names, one_of, option, positive_number
 
@@ -89,6 +90,8 @@ register_extractor(ExtractorKind("greedy", lambda cfg: GreedyExtractor(),
                                  "egg's bottom-up extractor: cheapest node per class by tree cost", dag_cost=False))
 register_extractor(ExtractorKind("greedy-dag", lambda cfg: GreedyDagExtractor(),
                                  "bottom-up with node sets: shared subterms counted once (DAG cost)"))
+register_extractor(ExtractorKind("greedy-ocf", lambda cfg: GreedyOcfExtractor(),
+                                 "PACT 2024's OCF: greedy with node sets, iterated to a fixpoint (DAG cost)"))
 register_extractor(ExtractorKind(
     "cpsat", lambda cfg: CpSatExtractor(cfg.time_limit_s, cfg.acyclic, cfg.warm_start, cfg.workers),
     "OR-Tools CP-SAT: proven-optimal DAG cost, or a labelled feasible result at the time limit"))

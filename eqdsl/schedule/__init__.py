@@ -1,1 +1,1 @@
-"""Schedules: how the e-graph is grown under limits (saturate now; pulsed and MCTS next)."""
+"""Schedules: how the e-graph is grown under limits (saturate, pulsed, mcts)."""

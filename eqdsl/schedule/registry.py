@@ -14,6 +14,7 @@ from typing import Any, Callable
 
 from eqdsl.diagnostics import EqdslError
 from eqdsl.fields import Reader, names, one_of, read_fields
+from eqdsl.schedule.mcts import MctsConfig, build_mcts
 from eqdsl.schedule.pulsed import PulsedConfig, build_pulsed
 from eqdsl.schedule.runner import LimitsConfig, ScheduleContext, Scheduler
 from eqdsl.schedule.saturate import SaturateConfig, build_saturate
@@ -53,6 +54,9 @@ def read_schedule(data: Any) -> LimitsConfig:
     kind = reader.get("kind", DEFAULT_KIND, one_of(schedule_names), lambda: "one of " + names(schedule_names)())
     config = read_fields(SCHEDULES[kind].config, reader)
     for key in reader.unknown():
+        if key in SCHEDULES[kind].config.elsewhere:
+            raise EqdslError.one(f"`{key}` is not a schedule key: {SCHEDULES[kind].config.elsewhere[key]}",
+                                 path=f"schedule.{key}")
         owners = [k for k in schedule_names() if key in {f.name for f in fields(SCHEDULES[k].config)}]
         if owners:
             raise EqdslError.one(f"`{key}` applies to {' or '.join(f'`kind: {k}`' for k in owners)} only; "
@@ -69,3 +73,5 @@ register_schedule(ScheduleKind("saturate", SaturateConfig, build_saturate,
                                "every rule each iteration until saturation or a limit (TENSAT)"))
 register_schedule(ScheduleKind("pulsed", PulsedConfig, build_pulsed,
                                "short explorations separated by extraction and rebuilding (Q-gym)"))
+register_schedule(ScheduleKind("mcts", MctsConfig, build_mcts,
+                               "Monte Carlo tree search over rule applications (PACT 2024)"))

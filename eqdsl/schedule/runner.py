@@ -13,7 +13,7 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass, field
 from enum import Enum
-from typing import Callable, Protocol
+from typing import Callable, ClassVar, Protocol
 
 from eqdsl import ir
 from eqdsl.diagnostics import EqdslError
@@ -43,7 +43,10 @@ class Limits:
 
 @dataclass(frozen=True)
 class LimitsConfig:
-    """The `schedule:` keys every kind has; a kind's config subclasses it (`kind` a ClassVar)."""
+    """The `schedule:` keys every kind has; a kind's config subclasses it (`kind` a ClassVar;
+    `elsewhere`: keys users may expect here, with where that setting lives instead)."""
+
+    elsewhere: ClassVar[dict[str, str]] = {}
 
     node_limit: int = option(50_000, int_at_least(1), "an int ≥ 1")
     time_limit_s: float = option(60.0, lambda v: positive_number(v), "a number > 0", float)
@@ -97,6 +100,20 @@ class EpochReport:
 
 
 @dataclass(frozen=True)
+class SearchStep:
+    """One step an MCTS schedule applied to the real e-graph, after a tree search."""
+
+    index: int  # 1-based
+    rule: str
+    visits: int  # the chosen child's visits in the search
+    mean_reward: float  # its mean reward (cost decrease / the search root's cost)
+    nodes: int  # e-graph size after the step
+    cost: float  # the main extractor's cost after the step
+    iterations: int  # search iterations run before choosing
+    seconds: float
+
+
+@dataclass(frozen=True)
 class ScheduleOutcome:
     stop: StopReason
     iterations: tuple[IterationReport, ...]
@@ -104,8 +121,8 @@ class ScheduleOutcome:
     seconds: float
     start_nodes: int = 0
     notes: tuple[str, ...] = field(default_factory=tuple)
-    # programs extracted while scheduling (a pulsed schedule's epochs, MCTS's applied steps)
-    epochs: tuple[EpochReport, ...] = ()
+    epochs: tuple[EpochReport, ...] = ()  # programs extracted while scheduling (pulsed)
+    steps: tuple[SearchStep, ...] = ()  # rules applied after a search (mcts)
 
 
 ProgressFn = Callable[[IterationReport], None]

@@ -1,0 +1,83 @@
+"""The MCTS schedule (PACT 2024): finds what saturation finds on small inputs, respects the node
+limit, is reproducible per seed, logs its steps, and rejects bad settings by key."""
+from __future__ import annotations
+
+import json
+
+import pytest
+import yaml
+
+from eqdsl.config import load_config
+from eqdsl.diagnostics import EqdslError
+from eqdsl.extract.registry import ExtractConfig
+from eqdsl.frontend import load_language
+from eqdsl.languages.tensat.models import build_model
+from eqdsl.pipeline import optimize
+from eqdsl.schedule.mcts import MctsConfig
+from eqdsl.schedule.saturate import SaturateConfig
+
+NASRNN = dict(steps=2, hidden=16)
+EXTRACT = ExtractConfig(method="cpsat", time_limit_s=10, compare=())
+
+
+def _nasrnn(config):
+    from eqdsl.cost.targets import bind_target, load_target
+
+    lang = load_language("tensat")
+    return optimize(lang, build_model(lang, "nasrnn", **NASRNN), config, EXTRACT, bind_target(lang, load_target("a100")))
+
+
+def test_mcts_ilp_ilp_finds_the_saturation_optimum_on_the_sharing_example():
+    """The merged matmul pays off only through sharing between the two roots, which a greedy main
+    extractor (OCF included: it shares within a term) cannot see; CP-SAT as main extractor can."""
+    from eqdsl.frontend import load_program_file
+
+    from conftest import EXAMPLES
+
+    lang = load_language(EXAMPLES / "sharing" / "sharing.eqr")
+    program = next(iter(load_program_file(EXAMPLES / "sharing" / "input.eqr", lang).values()))
+    full = optimize(lang, program, SaturateConfig(iter_limit=5, node_limit=1000), EXTRACT)
+    mcts = optimize(lang, program, MctsConfig(budget=8, node_limit=1000, main_extract="cpsat"), EXTRACT)
+    assert mcts.best.cost == full.best.cost < mcts.original_cost
+    assert mcts.outcome.steps and mcts.outcome.steps[0].rule == "merge-matmuls"
+    ocf = optimize(lang, program, MctsConfig(budget=8, node_limit=1000, main_extract="greedy-ocf"), EXTRACT)
+    assert ocf.outcome.steps == () and ocf.best.cost == ocf.original_cost
+
+
+def test_mcts_on_nasrnn_improves_is_seeded_and_stays_under_the_node_limit():
+    config = MctsConfig(budget=6, max_sim_steps=3, node_limit=600, seed=1)
+    first, again = _nasrnn(config), _nasrnn(config)
+    assert first.best.cost < first.original_cost
+    assert [(s.rule, s.cost) for s in first.outcome.steps] == [(s.rule, s.cost) for s in again.outcome.steps]
+    assert first.outcome.nodes <= 600 and all(s.nodes <= 600 for s in first.outcome.steps)
+    assert all(0 < s.mean_reward <= 1 and s.iterations <= 6 for s in first.outcome.steps)
+
+
+def test_run_reports_mcts_steps(tmp_path, run_cli):
+    cfg = tmp_path / "mcts.yaml"
+    cfg.write_text(yaml.safe_dump({
+        "ruleset": "tensat", "target": "a100", "program": {"builder": "nasrnn", **NASRNN},
+        "schedule": {"kind": "mcts", "budget": 4, "max_sim_steps": 2, "node_limit": 500},
+        "extract": {"method": "cpsat", "time_limit_s": 10, "compare": ["greedy-ocf"]}}))
+    code, out, err = run_cli("run", cfg, "--output", tmp_path / "out")
+    assert code == 0, out + err
+    report = json.loads((tmp_path / "out" / "report.json").read_text())
+    steps = report["schedule"]["steps"]
+    assert steps and {"rule", "visits", "mean_reward", "nodes", "cost", "search_iterations"} <= set(steps[0])
+    assert "mcts:" in out
+
+
+@pytest.mark.parametrize("schedule, path, message", [
+    ({"kind": "mcts", "budget": 0}, "schedule.budget", "an int ≥ 1"),
+    ({"kind": "mcts", "main_extract": "ilp"}, "schedule.main_extract", "greedy-ocf"),
+    ({"kind": "mcts", "uct_c": -1}, "schedule.uct_c", "a number > 0"),
+    ({"kind": "mcts", "final_extract": "cpsat"}, "schedule.final_extract", "extract.method"),
+    ({"kind": "saturate", "budget": 3}, "schedule.budget", "`kind: mcts`"),
+])
+def test_bad_mcts_settings_name_the_key(tmp_path, schedule, path, message):
+    cfg = tmp_path / "c.yaml"
+    cfg.write_text(yaml.safe_dump({"ruleset": "arith", "program": str(tmp_path / "p.eqr"), "schedule": schedule}))
+    with pytest.raises(EqdslError) as info:
+        load_config(cfg)
+    d = info.value.diagnostics[0]
+    assert d.path.endswith(path) and message in d.message, (d.path, d.message)
