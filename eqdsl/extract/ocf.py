@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import time
 from collections import deque
+from dataclasses import dataclass
 
 from eqdsl.extract.dag import SET_BUDGET, SetBudgetExceeded
 from eqdsl.extract.egraph import CyclicSelection, ExtractionProblem, Selection, dag_cost, restrict
@@ -25,11 +26,19 @@ from eqdsl.extract.result import Extraction, ExtractStatus
 MAX_SWEEPS = 10_000  # re-pricings per node; costs strictly fall, this only guards float noise
 
 
+@dataclass(frozen=True)
+class Term:
+    """The nodes of a class's best term, the classes they belong to, and their total cost."""
+
+    nodes: dict[int, float]  # node → cost
+    classes: frozenset[int]
+    total: float
+
+
 def ocf_greedy(problem: ExtractionProblem, budget: int = SET_BUDGET) -> Selection:
     """The fixpoint choice (class → node) for every class that has an acyclic term. Raises
     SetBudgetExceeded when the sets priced would pass `budget` entries in all (a deep e-graph)."""
-    sets: dict[int, frozenset[int]] = {}  # class → the nodes of its best term
-    cost: dict[int, float] = {}
+    best: dict[int, Term] = {}
     choice: Selection = {}
     parents = parents_of(problem)
     queue = deque(i for i, n in enumerate(problem.nodes) if problem.allowed(i))
@@ -39,16 +48,15 @@ def ocf_greedy(problem: ExtractionProblem, budget: int = SET_BUDGET) -> Selectio
         steps -= 1
         i = queue.popleft()
         queued.discard(i)
-        priced = _price(problem, i, sets)
-        if priced is None:
+        term = _price(problem, i, best)
+        if term is None:
             continue
-        members, total = priced
-        held += len(members)
+        held += len(term.nodes)
         if held > budget:
             raise SetBudgetExceeded
         c = problem.nodes[i].eclass
-        if total < cost.get(c, float("inf")):
-            sets[c], cost[c], choice[c] = members, total, i
+        if c not in best or term.total < best[c].total:
+            best[c], choice[c] = term, i
             for p in parents[c]:
                 if p not in queued and problem.allowed(p):
                     queue.append(p)
@@ -56,17 +64,28 @@ def ocf_greedy(problem: ExtractionProblem, budget: int = SET_BUDGET) -> Selectio
     return choice
 
 
-def _price(problem: ExtractionProblem, i: int, sets: dict[int, frozenset[int]]) -> tuple[frozenset[int], float] | None:
+def _price(problem: ExtractionProblem, i: int, best: dict[int, Term]) -> Term | None:
+    """Node i over its children's best terms: the union of their nodes (each counted once) plus
+    itself; None if a child has no term yet or the union holds i's own class (a cycle)."""
     node = problem.nodes[i]
-    members = {i}
-    for child in set(node.children):
-        child_set = sets.get(child)
-        if child_set is None:
-            return None
-        members |= child_set
-    if any(problem.nodes[m].eclass == node.eclass for m in members if m != i):
-        return None  # the term would contain its own class: a cycle
-    return frozenset(members), sum(problem.nodes[m].cost for m in members)
+    children = [best.get(c) for c in set(node.children)]
+    if any(t is None for t in children):
+        return None
+    terms = sorted((t for t in children if t is not None), key=lambda t: len(t.nodes), reverse=True)
+    if any(node.eclass in t.classes for t in terms):
+        return None
+    if not terms:
+        return Term({i: node.cost}, frozenset({node.eclass}), node.cost)
+    nodes, total, classes = dict(terms[0].nodes), terms[0].total, set(terms[0].classes)
+    for t in terms[1:]:
+        for m, cost in t.nodes.items():
+            if m not in nodes:
+                nodes[m] = cost
+                total += cost
+        classes |= t.classes
+    nodes[i] = node.cost
+    classes.add(node.eclass)
+    return Term(nodes, frozenset(classes), total + node.cost)
 
 
 class GreedyOcfExtractor:
