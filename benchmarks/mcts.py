@@ -6,8 +6,12 @@ ILP/ILP (budget, sim depth, node limit 2000, c = 2·√2 as in the study), over 
 predicted speedup (% cheaper than the input on the target's cost model; the study's "speedup")
 as mean ± sd over seeds, optimization seconds (schedule + extraction), and the paper's Table 2
 numbers where the issue quotes them (A100, measured there on the GPU; ours are the A100 roofline).
+With `--sweep`, the runs go through eqdsl's sweep runner instead (one sweep per model under
+results/bench/mcts/<model>: `--workers` tasks at once, finished tasks kept across re-runs, the
+sweep's CSV, markdown and plots); the table is the same.
 Usage: python benchmarks/mcts.py [--models nasrnn,bert,...] [--seeds 0,1,2,3,4] [--budget 128]
        [--variants ocf-ilp,ilp-ilp] [--time-limit 600] [--target a100] [--extract-limit 60]
+       [--sweep [--workers 2]]
 """
 from __future__ import annotations
 
@@ -54,7 +58,11 @@ def main() -> None:
     ap.add_argument("--time-limit", type=float, default=600.0)
     ap.add_argument("--target", default="a100")
     ap.add_argument("--extract-limit", type=float, default=60.0)
+    ap.add_argument("--sweep", action="store_true", help="run through eqdsl's sweep runner")
+    ap.add_argument("--workers", type=int, default=2)
     args = ap.parse_args()
+    if args.sweep:
+        return through_sweeps(args)
     lang = load_language("tensat")
     params = bind_target(lang, load_target(args.target))
     extract = ExtractConfig(method="cpsat", time_limit_s=args.extract_limit, compare=())
@@ -79,6 +87,57 @@ def main() -> None:
             print(f"| {name} | MCTS {variant.upper().replace('-', '/')} | {stats([r[0] for r in runs])} | "
                   f"{statistics.mean(r[1] for r in runs):.1f} | {statistics.mean(r[2] for r in runs):.1f} | "
                   f"{paper_mcts} |", flush=True)
+
+
+def through_sweeps(args) -> None:
+    import yaml
+
+    from eqdsl.sweep.run import run_sweep
+    from eqdsl.sweep.spec import load_sweep
+    from eqdsl.sweep.table import write_plots, write_tables
+
+    print(f"# sweep runner, {args.workers} tasks at once, target {args.target}, budget {args.budget}, "
+          f"seeds {args.seeds}, MCTS time limit {args.time_limit:g} s, CP-SAT {args.extract_limit:g} s")
+    print("| model | method | speedup % (mean ± sd) | seconds (mean) | steps applied | paper % (A100) |")
+    print("|---|---|---|---|---|---|")
+    root = Path("results/bench/mcts").resolve()
+    root.mkdir(parents=True, exist_ok=True)
+    for name in args.models.split(","):
+        schedules = [{"kind": "saturate", "k_multi": PACT_K_MULTI.get(name, 1), "cycle_filter": "efficient",
+                      "class_counts": False, "time_limit_s": args.time_limit}]
+        schedules += [{"kind": "mcts", "budget": args.budget, "main_extract": MAIN[v], "time_limit_s": args.time_limit}
+                      for v in args.variants.split(",")]
+        spec = {"base": {"ruleset": "tensat", "target": args.target, "program": {"builder": name},
+                         "extract": {"method": "cpsat", "time_limit_s": args.extract_limit, "compare": []}},
+                "grid": {"schedule": schedules}, "seeds": [int(s) for s in args.seeds.split(",")],
+                "output": name, "workers": args.workers}
+        path = root / f"{name}.yaml"
+        path.write_text(yaml.safe_dump(spec, sort_keys=False))
+        sweep = load_sweep(path)
+        results = run_sweep(sweep)
+        write_tables(sweep.output, sweep, results)
+        write_plots(sweep.output, sweep, results)
+        for label, runs in _by_schedule(sweep, results).items():
+            paper = PAPER.get(name)
+            ref = "" if paper is None else (paper[0] if label.startswith("TENSAT") else paper[1] if "ILP/ILP" in label else "")
+            print(f"| {name} | {label} | {stats([r['speedup_pct'] for r in runs])} | "
+                  f"{statistics.mean(r['optimization_seconds'] for r in runs):.1f} | "
+                  f"{statistics.mean(len(r['steps']) for r in runs):.1f} | {ref} |", flush=True)
+
+
+def _by_schedule(sweep, results) -> dict[str, list[dict]]:
+    groups: dict[str, list[dict]] = {}
+    for task in sweep.tasks:
+        result = results[task.id]
+        if not result.get("ok"):
+            continue
+        schedule = task.config["schedule"]
+        if schedule["kind"] == "saturate":
+            label = f"TENSAT (k_multi {schedule['k_multi']})"
+        else:
+            label = "MCTS " + {v: k.upper().replace("-", "/") for k, v in MAIN.items()}[schedule["main_extract"]]
+        groups.setdefault(label, []).append(result)
+    return groups
 
 
 if __name__ == "__main__":
