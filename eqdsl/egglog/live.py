@@ -144,6 +144,10 @@ def _node_cost(lang: ir.Language, row, nodes: dict, values: dict, shapes: dict,
         env[name] = shapes.get(kid_class) if isinstance(param.type, ir.SortType) else values[kid_class]
     if eclass in shapes:
         env["out"] = shapes[eclass]
+    key = (id(rule), tuple(env.items()))  # values are decoded as tuples, never lists: hashable
+    cached = _COSTS.get(key)
+    if cached is not None:  # the same configuration recurs in every state of a search, and across nodes
+        return cached[1]
     try:
         cost = evaluate(rule.body, env)
     except (EvalError, KeyError, TypeError) as err:
@@ -151,4 +155,13 @@ def _node_cost(lang: ir.Language, row, nodes: dict, values: dict, shapes: dict,
                              rule.span) from None
     if cost < 0:
         raise EqdslError.one(f"cost rule of '{op_name}' gave a negative cost {cost} for {env}", rule.span)
+    if len(_COSTS) > COST_CACHE_SIZE:
+        _COSTS.clear()
+    _COSTS[key] = (rule, float(cost))
     return float(cost)
+
+
+# Cost-rule results by (rule identity, its environment: ints, strings and tuples). Each entry
+# holds its rule, so no other object can take that rule's id while the entry exists.
+_COSTS: dict[tuple[int, tuple], tuple[Any, float]] = {}
+COST_CACHE_SIZE = 500_000
