@@ -19,7 +19,7 @@ import os
 import shutil
 import tempfile
 from pathlib import Path
-from typing import Iterable
+from typing import Callable, Iterable
 
 from eqdsl.diagnostics import EqdslError
 
@@ -117,14 +117,21 @@ def _free_sibling(folder: Path) -> Path:
 
 def write_file_atomically(path: Path, text: str) -> None:
     """`text` into `path` through a temporary sibling and a rename: never a half-written file."""
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    replace_atomically(path, lambda tmp: tmp.write_text(text))
+
+
+def replace_atomically(path: Path, write: Callable[[Path], object]) -> None:
+    """`write(tmp)` fills a temporary sibling of `path` (same suffix), which is then renamed onto
+    `path`: readers see the old file or the whole new one. Only the temporary file is ever removed."""
+    fd, name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=path.suffix, dir=path.parent)
+    os.close(fd)
+    tmp = Path(name)
     try:
-        with os.fdopen(fd, "w") as f:
-            f.write(text)
+        write(tmp)
         os.chmod(tmp, 0o666 & ~_umask())
         os.replace(tmp, path)
     except BaseException:
-        Path(tmp).unlink(missing_ok=True)  # our own temporary file
+        tmp.unlink(missing_ok=True)  # our own temporary file
         raise
 
 

@@ -99,6 +99,7 @@ class MctsScheduler:
     rng: random.Random = field(init=False)
     costs: dict[tuple[str, ...], float] = field(default_factory=dict)  # state (rules since the input) → cost
     applied: tuple[str, ...] = ()
+    rules: tuple[str, ...] = ()  # every rule of the language: the actions (set by `run`)
 
     def __post_init__(self) -> None:
         self.rng = random.Random(self.cfg.seed)
@@ -106,6 +107,7 @@ class MctsScheduler:
     def run(self, session: EGraphSession, progress: ProgressFn | None = None) -> ScheduleOutcome:
         loop = LimitedLoop(session, self.limits, count_classes=False)
         start_nodes = loop.check_start()
+        self.rules = tuple(r.name for r in session.lowered.language.rules)
         steps: list[SearchStep] = []
         stop = loop.check_before()
         while stop is None:
@@ -117,9 +119,8 @@ class MctsScheduler:
               progress: ProgressFn | None) -> StopReason | None:
         """Search from the session's e-graph, apply the best first rule; why to stop, or None."""
         t0 = time.perf_counter()
-        rules = self._rules(session)
-        root, iterations = self._search(session, rules, loop)
-        best = max(root.changed_children(), key=lambda c: (c.mean, -rules.index(c.path[-1])), default=None)
+        root, iterations = self._search(session, loop)
+        best = max(root.changed_children(), key=lambda c: (c.mean, -self.rules.index(c.path[-1])), default=None)
         if best is None or best.mean <= 0:
             return StopReason.SATURATED  # no action improves the cost
         stop = loop.iterate(session.lowered.rulesets[best.path[-1]])
@@ -132,9 +133,9 @@ class MctsScheduler:
                                 self._cost(session, ()), iterations, time.perf_counter() - t0))
         return loop.check_before()  # (a rule that changed nothing more is not the end of the search)
 
-    def _search(self, session: EGraphSession, rules: list[str], loop: LimitedLoop) -> tuple[TreeNode, int]:
+    def _search(self, session: EGraphSession, loop: LimitedLoop) -> tuple[TreeNode, int]:
         """`budget` search iterations from the session's e-graph (restored after each)."""
-        root = TreeNode((), list(rules))
+        root = TreeNode((), list(self.rules))
         self._cost(session, ())
         done = 0
         while done < self.cfg.budget and not root.exhausted and loop.elapsed() < self.limits.time_limit_s:
@@ -195,7 +196,7 @@ class MctsScheduler:
                 session.push()
                 self._replay(session, node.path)
                 continue
-            child = TreeNode(node.path + (rule,), self._rules(session), node, unchanged=not step.updated)
+            child = TreeNode(node.path + (rule,), list(self.rules), node, unchanged=not step.updated)
             node.children[rule] = child
             return child
         return None
@@ -203,9 +204,6 @@ class MctsScheduler:
     def _replay(self, session: EGraphSession, path: tuple[str, ...]) -> None:
         for rule in path:
             session.step(session.lowered.rulesets[rule])
-
-    def _rules(self, session: EGraphSession) -> list[str]:
-        return [r.name for r in session.lowered.language.rules]
 
     def _rollout(self, session: EGraphSession, child: TreeNode) -> float:
         """Reward of the trajectory from the search root: the tree path down to `child` (whose
@@ -215,9 +213,9 @@ class MctsScheduler:
         self._cost(session, child.path)  # the session holds the child's state now
         costs = [self._cost_of(child.path[:k]) for k in range(len(child.path) + 1)]
         gain = sum(max(a - b, 0.0) for a, b in zip(costs, costs[1:]))
-        path, cost, rules = child.path, costs[-1], self._rules(session)
+        path, cost = child.path, costs[-1]
         for _ in range(self.cfg.max_sim_steps):  # the iteration's pop undoes all of it
-            rule = self.rng.choice(rules)
+            rule = self.rng.choice(self.rules)
             step = session.step(session.lowered.rulesets[rule])
             if session.size() > self.limits.node_limit:
                 break

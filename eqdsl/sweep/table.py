@@ -11,12 +11,10 @@ from __future__ import annotations
 import csv
 import io
 import math
-import os
-import tempfile
 from pathlib import Path
 from typing import Any
 
-from eqdsl.output import write_file_atomically
+from eqdsl.output import replace_atomically, write_file_atomically
 from eqdsl.sweep.spec import Sweep
 
 VALUES = ("status", "original_cost", "best_cost", "speedup_pct", "optimization_seconds", "nodes", "stop", "error")
@@ -85,7 +83,7 @@ def _speedup_vs_time(plt, ok: list, path: Path) -> None:
                 ax.scatter(*zip(*points), label=method[:40], s=24)
         ax.set(title=model, xlabel="optimization time (s)", ylabel="speedup (% cheaper)")
     axes[0][0].legend(fontsize=6)
-    _save(fig, path)
+    replace_atomically(path, lambda tmp: fig.savefig(tmp, dpi=120, bbox_inches="tight"))
     plt.close(fig)
 
 
@@ -101,16 +99,6 @@ def _heatmap(plt, ok: list, path: Path) -> None:
     ax.set_xticks(range(len(rules)), rules, rotation=90, fontsize=5)
     ax.set_yticks(range(len(names)), names, fontsize=6)
     fig.colorbar(image, ax=ax, label="1 + log10(matches kept)")
-    _save(fig, path)
+    replace_atomically(path, lambda tmp: fig.savefig(tmp, dpi=120, bbox_inches="tight"))
     plt.close(fig)
 
-
-def _save(fig, path: Path) -> None:
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".png", dir=path.parent)
-    os.close(fd)
-    try:
-        fig.savefig(tmp, dpi=120, bbox_inches="tight")
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise

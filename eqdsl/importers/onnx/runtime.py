@@ -14,6 +14,7 @@ import os
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Callable, Sequence
 
 import numpy as np
 
@@ -55,14 +56,23 @@ def random_feeds(session, seed: int, scale: float = 1.0) -> dict[str, np.ndarray
 
 
 def finite_feeds(session, seed: int) -> tuple[dict[str, np.ndarray], float]:
-    """Random inputs on which the model's outputs are finite, and their scale. Some graphs overflow
+    """Random inputs on which the model's outputs are finite, and their scale (`halved_until_finite`)."""
+    feeds, scale, _ = halved_until_finite(lambda f: session.run(None, f), random_feeds(session, seed))
+    return feeds, scale
+
+
+def halved_until_finite(run: Callable[[dict[str, np.ndarray]], Sequence[np.ndarray]],
+                        feeds: dict[str, np.ndarray]) -> tuple[dict[str, np.ndarray], float, Sequence[np.ndarray]]:
+    """(inputs, their scale, `run`'s outputs) with every output finite. Some graphs overflow
     float32 on unit-variance inputs (TASO's BERT: attention without softmax is a cubic map, eight
-    times over), so the inputs are halved until every output is finite (down to 2^-30)."""
+    times over), so the inputs are halved until every output is finite (down to 2^-30; halving
+    is exact in float32). Shared by the ONNX Runtime check and eqdsl's executor."""
     for k in range(31):
-        feeds = random_feeds(session, seed, 2.0 ** -k)
-        if all(np.all(np.isfinite(o)) for o in session.run(None, feeds)):
-            return feeds, 2.0 ** -k
-    return random_feeds(session, seed), 1.0
+        scaled = {name: v * np.float32(2.0 ** -k) for name, v in feeds.items()}
+        outputs = run(scaled)
+        if all(np.all(np.isfinite(o)) for o in outputs):
+            return scaled, 2.0 ** -k, outputs
+    return feeds, 1.0, run(feeds)
 
 
 def median_ms(sessions: list, feeds: dict[str, np.ndarray], runs: int) -> list[float]:
@@ -80,7 +90,7 @@ def median_ms(sessions: list, feeds: dict[str, np.ndarray], runs: int) -> list[f
     return [1000 * float(np.median(t)) for t in times]
 
 
-def largest_error(want: list[np.ndarray], got: list[np.ndarray]) -> float:
+def largest_error(want: Sequence[np.ndarray], got: Sequence[np.ndarray]) -> float:
     """The largest |difference| of output pairs, each relative to max(1, max |wanted output|)."""
     worst = 0.0
     for w, g in zip(want, got):
