@@ -7,6 +7,11 @@ status (optimal / feasible / heuristic), CP-SAT's gap, and seconds. CP-SAT varia
   cpsat-lazy   no order variables; cycles cut lazily and re-solved
 Usage: python benchmarks/extract.py [--sizes 20,100,400,1000] [--partners 4] [--time-limit 60]
        [--json out.json]
+       python benchmarks/extract.py --real [--models bert,vgg19,...] [--k-multi 1,2,3] [--qgym] ...
+With --real, the e-graphs are the pipeline's own: every TENSAT model saturated at each k_multi
+*without* cycle filtering (cyclic, like public extraction benchmarks) and, with --qgym, Q-gym
+layers explored two iterations; each is saved once to results/extract/NAME.json (egraph-serialize
+JSON, also readable by `eqdsl extract`) and read from there on later runs.
 """
 from __future__ import annotations
 
@@ -15,10 +20,11 @@ import json
 import platform
 import sys
 import time
+from pathlib import Path
 
 from eqdsl.extract.cpsat import CpSatExtractor
 from eqdsl.extract.dag import GreedyDagExtractor
-from eqdsl.extract.egraph import dag_cost, problem_from_json
+from eqdsl.extract.egraph import ExtractionProblem, dag_cost, problem_from_json, read_problem
 from eqdsl.extract.greedy import GreedyExtractor
 
 from synthetic import tensat_like
@@ -34,31 +40,83 @@ def extractors(time_limit: float) -> dict:
     }
 
 
-def run(sizes: list[int], partners: int, time_limit: float, seed: int) -> list[dict]:
-    rows = []
+def synthetic(sizes: list[int], partners: int, seed: int):
     for n in sizes:
-        problem = problem_from_json(tensat_like(n, seed=seed, partners=partners))
+        yield str(n), problem_from_json(tensat_like(n, seed=seed, partners=partners))
+
+
+def saved(name: str, make) -> ExtractionProblem:
+    """The e-graph saved under results/extract/, made (and saved) on first use."""
+    from eqdsl.output import write_file_atomically
+    from eqdsl.report import problem_json
+
+    path = Path("results/extract") / f"{name}.json"
+    if not path.exists():
+        path.parent.mkdir(parents=True, exist_ok=True)
+        write_file_atomically(path, json.dumps(problem_json(make())))
+    return read_problem(path)
+
+
+def tensat_egraph(model: str, k_multi: int) -> ExtractionProblem:
+    from eqdsl.config import parse_config
+    from eqdsl.pipeline import run_pipeline
+
+    data = {"ruleset": "tensat", "target": "t4", "program": {"builder": model},
+            "schedule": {"iter_limit": 15, "node_limit": 50_000, "time_limit_s": 600, "k_multi": k_multi,
+                         "cycle_filter": "none", "class_counts": False},
+            "extract": {"method": "greedy", "compare": []}}
+    return run_pipeline(parse_config(data, Path(__file__))).live.problem
+
+
+def qgym_egraph(r: int, c: int, q: int) -> ExtractionProblem:
+    from eqdsl.config import parse_config
+    from eqdsl.pipeline import run_pipeline
+
+    data = {"ruleset": "qgym", "program": {"builder": "conv_layer", "R": r, "S": r, "C": c, "K": c, "Q": q, "seed": 0},
+            "schedule": {"iter_limit": 2, "node_limit": 200_000, "class_counts": False},
+            "extract": {"method": "greedy", "compare": []}}
+    return run_pipeline(parse_config(data, Path(__file__))).live.problem
+
+
+def real(models: list[str], k_multis: list[int], qgym: bool):
+    for model in models:
+        for k in k_multis:
+            name = f"tensat-{model}-k{k}"
+            yield name, saved(name, lambda m=model, k=k: tensat_egraph(m, k))
+    if qgym:
+        for r, c, q in [(3, 16, 2), (3, 16, 4), (1, 32, 4), (3, 32, 2)]:
+            name = f"qgym-{r}x{r}x{c}x{c}-q{q}"
+            yield name, saved(name, lambda r=r, c=c, q=q: qgym_egraph(r, c, q))
+
+
+def run(problems, time_limit: float, only: str | None = None) -> list[dict]:
+    rows = []
+    for n, problem in problems:
         results = {}
-        for name, extractor in extractors(time_limit).items():
+        chosen = {k: v for k, v in extractors(time_limit).items() if only is None or k in only.split(",")}
+        for name, extractor in chosen.items():
             t0 = time.perf_counter()
             e = extractor.extract(problem)
             assert abs(dag_cost(problem, e.selection) - e.cost) < 1e-9  # valid, acyclic, complete
             results[name] = (e, time.perf_counter() - t0)
         best = min(e.cost for e, _ in results.values())
         for name, (e, seconds) in results.items():
-            rows.append({"ops": n, "classes": problem.num_classes, "nodes": len(problem.nodes),
+            rows.append({"egraph": n, "classes": problem.num_classes, "nodes": len(problem.nodes),
                          "extractor": name, "cost": e.cost, "ratio": e.cost / best if best else 1.0,
                          "status": e.status.value, "gap": e.gap, "seconds": seconds})
+        print_table(rows[-len(results):])
     return rows
 
 
-def print_table(rows: list[dict]) -> None:
-    print(f"{'ops':>5} {'classes':>7} {'nodes':>6}  {'extractor':<12} {'DAG cost':>10} "
+HEADER = (f"{'e-graph':<24} {'classes':>7} {'nodes':>6}  {'extractor':<12} {'DAG cost':>10} "
           f"{'/best':>7} {'status':<9} {'gap':>7} {'seconds':>8}")
+
+
+def print_table(rows: list[dict]) -> None:
     for r in rows:
         gap = "" if r["gap"] is None else f"{100 * r['gap']:.2f}%"
-        print(f"{r['ops']:>5} {r['classes']:>7} {r['nodes']:>6}  {r['extractor']:<12} "
-              f"{r['cost']:>10.4f} {r['ratio']:>7.4f} {r['status']:<9} {gap:>7} {r['seconds']:>8.3f}")
+        print(f"{r['egraph']:<24} {r['classes']:>7} {r['nodes']:>6}  {r['extractor']:<12} "
+              f"{r['cost']:>10.4f} {r['ratio']:>7.4f} {r['status']:<9} {gap:>7} {r['seconds']:>8.3f}", flush=True)
 
 
 def main() -> int:
@@ -68,12 +126,19 @@ def main() -> int:
     ap.add_argument("--time-limit", type=float, default=60.0)
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--json")
+    ap.add_argument("--real", action="store_true", help="the pipeline's own e-graphs instead of synthetic ones")
+    ap.add_argument("--models", default="nasrnn,bert,resnext50,nasneta,squeezenet,vgg19,inceptionv3,resnet50,mobilenetv2")
+    ap.add_argument("--k-multi", default="1,2")
+    ap.add_argument("--qgym", action="store_true")
+    ap.add_argument("--extractors", help="comma-separated subset (default: all)")
     args = ap.parse_args()
     print(f"# {platform.node()} {platform.processor() or platform.machine()}, python "
           f"{sys.version.split()[0]}, seed {args.seed}, partners {args.partners}, "
           f"CP-SAT limit {args.time_limit:g} s, {CpSatExtractor().workers} worker(s), linearization 2")
-    rows = run([int(s) for s in args.sizes.split(",")], args.partners, args.time_limit, args.seed)
-    print_table(rows)
+    problems = (real(args.models.split(","), [int(k) for k in args.k_multi.split(",")], args.qgym) if args.real
+                else synthetic([int(s) for s in args.sizes.split(",")], args.partners, args.seed))
+    print(HEADER)
+    rows = run(problems, args.time_limit, args.extractors)
     if args.json:
         with open(args.json, "w") as f:
             json.dump(rows, f, indent=2)
