@@ -2,7 +2,9 @@
 
 For each graph: DAG cost of every extractor relative to the best cost found in this run, its
 status (optimal / feasible / heuristic), CP-SAT's gap, and seconds. CP-SAT variants:
-  cpsat        eqdsl's model: pruned nodes, order variables only on cyclic components
+  cpsat        eqdsl's model: pruned nodes (eqdsl.extract.prune), order variables only on cyclic components
+  cpsat-2w     the same on two CP-SAT workers (default: one worker with the full LP)
+  cpsat-unpruned  the model before eqdsl.extract.prune: only unusable nodes removed
   cpsat-plain  the textbook model: order variables on every class, no pruning
   cpsat-lazy   no order variables; cycles cut lazily and re-solved
 Usage: python benchmarks/extract.py [--sizes 20,100,400,1000] [--partners 4] [--time-limit 60]
@@ -35,6 +37,8 @@ def extractors(time_limit: float) -> dict:
         "greedy": GreedyExtractor(),
         "greedy-dag": GreedyDagExtractor(),
         "cpsat": CpSatExtractor(time_limit, "order"),
+        "cpsat-2w": CpSatExtractor(time_limit, "order", workers=2),
+        "cpsat-unpruned": CpSatExtractor(time_limit, "order", prune=False),
         "cpsat-plain": CpSatExtractor(time_limit, "order", plain=True),
         "cpsat-lazy": CpSatExtractor(time_limit, "lazy"),
     }

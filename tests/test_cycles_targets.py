@@ -8,7 +8,8 @@ import pytest
 from eqdsl.egglog.live import live_problem
 from eqdsl.egglog.lower import lower_language
 from eqdsl.egglog.session import EGraphSession
-from eqdsl.extract.cpsat import cyclic_components, usable_nodes
+from eqdsl.extract.cpsat import cyclic_components
+from eqdsl.extract.prune import usable_nodes
 from eqdsl.frontend import load_language
 from eqdsl.graphs import filter_cycles
 from eqdsl.languages.tensat.models import build_model

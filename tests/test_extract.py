@@ -231,7 +231,8 @@ def test_pruned_model_agrees_with_plain_model():
 
 
 def test_dfs_filter_list_leaves_an_acyclic_graph():
-    from eqdsl.extract.cpsat import dfs_filter_list, find_cycles, usable_nodes
+    from eqdsl.extract.cpsat import dfs_filter_list, find_cycles
+    from eqdsl.extract.prune import usable_nodes
 
     from synthetic import tensat_like
 

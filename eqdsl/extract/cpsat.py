@@ -7,9 +7,12 @@ every child class pick one (at most one per class); minimise Σ cost·x. Acyclic
   (Σ x over the cycle's nodes ≤ len − 1), re-solve warm-started, until the program is acyclic;
   two-node cycles are forbidden up front;
 - `filter-list`: nodes blocked by a cycle filter are fixed to 0, then `lazy` as a safety net.
-Before the model: nodes that are blocked, loop on their own class or need a class with no acyclic
-term are removed. A greedy solution is the warm start and the fallback, so a time limit returns
-the best valid program found with CP-SAT's proven bound; the result is never cyclic or incomplete.
+Before the model, `eqdsl.extract.prune` removes what an optimal program provably never needs
+(unusable, dominated, dearer than the warm start, cycle-closing nodes; the result's note says how
+many each step removed), often leaving no cyclic component at all. A greedy solution is the warm
+start and the fallback, so a time limit returns the best valid program found with CP-SAT's proven
+bound; the result is never cyclic or incomplete. One CP-SAT worker with the full LP: two workers
+were slower on every TENSAT e-graph measured (BENCHMARKS.md, extraction at scale).
 """
 from __future__ import annotations
 
@@ -24,6 +27,7 @@ from eqdsl.diagnostics import EqdslError
 from eqdsl.extract.dag import best_greedy
 from eqdsl.extract.egraph import ExtractionProblem, Selection, dag_cost, restrict
 from eqdsl.extract.greedy import tree_greedy, tree_selection, unreachable_roots_error
+from eqdsl.extract.prune import prune, usable_nodes
 from eqdsl.extract.result import Extraction, ExtractStatus
 from eqdsl.graphs import filter_cycles
 from eqdsl.worker import Budget, Stopped, guarded
@@ -35,30 +39,6 @@ class _Model:
     x: dict[int, cp_model.IntVar]  # node index → Boolean
     class_nodes: dict[int, list[int]]  # class → usable nodes
     scale: float
-
-
-def usable_nodes(problem: ExtractionProblem) -> dict[int, list[int]]:
-    """Per class reachable from the roots, the nodes that can be part of an acyclic program."""
-    candidates = [i for i, n in enumerate(problem.nodes)
-                  if problem.allowed(i) and n.eclass not in n.children]
-    blocked = problem.blocked | (set(range(len(problem.nodes))) - set(candidates))
-    pruned = ExtractionProblem(problem.class_ids, problem.nodes, problem.class_nodes,
-                               problem.roots, frozenset(blocked))
-    _, best = tree_greedy(pruned)
-    if any(math.isinf(best[r]) for r in problem.roots):
-        raise unreachable_roots_error(problem, best)
-    ok = [i for i in candidates if all(not math.isinf(best[c]) for c in problem.nodes[i].children)]
-    by_class: dict[int, list[int]] = {}
-    for i in ok:
-        by_class.setdefault(problem.nodes[i].eclass, []).append(i)
-    needed, stack = set(problem.roots), list(problem.roots)
-    while stack:
-        for i in by_class.get(stack.pop(), []):
-            for c in problem.nodes[i].children:
-                if c not in needed:
-                    needed.add(c)
-                    stack.append(c)
-    return {c: by_class[c] for c in needed}
 
 
 def dfs_filter_list(problem: ExtractionProblem, class_nodes: dict[int, list[int]]) -> set[int]:
@@ -192,27 +172,33 @@ def _apply_filter(problem: ExtractionProblem, class_nodes: dict[int, list[int]])
         return class_nodes, 0
 
 
+PRUNE_SHARE = 0.2  # of the time limit, at most, for the cycle-closing test
+
+
 class CpSatExtractor:
     name = "cpsat"
 
     def __init__(self, time_limit_s: float = 60.0, acyclic: str = "order",
-                 warm_start: str | None = "greedy-dag", workers: int = 1, plain: bool = False) -> None:
-        """`plain`: the textbook model (no pruning, order variables on every class), the benchmark baseline."""
+                 warm_start: str | None = "greedy-dag", workers: int = 1, plain: bool = False,
+                 prune: bool = True) -> None:
+        """`plain`: the textbook model (no pruning, order variables on every class), the benchmark
+        baseline; `prune=False`: only the `usable` step of `eqdsl.extract.prune` (the model before
+        the other steps existed)."""
         self.time_limit_s, self.acyclic = time_limit_s, acyclic
-        self.warm_start, self.workers, self.plain = warm_start, workers, plain
+        self.warm_start, self.workers, self.plain, self.prune = warm_start, workers, plain, prune
 
     def extract(self, problem: ExtractionProblem) -> Extraction:
         t0 = time.perf_counter()
         deadline = t0 + self.time_limit_s
-        class_nodes = all_nodes(problem) if self.plain else usable_nodes(problem)
+        warm = self._warm(problem)
+        class_nodes, pruning = self._nodes(problem, warm.cost, time.monotonic() + PRUNE_SHARE * self.time_limit_s)
         filtered = 0
         if self.acyclic == "filter-list":
             class_nodes, filtered = _apply_filter(problem, class_nodes)
-        warm = self._warm(problem)
         if self.acyclic != "filter-list" and all(len(n) == 1 for n in class_nodes.values()):
             # one acyclic program only (every needed class has one usable node): nothing to solve
             return self._result(problem, warm.selection, warm.cost, warm.cost, True, False,
-                                time.perf_counter() - t0, 0, 0)
+                                time.perf_counter() - t0, 0, 0, pruning)
         built = _build(problem, class_nodes, self.acyclic, self.plain)
         best, best_cost = warm.selection, warm.cost
         bound, proven, rounds, cuts, from_solver = -math.inf, False, 0, 0, False
@@ -247,7 +233,7 @@ class CpSatExtractor:
             proven = status == cp_model.OPTIMAL
             break
         result = self._result(problem, best, best_cost, bound, proven, from_solver,
-                              time.perf_counter() - t0, rounds, cuts)
+                              time.perf_counter() - t0, rounds, cuts, pruning)
         if overran:
             result = replace(result, note=f"{result.note}; CP-SAT overran its time limit and was stopped")
         if self.acyclic == "filter-list":
@@ -255,6 +241,15 @@ class CpSatExtractor:
             result = Extraction(result.method, result.selection, result.cost, result.status,
                                 result.seconds, result.bound, note)
         return result
+
+    def _nodes(self, problem: ExtractionProblem, incumbent: float, deadline: float) -> tuple[dict[int, list[int]], str]:
+        """The model's classes and nodes, and a note on what pruning removed."""
+        if self.plain:
+            return all_nodes(problem), ""
+        if not self.prune:
+            return usable_nodes(problem), ""
+        pruned = prune(problem, incumbent, deadline)
+        return pruned.class_nodes, pruned.summary()
 
     def _warm(self, problem: ExtractionProblem) -> Extraction:
         """A valid start whatever the costs' signs (the greedy extractors' own checks refuse
@@ -287,7 +282,7 @@ class CpSatExtractor:
             built.model.Add(sum(built.x[i] for i in cycle) <= len(cycle) - 1)
         return len(cycles)
 
-    def _result(self, problem, best, best_cost, bound, proven, from_solver, seconds, rounds, cuts):
+    def _result(self, problem, best, best_cost, bound, proven, from_solver, seconds, rounds, cuts, pruning):
         restrict(problem, best)  # raises if the selection were cyclic or incomplete: never returned
         if math.isinf(bound):  # no solve finished: only the trivial bound, if costs are ≥ 0
             bound = None if problem.has_negative_costs else 0.0
@@ -296,7 +291,7 @@ class CpSatExtractor:
             status, bound = ExtractStatus.OPTIMAL, best_cost
         else:
             status = ExtractStatus.FEASIBLE
-        note = f"acyclic={self.acyclic}, rounds={rounds}, cycle cuts={cuts}"
+        note = f"acyclic={self.acyclic}, rounds={rounds}, cycle cuts={cuts}" + (f"; {pruning}" if pruning else "")
         if not from_solver:
             note += f"; CP-SAT found nothing better than the {self.warm_start or 'greedy-dag'} warm start"
         return Extraction(self.name, best, best_cost, status, seconds, bound, note)

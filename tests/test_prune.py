@@ -1,0 +1,76 @@
+"""Pruning before the CP-SAT model: each step removes what it says, and never the last optimal program."""
+from __future__ import annotations
+
+import itertools
+import math
+import time
+
+from hypothesis import HealthCheck, given, settings
+
+from eqdsl.extract.cpsat import CpSatExtractor, cyclic_components
+from eqdsl.extract.egraph import CyclicSelection, ExtractionProblem, IncompleteSelection, dag_cost, problem_from_json
+from eqdsl.extract.prune import prune
+from eqdsl.extract.result import ExtractStatus
+
+from test_extract import egraph, small_egraphs
+
+# x = split0(split(concat(x, y))) as TENSAT's merge rules make it: the root's second node closes a
+# cycle (every term of `cs` contains the root class); `dear` is dominated by `cheap` (same child, dearer).
+LOOP = egraph({
+    "x": ("x", "cx", [], 0), "y": ("y", "cy", [], 0),
+    "cheap": ("f", "root", ["x"], 3), "dear": ("g", "root", ["x"], 4),
+    "back": ("split0", "root", ["s"], 0),
+    "s": ("split", "cs", ["c"], 0), "c": ("concat", "cc", ["cheap", "y"], 1),
+}, ["root"])
+
+
+def far_future() -> float:
+    return time.monotonic() + 60
+
+
+def test_steps_remove_dominated_and_cycle_closing_nodes():
+    p = problem_from_json(LOOP)
+    pruned = prune(p, incumbent=3, deadline=far_future())
+    steps = dict(pruned.steps)
+    assert steps["dominated"] == 1 and steps["cycle-closing"] >= 1 and pruned.complete
+    kept = {p.nodes[i].op for nodes in pruned.class_nodes.values() for i in nodes}
+    assert kept == {"f", "x"}  # the split/concat loop's classes are no longer needed
+    assert cyclic_components(p, pruned.class_nodes) == {}
+    assert "dominated −1" in pruned.summary()
+
+
+def test_negative_costs_keep_dominated_nodes():
+    data = egraph({"x": ("x", "cx", [], -1), "a": ("a", "r", [], 1), "b": ("b", "r", ["x"], 1)}, ["r"])
+    steps = dict(prune(problem_from_json(data), incumbent=math.inf, deadline=far_future()).steps)
+    assert "dominated" not in steps  # b needs more than a, but its child pays −1
+
+
+def test_a_spent_budget_is_labelled_and_still_valid():
+    p = problem_from_json(LOOP)
+    pruned = prune(p, incumbent=math.inf, deadline=time.monotonic() - 1)
+    assert not pruned.complete and "time budget" in pruned.summary()
+    e = CpSatExtractor(time_limit_s=5).extract(p)
+    assert e.status is ExtractStatus.OPTIMAL and e.cost == 3 and "pruned" in e.note
+
+
+def _brute_force_within(p: ExtractionProblem, class_nodes: dict[int, list[int]]) -> float:
+    classes = sorted(class_nodes)
+    best = math.inf
+    for choice in itertools.product(*(class_nodes[c] for c in classes)):
+        try:
+            best = min(best, dag_cost(p, dict(zip(classes, choice))))
+        except (CyclicSelection, IncompleteSelection):
+            continue
+    return best
+
+
+@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(small_egraphs())
+def test_some_optimal_program_survives_pruning(data):
+    p = problem_from_json(data)
+    everything = {c: list(nodes) for c, nodes in enumerate(p.class_nodes)}
+    best = _brute_force_within(p, everything)
+    if math.isinf(best):
+        return
+    pruned = prune(p, incumbent=best, deadline=far_future())
+    assert _brute_force_within(p, pruned.class_nodes) == best
