@@ -7,9 +7,10 @@ Steps, each reported with how many nodes it removed (`Pruned.steps`):
   subset of its child classes (ties: the lower index stays). Swapping it for the rival keeps any
   program complete and acyclic (the rival's edges are a subset) and never costs more.
 - `above-incumbent` (costs ≥ 0 only): a node costing more on its own than a known program in all.
-- `cycle-closing`: a node of class C with a child class every acyclic term of which contains C —
-  any program with it is cyclic. Tested inside each cyclic component (a class outside C's
-  component cannot reach C), under a time budget: removing any subset of these nodes is sound.
+- `cycle-closing`: a node of class C with a child class every term of which contains C — any
+  program with it is cyclic. One fixpoint per cyclic component computes, for every class, the
+  classes all its terms contain (a class outside C's component cannot reach C); under a time
+  budget (a component not finished in time is skipped: removing any subset is sound).
   Removing them often breaks the cyclic components up entirely (TENSAT's split/concat loops),
   so the model needs no order variables at all.
 
@@ -21,6 +22,7 @@ from __future__ import annotations
 
 import math
 import time
+from collections import deque
 from dataclasses import dataclass
 
 from eqdsl import graphs
@@ -117,17 +119,16 @@ def _closing(problem: ExtractionProblem, class_nodes: ClassNodes, deadline: floa
     found: set[int] = set()
     for classes in sorted(members.values(), key=len):
         component = _Component(problem, class_nodes, classes)
-        for banned in range(len(classes)):
-            if time.monotonic() > deadline:
-                return found, False
-            found |= component.closing_nodes(banned)
+        unavoidable = component.unavoidable(deadline)
+        if unavoidable is None:
+            return found, False
+        found |= component.closing_nodes(unavoidable)
     return found, True
 
 
 class _Component:
-    """One cyclic component, classes and nodes renumbered 0.. for list-speed fixpoints. Children
-    outside the component always have an acyclic term that avoids it, so only inside children
-    count."""
+    """One cyclic component, classes and nodes renumbered 0.. (class sets are int bitsets).
+    Children outside the component never lead back into it, so only inside children count."""
 
     def __init__(self, problem: ExtractionProblem, class_nodes: ClassNodes, classes: list[int]) -> None:
         index = {c: k for k, c in enumerate(classes)}
@@ -135,39 +136,51 @@ class _Component:
         self.node_class = [index[problem.nodes[i].eclass] for i in self.node_ids]
         self.inside = [sorted({index[k] for k in problem.nodes[i].children if k in index}) for i in self.node_ids]
         self.members: list[list[int]] = [[] for _ in classes]
-        self.users: list[list[int]] = [[] for _ in classes]
+        parents: list[set[int]] = [set() for _ in classes]
         for n, kids in enumerate(self.inside):
             self.members[self.node_class[n]].append(n)
             for k in kids:
-                self.users[k].append(n)
-        self.missing = [len(kids) for kids in self.inside]
-        self.seeds = [n for n, m in enumerate(self.missing) if m == 0]
+                parents[k].add(self.node_class[n])
+        self.parents = [sorted(p) for p in parents]
 
-    def closing_nodes(self, banned: int) -> set[int]:
-        """(Problem) ids of the nodes of class `banned` (0-based in this component) with a child
-        class that has no acyclic term avoiding `banned`."""
-        wanted = {k for n in self.members[banned] for k in self.inside[n]}
-        ok = self._ok_avoiding(banned, wanted)
-        return {self.node_ids[n] for n in self.members[banned] if not all(ok[k] for k in self.inside[n])}
+    def unavoidable(self, deadline: float) -> list[int | None] | None:
+        """Per class, the bitset of the component's classes that every term of it contains
+        (None: no term), or None past the deadline. A dominator-style fixpoint: a class's set is
+        itself plus the intersection over its nodes of the union of their children's sets; sets
+        only shrink as more terms are found, so a worklist reaches the fixpoint, where each set is
+        contained in every term's classes (induction on the term)."""
+        sets: list[int | None] = [None] * len(self.members)
+        queue, queued = deque(range(len(self.members))), [True] * len(self.members)
+        pops = 0
+        while queue:
+            pops += 1
+            if pops % 1024 == 1 and time.monotonic() > deadline:
+                return None
+            c = queue.popleft()
+            queued[c] = False
+            new = self._meet(c, sets)
+            if new is not None and new != sets[c]:
+                sets[c] = new
+                for parent in self.parents[c]:
+                    if not queued[parent]:
+                        queued[parent] = True
+                        queue.append(parent)
+        return sets
 
-    def _ok_avoiding(self, banned: int, wanted: set[int]) -> bytearray:
-        """Classes with an acyclic term that avoids `banned`, computed until every class in
-        `wanted` is known to have one (breadth-first: shallow terms are found first)."""
-        missing, ok = list(self.missing), bytearray(len(self.members))
-        for n in self.members[banned]:
-            missing[n] = -1
-        queue, left = [n for n in self.seeds if missing[n] == 0], len(wanted)
-        for n in queue:  # the list grows while it is walked: a FIFO queue
-            c = self.node_class[n]
-            if ok[c]:
-                continue
-            ok[c] = 1
-            if c in wanted:
-                left -= 1
-                if left == 0:
+    def _meet(self, c: int, sets: list[int | None]) -> int | None:
+        meet = None
+        for n in self.members[c]:
+            union = 0
+            for k in self.inside[n]:
+                child = sets[k]
+                if child is None:
                     break
-            for user in self.users[c]:
-                missing[user] -= 1
-                if missing[user] == 0:
-                    queue.append(user)
-        return ok
+                union |= child
+            else:
+                meet = union if meet is None else meet & union
+        return None if meet is None else meet | (1 << c)
+
+    def closing_nodes(self, unavoidable: list[int | None]) -> set[int]:
+        """(Problem) ids of the nodes with a child class whose every term contains the node's own class."""
+        return {self.node_ids[n] for n, kids in enumerate(self.inside)
+                if any((s := unavoidable[k]) is None or s >> self.node_class[n] & 1 for k in kids)}
