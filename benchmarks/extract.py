@@ -11,7 +11,8 @@ Usage: python benchmarks/extract.py [--sizes 20,100,400,1000] [--partners 4] [--
        [--json out.json]
        python benchmarks/extract.py --real [--models bert,vgg19,...] [--k-multi 1,2,3] [--qgym] ...
 With --real, the e-graphs are the pipeline's own: every TENSAT model saturated at each k_multi
-*without* cycle filtering (cyclic, like public extraction benchmarks) and, with --qgym, Q-gym
+*without* cycle filtering (cyclic, like public extraction benchmarks), a 45-matrix chain
+(15,225 nodes, no sharing) and, with --qgym, Q-gym
 layers explored two iterations; each is saved once to results/extract/NAME.json (egraph-serialize
 JSON, also readable by `eqdsl extract`) and read from there on later runs.
 """
@@ -29,7 +30,7 @@ from eqdsl.extract.dag import GreedyDagExtractor
 from eqdsl.extract.egraph import ExtractionProblem, dag_cost, problem_from_json, read_problem
 from eqdsl.extract.greedy import GreedyExtractor
 
-from synthetic import tensat_like
+from synthetic import matrix_chain, tensat_like
 
 
 def extractors(time_limit: float) -> dict:
@@ -83,6 +84,7 @@ def qgym_egraph(r: int, c: int, q: int) -> ExtractionProblem:
 
 
 def real(models: list[str], k_multis: list[int], qgym: bool):
+    yield "matrix-chain-45", problem_from_json(matrix_chain(45))
     for model in models:
         for k in k_multis:
             name = f"tensat-{model}-k{k}"

@@ -89,3 +89,27 @@ def _add_split_concat_cycles(b: _Builder, rng: random.Random, classes: list[str]
 
 def _first_cost(b: _Builder, eclass: str) -> float:
     return b.nodes[f"{eclass}__0"]["cost"]
+
+
+def matrix_chain(n: int, seed: int = 0) -> dict:
+    """Every parenthesisation of a product of `n` matrices with seeded sizes: class [i, j] holds
+    `mul([i, k], [k+1, j])` for each split k, costing the multiplications d_i·d_{k+1}·d_{j+1}.
+    No two sub-products of one program share a class, so the DAG optimum is the tree optimum
+    (the textbook dynamic programme): what tree greedy finds and what a DAG bound must prove."""
+    rng = random.Random(seed)
+    dims = [rng.randint(2, 64) for _ in range(n + 1)]
+    nodes: dict[str, dict] = {}
+    for i in range(n):
+        nodes[f"m{i}"] = {"op": f"M{i}", "eclass": f"c{i}_{i}", "children": [], "cost": 0.0}
+    for length in range(2, n + 1):
+        for i in range(n - length + 1):
+            j = i + length - 1
+            for k in range(i, j):
+                nodes[f"p{i}_{k}_{j}"] = {"op": "mul", "eclass": f"c{i}_{j}",
+                                          "children": [_first(nodes, i, k), _first(nodes, k + 1, j)],
+                                          "cost": float(dims[i] * dims[k + 1] * dims[j + 1])}
+    return {"nodes": nodes, "root_eclasses": [f"c0_{n - 1}"]}
+
+
+def _first(nodes: dict[str, dict], i: int, j: int) -> str:
+    return f"m{i}" if i == j else f"p{i}_{i}_{j}"

@@ -7,9 +7,11 @@ import time
 
 from hypothesis import HealthCheck, given, settings
 
+from eqdsl.extract.bound import dag_lower_bound
 from eqdsl.extract.cpsat import CpSatExtractor, cyclic_components
 from eqdsl.extract.egraph import CyclicSelection, ExtractionProblem, IncompleteSelection, dag_cost, problem_from_json
-from eqdsl.extract.prune import prune
+from eqdsl.extract.greedy import GreedyExtractor
+from eqdsl.extract.prune import prune, usable_nodes
 from eqdsl.extract.result import ExtractStatus
 
 from test_extract import egraph, small_egraphs
@@ -74,3 +76,26 @@ def test_some_optimal_program_survives_pruning(data):
         return
     pruned = prune(p, incumbent=best, deadline=far_future())
     assert _brute_force_within(p, pruned.class_nodes) == best
+
+
+# ---- the DAG lower bound (eqdsl.extract.bound) ----
+@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(small_egraphs())
+def test_dag_lower_bound_never_exceeds_the_optimum(data):
+    p = problem_from_json(data)
+    everything = {c: list(nodes) for c, nodes in enumerate(p.class_nodes)}
+    best = _brute_force_within(p, everything)
+    if math.isinf(best):
+        return
+    assert dag_lower_bound(p, usable_nodes(p)) <= best + 1e-9
+
+
+def test_matrix_chain_is_proven_optimal_by_the_bound_without_a_solve():
+    from synthetic import matrix_chain
+
+    p = problem_from_json(matrix_chain(12, seed=2))
+    e = CpSatExtractor(time_limit_s=30).extract(p)
+    assert e.status is ExtractStatus.OPTIMAL and "meets the DAG lower bound" in e.note
+    assert e.cost == GreedyExtractor().extract(p).cost  # no sharing: the tree optimum
+    unpruned = CpSatExtractor(time_limit_s=30, prune=False).extract(p)
+    assert unpruned.cost == e.cost and "lower bound" not in unpruned.note
