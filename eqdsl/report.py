@@ -65,6 +65,7 @@ def report_json(result: RunResult) -> dict:
         "egraph": {"classes": problem.num_classes, "nodes": len(problem.nodes)},
         "original_cost": result.original_cost,
         "baselines": {} if result.baselines is None else result.baselines.costs,
+        "baseline_units": baseline_units(result),
         "best_cost": best.cost,
         "improvement_pct": _improvement(result.original_cost, best.cost),
         "extractor": extraction_json(best, problem),
@@ -143,6 +144,7 @@ def print_summary(result: RunResult, console: Console) -> None:
                   f"{best.status.value})")
     if result.baselines is not None:
         _print_baselines(result.baselines, best.cost, console)
+        _print_units(result, console)
     lines = result.optimized_text.rstrip().splitlines()
     console.print("\n".join(lines[:SHOWN_LINES]), markup=False)
     if len(lines) > SHOWN_LINES:
@@ -174,6 +176,27 @@ def print_summary(result: RunResult, console: Console) -> None:
         console.print(f"export: {', '.join(result.export.files)}")
         for line in result.export.summary:
             console.print(f"[{style}]{line}[/]", markup=True, highlight=False)
+
+
+RUN = "this run"
+
+
+def baseline_units(result: RunResult) -> dict[str, dict[str, float]]:
+    """unit → method → value for the source's other units, the run's own program included."""
+    b = result.baselines
+    if b is None or not b.units:
+        return {}
+    ours = b.measure(result.optimized_program()) if b.measure is not None else {}
+    return {unit: {**values, **({RUN: ours[unit]} if unit in ours else {})} for unit, values in b.units.items()}
+
+
+def _print_units(result: RunResult, console: Console) -> None:
+    assert result.baselines is not None
+    ref = result.baselines.reference
+    for unit, values in baseline_units(result).items():
+        console.print(f"in {unit}: " + ", ".join(
+            f"{name} {v:.12g}" + ("" if name == ref else f" ({_improvement(values[ref], v):.1f} % below {ref})")
+            for name, v in values.items()), markup=False)
 
 
 def _print_baselines(baselines: Baselines, best: float, console: Console) -> None:

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from eqdsl.apps.qgym import he
-from eqdsl.apps.qgym.baselines import count_ops, factorised_count
+from eqdsl.apps.qgym.baselines import count_ops, factorised_count, plain_count
 from eqdsl.apps.qgym.kernels import cpu_kernel, direct_conv
 from eqdsl.apps.qgym.layer import LayerSpec, QuantizedLayer, layer_expressions, layer_from_params, synthetic_weights
 from eqdsl.apps.qgym.study import Search, check_exact, compare
@@ -177,3 +177,7 @@ def test_pulsed_run_reports_epochs_and_a_partial_result_at_the_node_limit(tmp_pa
     spec = LayerSpec(1, 2, 3, 3, 2, 1)
     assert report["baselines"]["plain"] == spec.plain_cost and set(report["baselines"]) == {
         "plain", "factorisation", "summerge"} and "same layer, other methods" in out
+    flops = report["baseline_units"]["FLOPs"]
+    assert flops["plain"] == plain_count(spec).ops and set(flops) == {"plain", "factorisation", "summerge", "this run"}
+    assert flops["this run"] <= report["best_cost"] <= 2 * flops["this run"]  # FLOPs = adds + muls; cost adds + 2·muls
+    assert "in FLOPs: plain" in out

@@ -8,9 +8,9 @@ contain them).
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Mapping, Protocol
+from typing import Any, Callable, Mapping, Protocol
 
 import numpy as np
 
@@ -31,11 +31,15 @@ class ProgramRef:
 
 @dataclass(frozen=True)
 class Baselines:
-    """Other methods' costs on the same input, on the run's cost scale."""
+    """Other methods' costs on the same input, on the run's cost scale, and optionally in other
+    units (`units`: unit → method → value, e.g. Q-gym's FLOPs), with `measure` giving the same
+    units for the run's own program, so every method is reported in every unit."""
 
     costs: dict[str, float]
     reference: str  # the method the others (and the run) are compared with
     title: str  # how the summary introduces them
+    units: Mapping[str, Mapping[str, float]] = field(default_factory=dict)
+    measure: Callable[[ir.Program], Mapping[str, float]] | None = None
 
 
 @dataclass(frozen=True)

@@ -62,8 +62,13 @@ def factorised_count(layer: QuantizedLayer) -> OpCount:
     return OpCount(adds * positions, muls * positions)
 
 
-def layer_baselines(layer: QuantizedLayer, merged: ir.Program) -> dict[str, float]:
-    """The costs `eqdsl run` prints beside its result for a `conv_layer` program (same scale as
-    the run's DAG cost: add 1, mul 2, leaves 0); `merged` is SumMerge's program of the layer."""
-    return {"plain": plain_count(layer.spec).cost, "factorisation": factorised_count(layer).cost,
-            "summerge": count_ops(merged).cost}
+FLOPS = "FLOPs"  # Q-gym's metric (its footnote 1): adds + multiplies
+
+
+def layer_counts(layer: QuantizedLayer, merged: ir.Program) -> dict[str, OpCount]:
+    """Each baseline's operation count for a `conv_layer` program; `merged` is SumMerge's program."""
+    return {"plain": plain_count(layer.spec), "factorisation": factorised_count(layer), "summerge": count_ops(merged)}
+
+
+def program_flops(program: ir.Program) -> dict[str, float]:
+    return {FLOPS: count_ops(program).ops}

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from eqdsl import ir
-from eqdsl.apps.qgym.baselines import layer_baselines
+from eqdsl.apps.qgym.baselines import FLOPS, layer_counts, program_flops
 from eqdsl.apps.qgym.layer import layer_expressions, layer_from_params, layer_start
 from eqdsl.apps.qgym.summerge import summerge
 from eqdsl.sources.base import Baselines, ProgramRef, SourceProgram
@@ -27,8 +27,11 @@ class ConvLayerSource:
         start, layer = layer_start(params), layer_from_params(params, ref.base)
         merged = summerge(language, layer)  # SumMerge runs once: the start and a baseline
         program = merged if start == "summerge" else layer_expressions(language, layer)
-        return SourceProgram(program, Baselines(layer_baselines(layer, merged), "plain",
-                                                "same layer, other methods"))
+        counts = layer_counts(layer, merged)
+        # the run's DAG cost is the weighted one (add 1, mul 2, leaves 0): the costs' scale
+        return SourceProgram(program, Baselines({m: c.cost for m, c in counts.items()}, "plain",
+                                                "same layer, other methods (weighted cost 2·mul + add)",
+                                                {FLOPS: {m: c.ops for m, c in counts.items()}}, program_flops))
 
     def inputs(self, ref: ProgramRef) -> list[Path]:
         weights = ref.get("weights")

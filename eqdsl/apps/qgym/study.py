@@ -55,6 +55,10 @@ class LayerResult:
         """% of the plain layer's weighted cost (C_mul = 2, C_add = 1) removed."""
         return 100.0 * (1 - self.methods[method].ops.cost / self.layer.spec.plain_cost)
 
+    def flop_reduction(self, method: str) -> float:
+        """% of the plain layer's FLOPs (adds + muls, Q-gym's metric) removed."""
+        return 100.0 * (1 - self.methods[method].ops.ops / self.methods["plain"].ops.ops)
+
 
 
 
