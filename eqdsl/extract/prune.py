@@ -50,6 +50,9 @@ def prune(problem: ExtractionProblem, incumbent: float, deadline: float) -> Prun
 
     def remove(name: str, found: set[int]) -> None:
         nonlocal class_nodes
+        if not found:
+            steps.append((name, 0))
+            return
         blocked.update(found)
         before, class_nodes = _count(class_nodes), usable_nodes(_blocking(problem, blocked))
         steps.append((name, before - _count(class_nodes)))
