@@ -83,9 +83,10 @@ def qgym_egraph(r: int, c: int, q: int) -> ExtractionProblem:
     return run_pipeline(parse_config(data, Path(__file__))).live.problem
 
 
-def real(models: list[str], k_multis: list[int], qgym: bool):
-    yield "matrix-chain-45", problem_from_json(matrix_chain(45))
-    for model in models:
+def real(models: list[str], k_multis: list[int], qgym: bool, chain: bool = True):
+    if chain:
+        yield "matrix-chain-45", problem_from_json(matrix_chain(45))
+    for model in filter(None, models):
         for k in k_multis:
             name = f"tensat-{model}-k{k}"
             yield name, saved(name, lambda m=model, k=k: tensat_egraph(m, k))
