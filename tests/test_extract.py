@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 from eqdsl.diagnostics import EqdslError
 from eqdsl.extract.cpsat import CpSatExtractor
 from eqdsl.extract.dag import GreedyDagExtractor
-from eqdsl.extract.egraph import CyclicSelection, dag_cost, problem_from_json, reachable
+from eqdsl.extract.egraph import CyclicSelection, IncompleteSelection, dag_cost, problem_from_json, reachable
 from eqdsl.extract.greedy import GreedyExtractor
 from eqdsl.extract.ocf import GreedyOcfExtractor
 from eqdsl.extract.result import ExtractStatus
@@ -179,13 +179,16 @@ def small_egraphs(draw):
     return egraph(nodes, [f"c{r}" for r in roots])
 
 
-def brute_force(p) -> float:
+def brute_force(p, class_nodes: dict[int, list[int]] | None = None) -> float:
+    """The optimal DAG cost over every choice of one node per class (of `class_nodes` if given)."""
+    if class_nodes is None:
+        class_nodes = dict(enumerate(p.class_nodes))
+    classes = sorted(class_nodes)
     best = math.inf
-    for choice in itertools.product(*p.class_nodes):
-        selection = dict(enumerate(choice))
+    for choice in itertools.product(*(class_nodes[c] for c in classes)):
         try:
-            best = min(best, dag_cost(p, selection))
-        except CyclicSelection:
+            best = min(best, dag_cost(p, dict(zip(classes, choice))))
+        except (CyclicSelection, IncompleteSelection):
             continue
     return best
 

@@ -1,7 +1,6 @@
 """Pruning before the CP-SAT model: each step removes what it says, and never the last optimal program."""
 from __future__ import annotations
 
-import itertools
 import math
 import time
 
@@ -9,12 +8,12 @@ from hypothesis import HealthCheck, given, settings
 
 from eqdsl.extract.bound import dag_lower_bound
 from eqdsl.extract.cpsat import CpSatExtractor, cyclic_components
-from eqdsl.extract.egraph import CyclicSelection, ExtractionProblem, IncompleteSelection, dag_cost, problem_from_json
+from eqdsl.extract.egraph import ExtractionProblem, problem_from_json
 from eqdsl.extract.greedy import GreedyExtractor
 from eqdsl.extract.prune import prune, usable_nodes
 from eqdsl.extract.result import ExtractStatus
 
-from test_extract import egraph, small_egraphs
+from test_extract import brute_force, egraph, small_egraphs
 
 # x = split0(split(concat(x, y))) as TENSAT's merge rules make it: the root's second node closes a
 # cycle (every term of `cs` contains the root class); `dear` is dominated by `cheap` (same child, dearer).
@@ -55,39 +54,26 @@ def test_a_spent_budget_is_labelled_and_still_valid():
     assert e.status is ExtractStatus.OPTIMAL and e.cost == 3 and "pruned" in e.note
 
 
-def _brute_force_within(p: ExtractionProblem, class_nodes: dict[int, list[int]]) -> float:
-    classes = sorted(class_nodes)
-    best = math.inf
-    for choice in itertools.product(*(class_nodes[c] for c in classes)):
-        try:
-            best = min(best, dag_cost(p, dict(zip(classes, choice))))
-        except (CyclicSelection, IncompleteSelection):
-            continue
-    return best
+def optimum(data: dict) -> tuple[ExtractionProblem, float]:
+    p = problem_from_json(data)
+    return p, brute_force(p)
 
 
 @settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(small_egraphs())
 def test_some_optimal_program_survives_pruning(data):
-    p = problem_from_json(data)
-    everything = {c: list(nodes) for c, nodes in enumerate(p.class_nodes)}
-    best = _brute_force_within(p, everything)
-    if math.isinf(best):
-        return
-    pruned = prune(p, incumbent=best, deadline=far_future())
-    assert _brute_force_within(p, pruned.class_nodes) == best
+    p, best = optimum(data)
+    if not math.isinf(best):
+        assert brute_force(p, prune(p, incumbent=best, deadline=far_future()).class_nodes) == best
 
 
 # ---- the DAG lower bound (eqdsl.extract.bound) ----
 @settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(small_egraphs())
 def test_dag_lower_bound_never_exceeds_the_optimum(data):
-    p = problem_from_json(data)
-    everything = {c: list(nodes) for c, nodes in enumerate(p.class_nodes)}
-    best = _brute_force_within(p, everything)
-    if math.isinf(best):
-        return
-    assert dag_lower_bound(p, usable_nodes(p)) <= best + 1e-9
+    p, best = optimum(data)
+    if not math.isinf(best):
+        assert dag_lower_bound(p, usable_nodes(p)) <= best + 1e-9
 
 
 def test_matrix_chain_is_proven_optimal_by_the_bound_without_a_solve():
