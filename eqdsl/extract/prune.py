@@ -10,7 +10,7 @@ Steps, each reported with how many nodes it removed (`Pruned.steps`):
 - `cycle-closing`: a node of class C with a child class every term of which contains C — any
   program with it is cyclic. One fixpoint per cyclic component computes, for every class, the
   classes all its terms contain (a class outside C's component cannot reach C); under a time
-  budget (a component not finished in time is skipped: removing any subset is sound).
+  budget and a component size (what is not tested keeps its nodes: removing any subset is sound).
   Removing them often breaks the cyclic components up entirely (TENSAT's split/concat loops),
   so the model needs no order variables at all.
 
@@ -30,17 +30,19 @@ from eqdsl.extract.egraph import ExtractionProblem
 from eqdsl.extract.greedy import tree_greedy, unreachable_roots_error
 
 ClassNodes = dict[int, list[int]]
+MAX_COMPONENT = 30_000  # classes: larger cyclic components are not tested (≤ 110 MB of bitsets)
 
 
 @dataclass(frozen=True)
 class Pruned:
     class_nodes: ClassNodes  # needed class → its remaining nodes
     steps: tuple[tuple[str, int], ...]  # (step, nodes removed)
-    complete: bool  # False: the cycle-closing test ran out of time (what it found is removed)
+    complete: bool  # False: the cycle-closing test stopped at its time budget or a component's size
 
     def summary(self) -> str:
         text = ", ".join(f"{name} −{n}" for name, n in self.steps)
-        return f"pruned {text}" + ("" if self.complete else " (cycle-closing test stopped at its time budget)")
+        return f"pruned {text}" + ("" if self.complete else " (cycle-closing test stopped at its time budget "
+                                                             f"or at a component of over {MAX_COMPONENT} classes)")
 
 
 def prune(problem: ExtractionProblem, incumbent: float, deadline: float) -> Pruned:
@@ -121,6 +123,8 @@ def _closing(problem: ExtractionProblem, class_nodes: ClassNodes, deadline: floa
         members.setdefault(comp, []).append(c)
     found: set[int] = set()
     for classes in sorted(members.values(), key=len):
+        if len(classes) > MAX_COMPONENT:  # its class bitsets would take len² / 8 bytes
+            return found, False
         component = _Component(problem, class_nodes, classes)
         unavoidable = component.unavoidable(deadline)
         if unavoidable is None:
