@@ -59,8 +59,8 @@ def _config(tmp_path, target_line: str) -> str:
 
 
 @pytest.mark.parametrize("target_line, message", [
-    ("target: tpu9", "target: error: unknown target 'tpu9'; expected a .yaml path or one of: a100, cpu, h100, t4"),
-    ("", "set `target:` to one of a100, cpu, h100, t4"),
+    ("target: tpu9", "target: error: unknown target 'tpu9'; expected a .yaml path or one of: a100, cpu, h100, systolic-16, systolic-32, t4"),
+    ("", "set `target:` to one of a100, cpu, h100, systolic-16, systolic-32, t4"),
     ("target: missing.yaml", "target file not found"),
 ])
 def test_target_errors_name_the_key(tmp_path, run_cli, target_line, message):

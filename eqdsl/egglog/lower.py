@@ -12,6 +12,7 @@ operator's `require` conditions are added to the query, so an ill-shaped term is
 from __future__ import annotations
 
 import functools
+import itertools
 from collections import Counter
 from dataclasses import dataclass, field
 from typing import Sequence, assert_never
@@ -21,7 +22,7 @@ from egglog import bindings
 from eqdsl import ir
 from eqdsl.diagnostics import EqdslError
 from eqdsl.egglog.sexp import Call, Sexp, Var, binding, call, equality, rename, show, variables
-from eqdsl.egglog.terms import Unlowerable, facts, literal, term
+from eqdsl.egglog.terms import Unlowerable, bind_fields, facts, literal, term
 from eqdsl.ir.exprs import shape_key, term_shape_key
 
 VEC_SORT = "IVec"
@@ -82,7 +83,8 @@ def lower_language(lang: ir.Language) -> Lowered:
 
 
 def _declarations(lang: ir.Language) -> list[str]:
-    out = [f"(sort {VEC_SORT} (Vec i64))", "(ruleset analysis)", "(ruleset load)"]
+    out = [f"(sort {VEC_SORT} (Vec i64))", f"(sort {VEC_SORT}s (Vec {VEC_SORT}))",  # IVecs: see terms._dynamic_slice
+           "(ruleset analysis)", "(ruleset load)"]
     out += [f"(sort {s})" for s in lang.sorts]
     for op in lang.ops.values():
         args = " ".join(_egg_type(p.type) for p in op.params)
@@ -123,12 +125,14 @@ def _shape_rule(lang: ir.Language, rule: ir.ShapeRule) -> str:
                 child_facts.append(call("=", Var(name), call(shape_fn(sort), Var(f"_c_{name}"))))
             case _:
                 args.append(Var(name))
+    names = (f"_f{i}" for i in itertools.count())
     try:
+        fields = bind_fields([*rule.requires, rule.body], env, lambda: next(names))
         requires = [f for r in rule.requires for f in facts(r, env)]
         body = term(rule.body, env)
     except Unlowerable as err:
         raise _lowering_error(f"the shape rule of '{rule.op}'", err, rule.span) from None
-    query = [call("=", Var("_e"), Call(egg_name(op.name), tuple(args))), *child_facts, *requires]
+    query = [call("=", Var("_e"), Call(egg_name(op.name), tuple(args))), *child_facts, *fields, *requires]
     return (f"(rule ({_show_all(query)})\n      ((set ({shape_fn(op.result)} _e) {show(body)}))\n"
             f"      :ruleset analysis :name \"shape:{rule.op}\")")
 
@@ -248,12 +252,14 @@ def _conditions(lw: _RuleLowering, rule: ir.Rule) -> None:
         lw.env["?" + var] = Var(f"?{var}")
     for name, value in rule.wheres:
         _bind_shapes(lw, value, var_sorts)
+        lw.query += bind_fields([value], lw.env, lambda: lw.fresh("f"))
         lw.query.append(call("=", Var(f"?{name}"), term(value, lw.env)))
         lw.env[name] = Var(f"?{name}")
     for cond in rule.conds:
         match cond:
             case ir.ExprCond(expr=e):
                 _bind_shapes(lw, e, var_sorts)
+                lw.query += bind_fields([e], lw.env, lambda: lw.fresh("f"))
                 lw.query.extend(facts(e, lw.env))
             case ir.ClassCond(equal=eq, left=l, right=r):
                 for side in (l, r):
@@ -333,7 +339,7 @@ def _shape_vars(e: ir.Expr) -> list[str | ir.ShapeOfTerm]:
             return [v for a in args for v in _shape_vars(a)]
         case ir.BinOp(left=a, right=b) | ir.IndexOf(base=a, index=b):
             return _shape_vars(a) + _shape_vars(b)
-        case ir.UnOp(arg=a) | ir.SliceOf(base=a):
+        case ir.UnOp(arg=a) | ir.SliceOf(base=a) | ir.FieldOf(base=a):
             return _shape_vars(a)
         case ir.Replace(base=a, index=b, value=c):
             return _shape_vars(a) + _shape_vars(b) + _shape_vars(c)
@@ -361,6 +367,10 @@ def _check_app_shape(lw: _RuleLowering, op_name: str, args: tuple[ir.Pattern, ..
     if rule is None:
         return None
     env = {name: e for name, e in zip(rule.params, child_exprs) if e is not None}
+    for fact in bind_fields([*rule.requires, rule.body], env, lambda: lw.fresh("f")):
+        lw.query.append(fact)
+        if lw.assuming:
+            lw.assumed.add(str(binding(fact)))
     for req in rule.requires:
         if lw.trivially_true(req, env):
             continue

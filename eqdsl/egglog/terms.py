@@ -13,7 +13,7 @@ from __future__ import annotations
 from typing import Callable, assert_never
 
 from eqdsl import ir
-from eqdsl.egglog.sexp import Atom, Call, Sexp, call, chain
+from eqdsl.egglog.sexp import Atom, Call, Sexp, Var, call, chain
 from eqdsl.ir.exprs import const_int, env_key
 
 MAX_RANK = ir.MAX_RANK
@@ -31,7 +31,8 @@ def num(n: int) -> Atom:
 
 
 def vec_of(items: list[Sexp]) -> Call:
-    return Call("vec-of", tuple(items)) if items else Call("vec-empty")
+    """An IVec; the empty one typed by construction, since egglog cannot always infer `(vec-empty)`'s."""
+    return Call("vec-of", tuple(items)) if items else call("vec-pop", Call("vec-of", (num(0),)))
 
 
 def literal(value: int | str | bool | tuple[int, ...]) -> Sexp:
@@ -73,6 +74,77 @@ def _slice(base: Sexp, lo: int | None, hi: int | None) -> Sexp:
     for _ in range(lo):
         result = call("vec-remove", result, num(0))
     return result
+
+
+def _one_unless(negative: Sexp) -> Call:
+    """1 when `negative` <= 0; otherwise an out-of-range vec-get fails the query."""
+    return call("vec-get", vec_of([num(1)]), call("max", num(0), negative))
+
+
+def _dynamic_slice(base: Sexp, lo: Sexp, hi: Sexp, bind: Callable[[Sexp], Sexp]) -> Sexp:
+    """base[lo:hi] with bounds computed in the query: MAX_RANK one-item-or-empty pieces, each
+    picked from a vec of two vecs by whether its position is inside (egglog has no loops); a
+    slice longer than MAX_RANK or with hi < lo fails the query. `bind` may name a repeated
+    subterm (a query variable) so the text stays small."""
+    count = bind(call("-", hi, lo))
+    guard = call("*", _one_unless(call("-", count, num(MAX_RANK))), _one_unless(call("-", num(0), count)))
+    padded = bind(call("vec-append", base, vec_of([num(0)] * MAX_RANK)))
+    start = bind(call("+", lo, call("-", guard, num(1))))  # lo, once the guard holds
+    pieces = []
+    for i in range(MAX_RANK):
+        inside = call("min", num(1), call("max", num(0), call("-", count, num(i))))
+        item = vec_of([call("vec-get", padded, call("+", start, num(i)))])
+        pieces.append(call("vec-get", Call("vec-of", (Call("vec-empty"), item)), inside))
+    return chain("vec-append", pieces)
+
+
+def _field(base: Sexp, index: int, bind: Callable[[Sexp], Sexp] = lambda s: s) -> Sexp:
+    """Field `index` of a two-field value `[n] ++ first ++ second` (see ir.FieldOf)."""
+    split = bind(call("+", num(1), call("vec-get", base, num(0))))
+    if index == 0:
+        return _dynamic_slice(base, num(1), split, bind)
+    return _dynamic_slice(base, split, _length(base), bind)
+
+
+def field_key(e: ir.FieldOf) -> str:
+    """The env key under which a caller may have bound `e`'s value (see `bind_fields`)."""
+    return f"field:{e!r}"
+
+
+def bind_fields(exprs: list[ir.Expr], env: dict[str, Sexp], fresh: Callable[[], str]) -> list[Sexp]:
+    """Query facts `(= _fN <field>)` for every field read in `exprs`, innermost first, each bound
+    once in `env`: a field is a large unrolled term, and `prod` alone reads its argument 8 times."""
+    out: list[Sexp] = []
+
+    def bind(value: Sexp) -> Var:
+        name = fresh()
+        out.append(call("=", Var(name), value))
+        return Var(name)
+
+    for e in exprs:
+        for node in _field_reads(e):
+            key = field_key(node)
+            if key not in env:
+                env[key] = bind(_field(term(node.base, env), node.index, bind))
+    return out
+
+
+def _field_reads(e: ir.Expr) -> list[ir.FieldOf]:
+    match e:
+        case ir.FieldOf(base=b):
+            return _field_reads(b) + [e]
+        case ir.Builtin(args=args) | ir.ListOf(items=args):
+            return [n for a in args for n in _field_reads(a)]
+        case ir.BinOp(left=a, right=b) | ir.IndexOf(base=a, index=b):
+            return _field_reads(a) + _field_reads(b)
+        case ir.UnOp(arg=a) | ir.SliceOf(base=a):
+            return _field_reads(a)
+        case ir.Replace(base=a, index=b, value=c):
+            return _field_reads(a) + _field_reads(b) + _field_reads(c)
+        case ir.Const() | ir.Ref() | ir.ShapeOf() | ir.ShapeOfTerm():
+            return []
+        case _:
+            assert_never(e)
 
 
 def _rank_guard(base: Sexp) -> Call:
@@ -153,6 +225,8 @@ def term(e: ir.Expr, env: dict[str, Sexp]) -> Sexp:
             return _index(term(b, env), i, env)
         case ir.SliceOf(base=b, lo=lo, hi=hi):
             return _slice(term(b, env), lo, hi)
+        case ir.FieldOf(base=b, index=index):
+            return env.get(field_key(e)) or _field(term(b, env), index)
         case ir.Replace(base=b, index=i, value=v):
             base = term(b, env)
             k = const_int(i)
@@ -169,10 +243,14 @@ _SHAPE_BUILTINS: dict[str, Callable[..., Sexp]] = {
 
 
 def _builtin(e: ir.Builtin, env: dict[str, Sexp]) -> Sexp:
+    if e.fn == "len" and isinstance(e.args[0], ir.FieldOf) and e.args[0].index == 0:
+        return call("vec-get", term(e.args[0].base, env), num(0))  # stored as the value's first item
     args = [term(a, env) for a in e.args]
     match e.fn:
         case "len":
             return _length(*args)
+        case "remove":
+            return call("vec-remove", *args)
         case "min" | "max":
             return Call(e.fn, tuple(args))
         case fn if fn in _SHAPE_BUILTINS:

@@ -102,7 +102,24 @@ class With:
     span: Span
 
 
-Expr = IntLit | StrLit | Var | Name | Call | ListLit | Index | Slice | Unary | Binary | Compare | With
+@dataclass(frozen=True)
+class Field:
+    """`base.name`: one field of a two-field analysis value."""
+
+    base: Expr
+    name: str
+    span: Span
+
+
+@dataclass(frozen=True)
+class Record:
+    """`{access: e1, compute: e2}`: a two-field analysis value."""
+
+    entries: tuple[tuple[str, Expr], ...]
+    span: Span
+
+
+Expr = IntLit | StrLit | Var | Name | Call | ListLit | Index | Slice | Unary | Binary | Compare | With | Field | Record
 
 
 # ---- declarations ----

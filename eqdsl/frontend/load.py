@@ -86,7 +86,7 @@ def check_modules(modules: list[ast.Module]) -> ir.Language:
         if decl.name in programs:
             sink.error(f"duplicate program '{decl.name}'", decl.span)
             continue
-        program = check_program(decl, ops, sink)
+        program = check_program(decl, ops, sink, shapes, sorts)
         if program is not None:
             programs[decl.name] = program
     sink.raise_if_any()
@@ -122,7 +122,7 @@ def load_program_text(text: str, file: str, language: ir.Language) -> dict[str, 
             sink.error("a program file holds only `program` blocks; declare the language in the "
                        "ruleset", item.span)
             continue
-        program = check_program(item, language.ops, sink)
+        program = check_program(item, language.ops, sink, language.shapes, language.sorts)
         if program is not None:
             programs[item.name] = program
     sink.raise_if_any()

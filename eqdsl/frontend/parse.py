@@ -203,6 +203,15 @@ class _ToAst(Transformer):
     def slice(self, meta, c):
         return ast.Slice(c[0], c[1], c[3], self._s(meta))
 
+    def dot(self, meta, c):
+        return ast.Field(c[0], str(c[1]), self._s(meta))
+
+    def entry(self, meta, c):
+        return (str(c[0]), c[1])
+
+    def record(self, meta, c):
+        return ast.Record(tuple(c), self._s(meta))
+
     def neg(self, meta, c):
         return ast.Unary("neg", c[0], self._s(meta))
 

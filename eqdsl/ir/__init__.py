@@ -15,6 +15,7 @@ from eqdsl.ir.nodes import (
     CostRule,
     Expr,
     ExprCond,
+    FieldOf,
     IndexOf,
     Language,
     ListOf,
@@ -44,7 +45,7 @@ from eqdsl.ir.nodes import (
 
 __all__ = [
     'Prim', 'MAX_RANK', 'SortType', 'ValueType', 'Sort', 'Param', 'Operator', 'Const', 'Ref',
-    'ShapeOf', 'ShapeOfTerm', 'Builtin', 'BinOp', 'UnOp', 'ListOf', 'IndexOf', 'SliceOf',
+    'ShapeOf', 'ShapeOfTerm', 'Builtin', 'BinOp', 'UnOp', 'ListOf', 'IndexOf', 'SliceOf', 'FieldOf',
     'Replace', 'Expr', 'PVar', 'PLit', 'PBound', 'PApp', 'Pattern', 'ExprCond', 'ClassCond',
     'Cond', 'Rule', 'ShapeRule', 'TargetParam', 'CostRule', 'TermNode', 'Child', 'Program',
     'Language',

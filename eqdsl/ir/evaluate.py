@@ -32,6 +32,13 @@ def _mod(a: int, b: int) -> int:
     return a - b * _div(a, b)
 
 
+def field_of(value: tuple[int, ...] | list, index: int) -> tuple | list:
+    """Field `index` of a two-field value `[n] ++ first ++ second` (see `ir.FieldOf`)."""
+    if not value or not isinstance(value[0], int) or not 0 <= value[0] <= len(value) - 1:
+        raise EvalError(f"{list(value)} is not a two-field value [n] ++ first (n items) ++ second")
+    return value[1:1 + value[0]] if index == 0 else value[1 + value[0]:]
+
+
 BINARY_OPS = {
     "add": lambda a, b: a + b, "sub": lambda a, b: a - b, "mul": lambda a, b: a * b,
     "div": _div, "mod": _mod, "cat": lambda a, b: tuple(a) + tuple(b),
@@ -69,8 +76,14 @@ def positive(x: tuple[int, ...]) -> bool:
     return len(_ranked(x)) >= 1 and all(d >= 1 for d in x)
 
 
+def remove(x: tuple[int, ...], i: int) -> tuple[int, ...]:
+    if not 0 <= i < len(x):
+        raise EvalError(f"remove({list(x)}, {i}): index out of range")
+    return tuple(x[:i]) + tuple(x[i + 1:])
+
+
 _BUILTIN = {"len": len, "prod": prod, "positive": positive, "sum": sum, "min": min, "max": max,
-            "broadcasts": broadcasts, "permute": permute, "is_perm": is_perm}
+            "broadcasts": broadcasts, "permute": permute, "is_perm": is_perm, "remove": remove}
 
 
 def _at(seq: tuple[int, ...], i: int) -> int:
@@ -103,6 +116,8 @@ def evaluate(e: ir.Expr, env: dict[str, Value]) -> Value:
             return _at(evaluate(b, env), evaluate(i, env))
         case ir.SliceOf(base=b, lo=lo, hi=hi):
             return tuple(evaluate(b, env))[lo:hi]
+        case ir.FieldOf(base=b, index=k):
+            return tuple(field_of(tuple(evaluate(b, env)), k))
         case ir.Replace(base=b, index=i, value=v):
             seq = list(evaluate(b, env))
             k = evaluate(i, env)

@@ -33,6 +33,9 @@ class Sort:
     name: str
     shape_type: Prim | None  # the analysis value every e-class of this sort carries, if any
     span: Span
+    # names of a two-field analysis value ([Int] each, stored as one list: see FieldOf); () for
+    # the usual single `shape` field
+    fields: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -138,7 +141,18 @@ class Replace:
     type: Prim = Prim.INTS
 
 
-Expr = Const | Ref | ShapeOf | ShapeOfTerm | Builtin | BinOp | UnOp | ListOf | IndexOf | SliceOf | Replace
+@dataclass(frozen=True)
+class FieldOf:
+    """Field `index` (0 or 1) of a two-field analysis value (`sort A { access: [Int], compute:
+    [Int] }`). Such a value is stored as one list, `[len(field 0)] ++ field 0 ++ field 1`, so field 0
+    is `base[1 : 1 + base[0]]` and field 1 is `base[1 + base[0]:]`."""
+
+    base: Expr
+    index: int
+    type: Prim = Prim.INTS
+
+
+Expr = Const | Ref | ShapeOf | ShapeOfTerm | Builtin | BinOp | UnOp | ListOf | IndexOf | SliceOf | Replace | FieldOf
 
 
 # ---- patterns and rules ----

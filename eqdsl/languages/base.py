@@ -10,6 +10,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Callable
 
+import numpy as np
+
 
 @dataclass(frozen=True)
 class Leaf:
@@ -30,6 +32,26 @@ class External:
 
     def __call__(self, *args: Any) -> Any:
         return self.fn(*args)
+
+
+@dataclass(frozen=True, eq=False)
+class Split:
+    """A value of a two-field sort (`sort A { access: [Int], compute: [Int] }`): an array whose
+    first `split` axes form the first field and the rest the second. Its shape, as the analysis
+    stores it, is `[split] ++ array.shape`; NumPy sees the array (`np.asarray(v)`)."""
+
+    array: np.ndarray
+    split: int
+
+    def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:
+        return np.asarray(self.array, dtype=dtype)
+
+
+def value_shape(v: Any) -> tuple[int, ...]:
+    """The shape a value's analysis describes: np.shape, or `[split] ++ shape` for a Split."""
+    if isinstance(v, Split):
+        return (v.split, *np.shape(v.array))
+    return tuple(np.shape(v))
 
 
 OpSemantics = Callable[..., Any] | Leaf

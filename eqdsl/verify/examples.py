@@ -10,7 +10,6 @@ meet every requirement, near `hints` (so Hypothesis controls, and shrinks, the s
 """
 from __future__ import annotations
 
-import itertools
 from dataclasses import dataclass
 from functools import cached_property
 from typing import Any
@@ -23,6 +22,7 @@ from eqdsl.ir.exprs import shape_key, term_shape_key
 from eqdsl.verify.symbolic import CpBackend, Infeasible, NullBackend, SymEval
 
 INT_RANGE = (-1, 8)  # Int pattern variables: small, including one invalid value
+SIZE_LIMIT = 64  # sizes stay near the hints (1..max_dim) unless a condition needs more (n >= 32)
 
 
 @dataclass(frozen=True)
@@ -56,21 +56,75 @@ class ExampleSpace:
             return self.lang.sorts[t.name].shape_type is not None
         return t == ir.Prim.INTS
 
-    @cached_property
-    def rank_choices(self) -> list[tuple[int, ...]]:
-        ok = []
-        for ranks in itertools.product(range(1, self.max_rank + 1), repeat=len(self.sized)):
-            ev = SymEval(NullBackend())
-            env = self._env({v: [None] * r for v, r in zip(self.sized, ranks)},
-                            {v: None for v in self.int_vars})
-            try:
-                self._requirements(ev, env)
-            except Infeasible:
-                continue
-            ok.append(ranks)
-        return ok
+    def has_fields(self, v: str) -> bool:
+        """?v's sort has a two-field analysis value (stored [len(first)] ++ first ++ second)."""
+        t = self.vars[v]
+        return isinstance(t, ir.SortType) and bool(self.lang.sorts[t.name].fields)
 
-    def solve(self, ranks: tuple[int, ...], hints: list[int]) -> Assignment | None:
+    @cached_property
+    def pinned(self) -> list[str]:
+        """Int variables enumerated rather than solved: where a rule reads two-field values, Ints
+        index into and split lists, which CP-SAT variables cannot do."""
+        return self.int_vars if any(self.has_fields(v) for v in self.sized) or self._builds_fields() else []
+
+    def _builds_fields(self) -> bool:
+        ops = [o for p in (*self.rule.lhs, *self.rule.rhs) for o in _ops_of(p)]
+        return any(self.lang.sorts[self.lang.ops[o].result].fields for o in ops)
+
+    def _rank_options(self, v: str) -> list[Any]:
+        """A plain shape's rank, or a two-field value's (first, second) field lengths."""
+        if not self.has_fields(v):
+            return list(range(1, self.max_rank + 1))
+        return [(a, b) for a in range(self.max_rank + 1) for b in range(self.max_rank + 1 - a) if a + b >= 1]
+
+    @cached_property
+    def rank_choices(self) -> list[tuple[Any, ...]]:
+        """Per sized variable its rank (or field lengths), then the values of pinned Ints: every
+        combination no requirement rules out, found depth-first so that an application whose
+        variables are all chosen prunes the rest (the full product is too large with 4+ variables)."""
+        order = self._search_order()
+        options = {v: self._rank_options(v) if v in self.sized else range(-1, 5) for v in order}
+        found: list[tuple[Any, ...]] = []
+
+        def extend(i: int, chosen: dict[str, Any]) -> None:
+            if i == len(order):
+                found.append(tuple(chosen[v] for v in [*self.sized, *self.pinned]))
+                return
+            for option in options[order[i]]:
+                chosen[order[i]] = option
+                if self._possible(chosen, complete=i + 1 == len(order)):
+                    extend(i + 1, chosen)
+            del chosen[order[i]]
+
+        extend(0, {})
+        return found
+
+    def _search_order(self) -> list[str]:
+        """Sized variables and pinned Ints in order of first appearance in the rule's patterns."""
+        seen: dict[str, ir.ValueType] = {}
+        for p in (*self.rule.lhs, *self.rule.rhs):
+            _collect_vars(p, seen)
+        chosen = set(self.sized) | set(self.pinned)
+        return [v for v in seen if v in chosen]
+
+    def _possible(self, chosen: dict[str, Any], complete: bool) -> bool:
+        """No requirement of the applications whose variables are all chosen fails (all of them,
+        `where`s and `if`s included, once `complete`)."""
+        sizes = {v: _with_lengths(r, [None] * _total(r)) if v in chosen else _PENDING for v, r in
+                 ((v, chosen.get(v)) for v in self.sized)}
+        ints = {v: chosen.get(v, _PENDING) if v in self.pinned else None for v in self.int_vars}
+        ev, env = SymEval(NullBackend()), self._env(sizes, ints)
+        try:
+            if complete:
+                self._requirements(ev, env)
+            else:
+                for side in (*self.rule.lhs, *self.rule.rhs):
+                    self._shape_of(side, ev, env)
+        except Infeasible:
+            return False
+        return True
+
+    def solve(self, ranks: tuple[Any, ...], hints: list[int]) -> Assignment | None:
         backend, unknowns, targets = self._model(ranks)
         model = backend.model
         model.clear_hints()
@@ -86,32 +140,37 @@ class ExampleSpace:
         values = [int(solver.value(v)) for v in unknowns]
         sizes, at = {}, 0
         for v, r in zip(self.sized, ranks):
-            sizes[v], at = tuple(values[at:at + r]), at + r
-        return Assignment(sizes, dict(zip(self.int_vars, values[at:])))
+            n = _total(r)
+            sizes[v], at = tuple(_with_lengths(r, values[at:at + n])), at + n
+        free = [v for v in self.int_vars if v not in self.pinned]
+        ints = dict(zip(free, values[at:])) | dict(zip(self.pinned, ranks[len(self.sized):]))
+        return Assignment(sizes, ints)
 
-    def hint_count(self, ranks: tuple[int, ...]) -> int:
-        return sum(ranks) + len(self.int_vars)
+    def hint_count(self, ranks: tuple[Any, ...]) -> int:
+        return sum(_total(r) for r in ranks[:len(self.sized)]) + len(self.int_vars) - len(self.pinned)
 
-    def _model(self, ranks: tuple[int, ...]) -> tuple[CpBackend, list, list]:
+    def _model(self, ranks: tuple[Any, ...]) -> tuple[CpBackend, list, list]:
         """The CP-SAT model of every requirement for these ranks (built once): the unknown
         sizes, and per unknown a target (fixed to the hint by `solve`) and |size - target| in
         the objective, so a hint that breaks a requirement still yields the nearest valid sizes.
         A target is fixed by assuming one of its `target == v` literals (the model is not rebuilt)."""
         if ranks not in self._models:
             backend = CpBackend()
-            sizes = {}
+            sizes, unknowns = {}, []
             for v, r in zip(self.sized, ranks):
-                lo, hi = (1, self.max_dim) if isinstance(self.vars[v], ir.SortType) else INT_RANGE
-                sizes[v] = [backend.int_var(lo, hi) for _ in range(r)]
-            ints = {v: backend.int_var(*INT_RANGE) for v in self.int_vars}
-            unknowns = [x for v in self.sized for x in sizes[v]] + [ints[v] for v in self.int_vars]
-            env = self._env(sizes, ints)
-            self._requirements(SymEval(backend), env)
+                lo, hi = (1, SIZE_LIMIT) if isinstance(self.vars[v], ir.SortType) else INT_RANGE
+                dims = [backend.int_var(lo, hi) for _ in range(_total(r))]
+                unknowns += dims
+                sizes[v] = _with_lengths(r, dims)
+            ints = {v: backend.int_var(*INT_RANGE) for v in self.int_vars if v not in self.pinned}
+            unknowns += list(ints.values())
+            ints |= dict(zip(self.pinned, ranks[len(self.sized):]))
+            self._requirements(SymEval(backend), self._env(sizes, ints))
             targets, distances = [], []
             for u in unknowns:
                 t = backend.int_var(1, self.max_dim)
                 targets.append({v: backend.compare("eq", t, v) for v in range(1, self.max_dim + 1)})
-                d = backend.int_var(0, 2 * self.max_dim + 2)
+                d = backend.int_var(0, 2 * SIZE_LIMIT)
                 backend.model.add(d >= u - t)
                 backend.model.add(d >= t - u)
                 distances.append(d)
@@ -226,6 +285,23 @@ def _concrete_shape(lang: ir.Language, p: ir.Pattern, env: dict[str, Any], where
             return out
 
 
+def _total(rank: Any) -> int:
+    return sum(rank) if isinstance(rank, tuple) else rank
+
+
+def _with_lengths(rank: Any, dims: list) -> list:
+    """A two-field value is stored as [len(first)] ++ first ++ second (ir.FieldOf)."""
+    return [rank[0], *dims] if isinstance(rank, tuple) else list(dims)
+
+
+def _ops_of(p: ir.Pattern) -> list[str]:
+    match p:
+        case ir.PApp(op=op, args=args):
+            return [op] + [o for a in args for o in _ops_of(a)]
+        case _:
+            return []
+
+
 def _collect_vars(p: ir.Pattern, out: dict[str, ir.ValueType]) -> None:
     match p:
         case ir.PVar(name=v, type=t):
@@ -250,7 +326,7 @@ def _term_shapes(e: ir.Expr) -> list[ir.ShapeOfTerm]:
             return _term_shapes(a)
         case ir.IndexOf(base=b, index=i):
             return _term_shapes(b) + _term_shapes(i)
-        case ir.SliceOf(base=b):
+        case ir.SliceOf(base=b) | ir.FieldOf(base=b):
             return _term_shapes(b)
         case ir.Replace(base=b, index=i, value=v):
             return _term_shapes(b) + _term_shapes(i) + _term_shapes(v)

@@ -21,7 +21,7 @@ from hypothesis import strategies as st
 from hypothesis.errors import Unsatisfiable
 
 from eqdsl import ir
-from eqdsl.languages.base import External
+from eqdsl.languages.base import External, Split, value_shape
 from eqdsl.verify.examples import Assignment, Concrete, ExampleSpace
 from eqdsl.verify.semantics import Leaf, OpSemantics, SemanticsError, agree, evaluate_pattern, largest_difference
 
@@ -121,15 +121,15 @@ def _check_example(space: ExampleSpace, sem, a: Assignment, c: Concrete, rng: np
             _fail(a, c, float("nan"), f"only the {which} side is undefined here: {err}", env)
     for p, value in memo.items():
         want = c.shape_of(p) if isinstance(p, ir.PApp) else None
-        if want is not None and not isinstance(value, tuple) and tuple(np.shape(value)) != tuple(want):
-            _fail(a, c, float("inf"), f"'{p.op}' gave a result of shape {list(np.shape(value))}; its shape "
+        if want is not None and not isinstance(value, tuple) and value_shape(value) != tuple(want):
+            _fail(a, c, float("inf"), f"'{p.op}' gave a result of shape {list(value_shape(value))}; its shape "
                                       f"rule says {list(want)}: the shape rule and the semantics disagree")
     for i, (left, right) in enumerate(sides):
         if not agree(left, right):
             where = f" (output {i})" if len(sides) > 1 else ""
-            if not isinstance(left, tuple) and np.shape(left) != np.shape(right):
+            if not isinstance(left, tuple) and value_shape(left) != value_shape(right):
                 _fail(a, c, float("inf"), f"left and right sides have different shapes{where}: "
-                                          f"{list(np.shape(left))} vs {list(np.shape(right))}", env)
+                                          f"{list(value_shape(left))} vs {list(value_shape(right))}", env)
             _fail(a, c, largest_difference(left, right), f"left and right sides differ{where}", env)
 
 
@@ -157,8 +157,11 @@ def _values(space: ExampleSpace, a: Assignment, c: Concrete, rng: np.random.Gene
             env[v] = "s"
         else:
             shape = tuple(a.sizes.get(v, ()))
-            drawn = _draw(rng, shape, same_shape.get(shape))
-            same_shape[shape] = env[v] = drawn if v in a.sizes else float(drawn)
+            fields = space.has_fields(v)
+            dims = shape[1:] if fields else shape
+            drawn = _draw(rng, dims, same_shape.get(shape))
+            same_shape[shape] = drawn
+            env[v] = Split(drawn, shape[0]) if fields else drawn if v in a.sizes else float(drawn)
     return env
 
 

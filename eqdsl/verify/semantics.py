@@ -21,7 +21,7 @@ import numpy as np
 
 from eqdsl import ir
 from eqdsl.diagnostics import EqdslError
-from eqdsl.languages.base import Leaf, OpSemantics
+from eqdsl.languages.base import Leaf, OpSemantics, value_shape
 
 
 class SemanticsError(Exception):
@@ -141,9 +141,9 @@ def largest_difference(a: Any, b: Any) -> float:
         if not (isinstance(a, tuple) and isinstance(b, tuple) and len(a) == len(b)):
             return float("inf")
         return max((largest_difference(x, y) for x, y in zip(a, b)), default=0.0)
-    a, b = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
-    if a.shape != b.shape:
+    if value_shape(a) != value_shape(b):
         return float("inf")
+    a, b = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
     return float(np.max(np.abs(a - b))) if a.size else 0.0
 
 
@@ -151,5 +151,7 @@ def agree(a: Any, b: Any, rtol: float = 1e-6, atol: float = 1e-8) -> bool:
     if isinstance(a, tuple) or isinstance(b, tuple):
         return (isinstance(a, tuple) and isinstance(b, tuple) and len(a) == len(b)
                 and all(agree(x, y, rtol, atol) for x, y in zip(a, b)))
+    if value_shape(a) != value_shape(b):
+        return False
     a, b = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
-    return a.shape == b.shape and bool(np.allclose(a, b, rtol=rtol, atol=atol))
+    return bool(np.allclose(a, b, rtol=rtol, atol=atol))

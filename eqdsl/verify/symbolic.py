@@ -15,6 +15,7 @@ from ortools.sat.python import cp_model
 
 from eqdsl import ir
 from eqdsl.ir.evaluate import BINARY_OPS as CONCRETE_BINOPS
+from eqdsl.ir.evaluate import EvalError, field_of
 from eqdsl.ir.exprs import env_key
 
 BIG = 10 ** 6
@@ -221,6 +222,11 @@ class SymEval:
                 return self.index(self.value(b, env), self.value(i, env))
             case ir.SliceOf(base=b, lo=lo, hi=hi):
                 return list(self.value(b, env))[lo:hi]
+            case ir.FieldOf(base=b, index=k):
+                try:  # a two-field value's length prefix is always known (examples fix it)
+                    return list(field_of(list(self.value(b, env)), k))
+                except EvalError:
+                    raise Infeasible() from None
             case ir.Replace(base=b, index=i, value=v):
                 return self.replace(self.value(b, env), self.value(i, env), self.value(v, env))
             case _:
@@ -249,6 +255,10 @@ class SymEval:
                 return self.all_of(bounds + distinct)
             case "positive", [xs]:
                 return self.all_of([len(xs) >= 1] + [self.compare("ge", x, 1) for x in xs])
+            case "remove", [xs, i]:
+                if not known(i) or not 0 <= i < len(xs):
+                    raise Infeasible()  # (Ints that index lists are enumerated: see examples.pinned)
+                return list(xs[:i]) + list(xs[i + 1:])
             case "permute", [x, p]:
                 if len(p) != len(x):
                     raise Infeasible()

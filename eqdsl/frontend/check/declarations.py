@@ -8,7 +8,7 @@ from __future__ import annotations
 from eqdsl import ir
 from eqdsl.diagnostics import DiagnosticSink, Span
 from eqdsl.frontend import ast
-from eqdsl.frontend.check.exprs import Scope, resolve
+from eqdsl.frontend.check.exprs import Scope, field_names, resolve
 from eqdsl.ir import Prim
 from eqdsl.ir.exprs import const_int
 
@@ -25,15 +25,32 @@ def check_sorts(decls: list[ast.SortDecl], sink: DiagnosticSink) -> dict[str, ir
         if d.name in sorts:
             sink.error(f"duplicate sort '{d.name}' (first declared at {sorts[d.name].span})", d.span)
             continue
-        sorts[d.name] = ir.Sort(d.name, _shape_field(d, sink), d.span)
+        if len(d.fields) == 2:
+            sorts[d.name] = ir.Sort(d.name, _two_fields(d, sink), d.span, tuple(f.name for f in d.fields))
+        else:
+            sorts[d.name] = ir.Sort(d.name, _shape_field(d, sink), d.span)
     return sorts
+
+
+def _two_fields(d: ast.SortDecl, sink: DiagnosticSink) -> Prim | None:
+    """`sort A { access: [Int], compute: [Int] }`: two list fields, stored as one list."""
+    a, b = d.fields
+    if a.name == b.name or "shape" in (a.name, b.name) or a.name in _RESERVED or b.name in _RESERVED:
+        sink.error(f"two analysis fields need two distinct names other than 'shape' and the builtins; "
+                   f"found {a.name}, {b.name}", a.span)
+        return None
+    for f in d.fields:
+        if not f.type.is_list or f.type.name != "Int":
+            sink.error(f"a two-field analysis value has [Int] fields; found {f.name}: {f.type}", f.type.span)
+            return None
+    return Prim.INTS
 
 
 def _shape_field(d: ast.SortDecl, sink: DiagnosticSink) -> Prim | None:
     if not d.fields:
         return None
     if len(d.fields) > 1 or d.fields[0].name != "shape":
-        sink.error("a sort carries one analysis field named 'shape'; found "
+        sink.error("a sort carries one analysis field named 'shape', or two [Int] fields; found "
                    f"{', '.join(f.name for f in d.fields)}", d.fields[0].span)
         return None
     t = d.fields[0].type
@@ -80,7 +97,7 @@ _RESERVED = {"len", "prod", "sum", "min", "max", "true", "false", "out"}
 
 
 def _op_scope(op: ir.Operator, names: tuple[str, ...], sorts: dict[str, ir.Sort], what: str) -> Scope:
-    scope = Scope(what=what)
+    scope = Scope(what=what, fields=field_names(sorts))
     for name, param in zip(names, op.params):
         match param.type:
             case ir.SortType(name=sort_name):

@@ -24,6 +24,10 @@ BUILTINS: dict[str, tuple[tuple[Prim, ...], Prim]] = {
     "permute": ((Prim.INTS, Prim.INTS), Prim.INTS),     # [x[p[0]], ..., x[p[n-1]]]
     "is_perm": ((Prim.INTS,), Prim.BOOL),               # p is a permutation of 0..len(p)-1
     "positive": ((Prim.INTS,), Prim.BOOL),              # len(x) >= 1 and every x[i] >= 1
+    "remove": ((Prim.INTS, Prim.INT), Prim.INTS),       # x without its item i
+    # two-field values (ir.FieldOf): all items in order, and a list split after its first n items
+    "items": ((Prim.INTS,), Prim.INTS),                 # x.first ++ x.second
+    "split_at": ((Prim.INTS, Prim.INT), Prim.INTS),     # {first: xs[:n], second: xs[n:]}
 }
 ARITH = {"add", "sub", "mul", "div", "mod"}
 CMP_NAMES = {"==": "eq", "!=": "ne", "<": "lt", "<=": "le", ">": "gt", ">=": "ge"}
@@ -39,6 +43,13 @@ class Scope:
     what: str = "expression"
     # resolves `shape(term)` for a term over pattern variables; None where terms are not allowed
     term_shape: Callable[[ast.Expr], ir.Expr | None] | None = None
+    # field name of a two-field sort → that sort's field names (`x.access`, `{access: .., ..}`)
+    fields: dict[str, tuple[str, ...]] = field(default_factory=dict)
+
+
+def field_names(sorts: dict[str, ir.Sort]) -> dict[str, tuple[str, ...]]:
+    """Each field name of a two-field sort → that sort's field names, for `x.f` and `{f: ..}`."""
+    return {f: s.fields for s in sorts.values() for f in s.fields}
 
 
 def resolve(e: ast.Expr, scope: Scope, sink: DiagnosticSink) -> ir.Expr | None:
@@ -84,8 +95,36 @@ def resolve(e: ast.Expr, scope: Scope, sink: DiagnosticSink) -> ir.Expr | None:
             return _binary(e, scope, sink)
         case ast.Compare():
             return _compare(e, scope, sink)
+        case ast.Field():
+            return _field(e, scope, sink)
+        case ast.Record():
+            return _record(e, scope, sink)
         case _:
             assert_never(e)
+
+
+def _field(e: ast.Field, scope: Scope, sink: DiagnosticSink) -> ir.Expr | None:
+    if e.name not in scope.fields:
+        sink.error(f"unknown field '.{e.name}'; expected one of: {', '.join(sorted(scope.fields)) or '(no sort '
+                   'declares two fields)'}", e.span)
+        return None
+    base = _expect(e.base, Prim.INTS, scope, sink)
+    return None if base is None else ir.FieldOf(base, scope.fields[e.name].index(e.name))
+
+
+def _record(e: ast.Record, scope: Scope, sink: DiagnosticSink) -> ir.Expr | None:
+    """`{f0: a, f1: b}` is stored as `[len(a)] ++ a ++ b` (see ir.FieldOf)."""
+    names = tuple(n for n, _ in e.entries)
+    if names not in set(scope.fields.values()):
+        expected = " or ".join("{" + ", ".join(f"{n}: ..." for n in f) + "}" for f in set(scope.fields.values()))
+        sink.error(f"a record lists the fields of a two-field sort in order: expected {expected or 'none here'}; "
+                   f"found {{{', '.join(names)}}}", e.span)
+        return None
+    first, second = (_expect(v, Prim.INTS, scope, sink) for _, v in e.entries)
+    if first is None or second is None:
+        return None
+    head = ir.ListOf((ir.Builtin("len", (first,), Prim.INT),))
+    return ir.BinOp("cat", ir.BinOp("cat", head, first, Prim.INTS), second, Prim.INTS)
 
 
 def _listing(names: dict[str, Prim]) -> str:
@@ -112,7 +151,14 @@ def _call(e: ast.Call, scope: Scope, sink: DiagnosticSink) -> ir.Expr | None:
         sink.error(f"'{e.fn}' takes {len(param_types)} argument(s), found {len(e.args)}", e.span)
         return None
     args = [_expect(a, t, scope, sink) for a, t in zip(e.args, param_types)]
-    return None if None in args else ir.Builtin(e.fn, tuple(args), result)
+    if None in args:
+        return None
+    match e.fn, args:  # two-field values are stored [len(first)] ++ first ++ second: see ir.FieldOf
+        case "items", [x]:
+            return ir.SliceOf(x, 1, None)
+        case "split_at", [xs, n]:
+            return ir.BinOp("cat", ir.ListOf((n,)), xs, Prim.INTS)
+    return ir.Builtin(e.fn, tuple(args), result)
 
 
 def _shape_of(e: ast.Call, scope: Scope, sink: DiagnosticSink) -> ir.Expr | None:

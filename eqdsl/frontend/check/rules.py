@@ -5,13 +5,14 @@ Contract: as in `declarations`: report to the sink, return what could be built.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import assert_never
+from typing import Any, assert_never
 
 from eqdsl import ir
 from eqdsl.diagnostics import DiagnosticSink
 from eqdsl.frontend import ast
-from eqdsl.frontend.check.exprs import Scope, resolve
+from eqdsl.frontend.check.exprs import Scope, field_names, resolve
 from eqdsl.ir import Prim
+from eqdsl.ir.evaluate import EvalError, evaluate, field_of
 
 ANY_SORT = "any sort"
 
@@ -173,7 +174,7 @@ def _rule(name, lhs_src, rhs_src, d: ast.RuleDecl, ops, sorts, sink) -> ir.Rule 
 
 
 def _rule_scope(var_types: dict[str, ir.ValueType], sorts: dict[str, ir.Sort], what: str) -> Scope:
-    scope = Scope(what=what)
+    scope = Scope(what=what, fields=field_names(sorts))
     for v, t in var_types.items():
         match t:
             case ir.SortType(name=s):
@@ -227,8 +228,12 @@ def _condition(c: ast.Expr, scope: Scope, ctx: _PatternContext) -> ir.Cond | Non
 
 
 # ---- programs ----
-def check_program(d: ast.ProgramDecl, ops: dict[str, ir.Operator], sink: DiagnosticSink) -> ir.Program | None:
-    builder = _DagBuilder(ops, sink)
+def check_program(d: ast.ProgramDecl, ops: dict[str, ir.Operator], sink: DiagnosticSink,
+                  shapes: dict[str, ir.ShapeRule] | None = None,
+                  sorts: dict[str, ir.Sort] | None = None) -> ir.Program | None:
+    """The program's DAG; with `shapes`, every node's shape is computed and a node that breaks
+    its shape rule is reported at its own position."""
+    builder = _DagBuilder(ops, sink, shapes or {}, sorts or {})
     roots: list[int] = []
     errors_before = len(sink.items)
     for stmt in d.stmts:
@@ -259,8 +264,10 @@ def _is_negative_literal(e: ast.Expr) -> bool:
 class _DagBuilder:
     """Builds a hash-consed term DAG; `let` names share nodes."""
 
-    def __init__(self, ops: dict[str, ir.Operator], sink: DiagnosticSink) -> None:
-        self.ops, self.sink = ops, sink
+    def __init__(self, ops: dict[str, ir.Operator], sink: DiagnosticSink,
+                 shapes: dict[str, ir.ShapeRule], sorts: dict[str, ir.Sort]) -> None:
+        self.ops, self.sink, self.shapes, self.sorts = ops, sink, shapes, sorts
+        self.node_shapes: dict[int, Any] = {}  # node index → its shape (absent: unknown or bad)
         self.nodes: list[ir.TermNode] = []
         self.index: dict[ir.TermNode, int] = {}
         self.lets: dict[str, int] = {}
@@ -300,7 +307,32 @@ class _DagBuilder:
         if node not in self.index:
             self.index[node] = len(self.nodes)
             self.nodes.append(node)
+            self._shape(self.index[node], op, span)
         return self._check_sort(self.index[node], want, ast.Name(fn, span))
+
+    def _show(self, value: Any, t: ir.ValueType) -> str:
+        sort = self.sorts.get(t.name) if isinstance(t, ir.SortType) else None
+        if sort is not None and sort.fields:  # stored [len(first)] ++ first ++ second: see ir.FieldOf
+            first, second = (list(field_of(value, k)) for k in (0, 1))
+            return f"{{{sort.fields[0]}: {first}, {sort.fields[1]}: {second}}}"
+        return str(list(value)) if isinstance(value, tuple) else str(value)
+
+    def _shape(self, index: int, op: ir.Operator, span) -> None:
+        rule = self.shapes.get(op.name)
+        args = self.nodes[index].args
+        if rule is None or any(isinstance(a, ir.Child) and a.index not in self.node_shapes for a in args):
+            return
+        env = {n: self.node_shapes[a.index] if isinstance(a, ir.Child) else a for n, a in zip(rule.params, args)}
+        shown = ", ".join(f"{n}={self._show(v, p.type)}" for (n, v), p in zip(env.items(), op.params))
+        try:
+            if all(evaluate(req, env) for req in rule.requires):
+                self.node_shapes[index] = evaluate(rule.body, env)
+                return
+            problem = "breaks a requirement of"
+        except EvalError as err:
+            problem = f"cannot be computed by ({err})"
+        self.sink.error(f"ill-shaped '{op.name}': with {shown} it {problem} its shape rule; expected "
+                        f"arguments that meet the rule at {rule.span}", span)
 
     def _arg(self, a: ast.Expr, want: ir.ValueType):
         match want, a:

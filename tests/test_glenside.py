@@ -1,0 +1,117 @@
+"""Glenside in eqdsl (issue 19): two-field analysis values, the access-pattern language, and the
+paper's hardware-mapping case studies (im2col, blocking, an MLP) on a systolic-array target."""
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from eqdsl.frontend.load import load_language, load_program_text
+from eqdsl.languages.base import Split
+from eqdsl.verify.rules import Status, verify_rule
+from eqdsl.verify.semantics import evaluate_program, load_semantics
+
+ROOT = Path(__file__).resolve().parents[1]
+EXAMPLES = ROOT / "examples" / "glenside"
+
+
+@pytest.fixture(scope="module")
+def lang():
+    return load_language("glenside")
+
+
+def _run(run_cli, name: str, tmp_path: Path) -> tuple[dict, str]:
+    code, out, err = run_cli("run", EXAMPLES / f"{name}.yaml", "--output", tmp_path / "out")
+    assert code == 0, out + err
+    report = json.loads((tmp_path / "out" / "report.json").read_text())
+    assert report["validation"]["ok"], report["validation"]
+    return report, (tmp_path / "out" / "optimized.eqr").read_text()
+
+
+def test_conv2d_maps_to_one_invocation_through_im2col(run_cli, tmp_path):
+    report, program = _run(run_cli, "conv2d", tmp_path)
+    calls = re.findall(r"systolicArray\((\d+), (\d+),", program)
+    assert calls == [("27", "8")]  # one invocation: 3·3·3 = 27 rows, 8 filters
+    assert "flatten(squeeze(windows(" in program  # the flattened windows: im2col
+    assert "dotProd" not in program
+    assert report["extractor"]["status"] == "optimal"
+
+
+def test_matmul_is_blocked_into_eight_invocations(run_cli, tmp_path):
+    _, program = _run(run_cli, "matmul", tmp_path)
+    assert re.findall(r"systolicArray\((\d+), (\d+),", program) == [("16", "16")] * 8
+    assert program.count("elemAdd(pair(") == 4  # the two halves of the inner dimension summed
+    assert "concat(" in program and "dotProd" not in program
+
+
+def test_mlp_maps_every_layer_to_the_array(run_cli, tmp_path):
+    _, program = _run(run_cli, "mlp", tmp_path)
+    assert "dotProd" not in program and "systolicArray(" in program
+    assert program.count("relu(") == 2
+
+
+def test_two_field_values_in_semantics_and_analysis(lang):
+    sem = load_semantics(lang)
+    program = load_program_text(
+        'program p:\n  root cartProd(access(tensor(input("a", [2, 3])), 1), access(tensor(input("b", [4, 3])), 1))\n',
+        "p.eqr", lang)["p"]
+    (value,) = evaluate_program(program, sem, seed=0)
+    assert isinstance(value, Split) and value.split == 2 and value.array.shape == (2, 4, 2, 3)
+    a = np.asarray(evaluate_program(load_program_text(
+        'program q:\n  root access(tensor(input("a", [2, 3])), 1)\n', "q.eqr", lang)["q"], sem, seed=0)[0])
+    assert np.array_equal(value.array[1, 3, 0], a[1])
+
+
+def test_every_glenside_rule_verifies(lang):
+    """A few examples per rule here; `eqdsl verify rulesets/glenside.eqr` runs 100 each."""
+    sem = load_semantics(lang)
+    for rule in lang.rules:
+        report = verify_rule(lang, sem, rule, examples=5, seed=1)
+        assert report.status == Status.PASSED, (rule.name, report)
+
+
+def test_a_wrong_rewrite_is_caught(run_cli, tmp_path):
+    bad = tmp_path / "bad.eqr"
+    bad.write_text("language bad\ninclude glenside\n"
+                   "rule swap-wrong: dotProd(cartProd(?a, ?b)) => dotProd(cartProd(?b, ?a))\n"
+                   "    if len(shape(?a).access) == 1, len(shape(?b).access) == 1\n")
+    code, out, _ = run_cli("verify", bad, "--rule", "swap-wrong", "--examples", "30")
+    assert code == 1 and "FAIL" in out
+
+
+@pytest.mark.parametrize("program, message", [
+    ('root windows(access(tensor(input("x", [1, 3, 8, 8])), 1), 9, 3, 1, 1)',
+     "ill-shaped 'windows': with a={access: [1], compute: [3, 8, 8]}, kh=9"),
+    ('root access(tensor(input("x", [4, 4])), 5)', "ill-shaped 'access'"),
+])
+def test_ill_shaped_programs_point_at_the_node(run_cli, tmp_path, program, message):
+    (tmp_path / "p.eqr").write_text(f"program p:\n  {program}\n")
+    (tmp_path / "c.yaml").write_text("ruleset: glenside\ntarget: systolic-16\nprogram: p.eqr\noutput: out\n")
+    code, _, err = run_cli("run", tmp_path / "c.yaml")
+    assert code == 2 and "p.eqr:2:8: error: " + message in err and "Traceback" not in err
+
+
+def test_a_target_without_array_size_is_refused(run_cli, tmp_path):
+    (tmp_path / "t.yaml").write_text("params: {array_cols: 16, array_batch: 16, invoke_cycles: 1, "
+                                     "host_cycles: 1, move_cycles: 1}\n")
+    (tmp_path / "c.yaml").write_text(f"ruleset: glenside\ntarget: t.yaml\nprogram: {EXAMPLES / 'matmul.eqr'}\n"
+                                     "output: out\n")
+    code, _, err = run_cli("run", tmp_path / "c.yaml")
+    assert code == 2 and "no value for param 'array_rows'" in err
+
+
+@pytest.mark.parametrize("text, message", [
+    ("sort A { access: [Int], access: [Int] }", "two distinct names"),
+    ("sort A { access: Int, compute: [Int] }", "[Int] fields"),
+    ("sort A { access: [Int], compute: [Int] }\nop f(a: A) -> A\nshape f(a) = {compute: a.compute, access: []}",
+     "a record lists the fields of a two-field sort in order"),
+    ("sort A { shape: [Int] }\nop f(a: A) -> A\nshape f(a) = a.access", "unknown field '.access'"),
+])
+def test_two_field_sort_mistakes(run_cli, tmp_path, text, message):
+    f = tmp_path / "x.eqr"
+    f.write_text("language x\n" + text + "\n")
+    code, _, err = run_cli("check", f)
+    assert code == 2 and message in err and re.search(r"x\.eqr:\d+:\d+: error", err)
