@@ -65,6 +65,18 @@ def test_two_field_values_in_semantics_and_analysis(lang):
     assert np.array_equal(value.array[1, 3, 0], a[1])
 
 
+def test_maxpool_written_in_glenside_is_a_max_pool(lang):
+    from eqdsl.languages.tensor.semantics import poolmax
+
+    sem = load_semantics(lang)
+    text = (EXAMPLES / "maxpool.eqr").read_text()
+    (pooled,) = evaluate_program(load_program_text(text, "maxpool.eqr", lang)["maxpool"], sem, seed=3)
+    x = evaluate_program(load_program_text('program x:\n  root tensor(input("x", [1, 8, 16, 16]))\n', "x.eqr",
+                                           lang)["x"], sem, seed=3)[0]
+    assert pooled.split == 4 and pooled.array.shape == (1, 8, 8, 8)
+    assert np.allclose(pooled.array, poolmax(x.array, 2, 2, 2, 2, 1, 0))
+
+
 def test_every_glenside_rule_verifies(lang):
     """A few examples per rule here; `eqdsl verify rulesets/glenside.eqr` runs 100 each."""
     sem = load_semantics(lang)
@@ -83,8 +95,8 @@ def test_a_wrong_rewrite_is_caught(run_cli, tmp_path):
 
 
 @pytest.mark.parametrize("program, message", [
-    ('root windows(access(tensor(input("x", [1, 3, 8, 8])), 1), 9, 3, 1, 1)',
-     "ill-shaped 'windows': with a={access: [1], compute: [3, 8, 8]}, kh=9"),
+    ('root windows(access(tensor(input("x", [1, 3, 8, 8])), 1), 3, 9, 3, 1, 1, 1)',
+     "ill-shaped 'windows': with a={access: [1], compute: [3, 8, 8]}, kc=3, kh=9"),
     ('root access(tensor(input("x", [4, 4])), 5)', "ill-shaped 'access'"),
 ])
 def test_ill_shaped_programs_point_at_the_node(run_cli, tmp_path, program, message):

@@ -65,7 +65,25 @@ class ExampleSpace:
     def pinned(self) -> list[str]:
         """Int variables enumerated rather than solved: where a rule reads two-field values, Ints
         index into and split lists, which CP-SAT variables cannot do."""
-        return self.int_vars if any(self.has_fields(v) for v in self.sized) or self._builds_fields() else []
+        if not (any(self.has_fields(v) for v in self.sized) or self._builds_fields()):
+            return []
+        structural = {r.removeprefix("?") for c in self.rule.conds if isinstance(c, ir.ExprCond)
+                      for r in _index_refs(c.expr)}
+        structural |= {r.removeprefix("?") for _, e in self.rule.wheres for r in _index_refs(e)}
+        for p in (*self.rule.lhs, *self.rule.rhs):
+            structural |= self._structural_args(p)
+        return [v for v in self.int_vars if v in structural]
+
+    def _structural_args(self, p: ir.Pattern) -> set[str]:
+        """Int variables passed where an operator's shape rule indexes or splits a list with them."""
+        if not isinstance(p, ir.PApp):
+            return set()
+        out = set().union(*(self._structural_args(a) for a in p.args)) if p.args else set()
+        rule = self.lang.shapes.get(p.op)
+        if rule is not None:
+            used = set().union(*(_index_refs(e) for e in (*rule.requires, rule.body)))
+            out |= {a.name for name, a in zip(rule.params, p.args) if isinstance(a, ir.PVar) and name in used}
+        return out
 
     def _builds_fields(self) -> bool:
         ops = [o for p in (*self.rule.lhs, *self.rule.rhs) for o in _ops_of(p)]
@@ -292,6 +310,44 @@ def _total(rank: Any) -> int:
 def _with_lengths(rank: Any, dims: list) -> list:
     """A two-field value is stored as [len(first)] ++ first ++ second (ir.FieldOf)."""
     return [rank[0], *dims] if isinstance(rank, tuple) else list(dims)
+
+
+def _refs(e: ir.Expr) -> set[str]:
+    match e:
+        case ir.Ref(name=n):
+            return {n}
+        case ir.Builtin(args=args) | ir.ListOf(items=args):
+            return set().union(*(_refs(a) for a in args)) if args else set()
+        case ir.BinOp(left=a, right=b) | ir.IndexOf(base=a, index=b):
+            return _refs(a) | _refs(b)
+        case ir.UnOp(arg=a) | ir.SliceOf(base=a) | ir.FieldOf(base=a):
+            return _refs(a)
+        case ir.Replace(base=a, index=b, value=c):
+            return _refs(a) | _refs(b) | _refs(c)
+        case _:
+            return set()
+
+
+def _index_refs(e: ir.Expr) -> set[str]:
+    """Names read where an int picks a list position or a split point (an index, `with [i]`,
+    `remove(xs, i)`, the length prefix `[n] ++ xs` of `split_at`): CP-SAT variables can't."""
+    match e:
+        case ir.IndexOf(base=b, index=i):
+            return _index_refs(b) | _refs(i)
+        case ir.Replace(base=b, index=i, value=v):
+            return _index_refs(b) | _refs(i) | _index_refs(v)
+        case ir.Builtin(fn="remove", args=(xs, i)):
+            return _index_refs(xs) | _refs(i)
+        case ir.BinOp(op="cat", left=ir.ListOf(items=(n,)), right=r):
+            return _refs(n) | _index_refs(r)
+        case ir.Builtin(args=args) | ir.ListOf(items=args):
+            return set().union(*(_index_refs(a) for a in args)) if args else set()
+        case ir.BinOp(left=a, right=b):
+            return _index_refs(a) | _index_refs(b)
+        case ir.UnOp(arg=a) | ir.SliceOf(base=a) | ir.FieldOf(base=a):
+            return _index_refs(a)
+        case _:
+            return set()
 
 
 def _ops_of(p: ir.Pattern) -> list[str]:

@@ -34,13 +34,11 @@ def cart_prod(a: Split, b: Split) -> Split:
     return Split(np.stack([np.broadcast_to(left, shape), np.broadcast_to(right, shape)], axis=na + nb), na + nb)
 
 
-def windows(a: Split, kh: int, kw: int, sh: int, sw: int) -> Split:
-    """Compute dims (C, H, W) → access positions (1, OH, OW) and compute dims (C, kh, kw)."""
+def windows(a: Split, kc: int, kh: int, kw: int, sc: int, sh: int, sw: int) -> Split:
+    """Compute dims (C, H, W) → access positions (OC, OH, OW) and compute dims (kc, kh, kw)."""
     n = a.split
-    win = sliding_window_view(a.array, (kh, kw), axis=(n + 1, n + 2))[..., ::sh, ::sw, :, :]
-    # win: access..., C, OH, OW, kh, kw  →  access..., OH, OW, C, kh, kw, with the window-over-C axis
-    moved = np.moveaxis(win, n, n + 2)
-    return Split(np.expand_dims(moved, n), n + 3)
+    win = sliding_window_view(a.array, (kc, kh, kw), axis=(n, n + 1, n + 2))
+    return Split(win[..., ::sc, ::sh, ::sw, :, :, :], n + 3)
 
 
 def slice_(a: Split, dim: int, lo: int, hi: int) -> Split:
