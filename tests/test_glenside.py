@@ -47,6 +47,13 @@ def test_matmul_is_blocked_into_eight_invocations(run_cli, tmp_path):
     assert "concat(" in program and "dotProd" not in program
 
 
+def test_the_blocked_call_replaces_explicit_blocking_where_it_is_cheaper(run_cli, tmp_path):
+    report, program = _run(run_cli, "matmul-blocked", tmp_path)
+    assert re.findall(r"systolicArray\w*\((\d+), (\d+),", program) == [("16", "16")]
+    assert "systolicArrayBlocked(16, 16, " in program and "elemAdd" not in program
+    assert report["best_cost"] < 13_184  # the explicit eight-invocation blocking's cost on systolic-16
+
+
 def test_mlp_maps_every_layer_to_the_array(run_cli, tmp_path):
     _, program = _run(run_cli, "mlp", tmp_path)
     assert "dotProd" not in program and "systolicArray(" in program
