@@ -181,3 +181,14 @@ def test_pulsed_run_reports_epochs_and_a_partial_result_at_the_node_limit(tmp_pa
     assert flops["plain"] == plain_count(spec).ops and set(flops) == {"plain", "factorisation", "summerge", "this run"}
     assert flops["this run"] <= report["best_cost"] <= 2 * flops["this run"]  # FLOPs = adds + muls; cost adds + 2·muls
     assert "in FLOPs: plain" in out
+
+
+def test_extraction_can_minimise_flops_instead_of_the_weighted_cost():
+    from eqdsl.apps.qgym.study import with_cost
+
+    lang = load_language("qgym")
+    flops = with_cost(lang, "flops")
+    assert flops.costs["mul"].constant == 1 and lang.costs["mul"].constant == 2
+    assert flops.costs["add"].constant == 1 and with_cost(lang, "weighted") is lang
+    with pytest.raises(ValueError, match="expected weighted or flops"):
+        with_cost(lang, "watts")

@@ -9,7 +9,7 @@ is eqdsl's public pipeline (`eqdsl.pipeline.optimize`) with a pulsed schedule.
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
@@ -35,6 +35,18 @@ class Search:
     epoch_time_limit_s: float = 10.0
     time_limit_s: float = 300.0
     start: str = "layer"  # or "summerge": search from SumMerge's program (see layer.STARTS)
+    cost: str = "weighted"  # what extraction minimises: "weighted" (2·mul + add) or "flops" (mul + add)
+
+
+def with_cost(lang: ir.Language, cost: str) -> ir.Language:
+    """The qgym language with the cost extraction minimises: its own weighted cost (Q-gym's C_mul
+    = 2, C_add = 1) or FLOPs (every add and mul 1: Q-gym's reported metric)."""
+    if cost == "weighted":
+        return lang
+    if cost != "flops":
+        raise ValueError(f"unknown cost {cost!r}; expected weighted or flops")
+    mul = lang.costs["mul"]
+    return replace(lang, costs={**lang.costs, "mul": replace(mul, body=ir.Const(1, ir.Prim.INT))})
 
 
 @dataclass
@@ -68,7 +80,7 @@ def optimize(lang: ir.Language, layer: QuantizedLayer, search: Search) -> tuple[
                             explore_iter=search.explore_iter, epoch_extract=search.extract,
                             epoch_time_limit_s=search.epoch_time_limit_s)
     # the pulsed schedule leaves exactly its best program in the e-graph: tree greedy returns it
-    result = optimize_program(lang, start, schedule, ExtractConfig(method="greedy", compare=()))
+    result = optimize_program(with_cost(lang, search.cost), start, schedule, ExtractConfig(method="greedy", compare=()))
     assert result.outcome is not None
     return result.optimized_program(search.name), result.outcome
 
