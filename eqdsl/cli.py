@@ -78,7 +78,7 @@ def _verify(args: argparse.Namespace) -> int:
     from eqdsl.verify.rules import Status, operator_rules, verify_rule
     from eqdsl.verify.semantics import load_semantics
 
-    lang = load_language(args.file)
+    lang = _with_target(load_language(args.file), args.target)
     sem = load_semantics(lang)
     rules = operator_rules(lang, sem) + list(lang.rules)
     if args.rule:
@@ -111,11 +111,27 @@ def _verify(args: argparse.Namespace) -> int:
     return 1 if failed else 0
 
 
+def _with_target(lang, target: str | None):
+    """The language with the target params its rules read bound (`eqdsl.ir.params`); without
+    `--target`, such rules are an error naming them."""
+    from eqdsl.cost.targets import bind_target, load_target
+    from eqdsl.ir.params import bind_params, params_in_rules
+
+    reading = params_in_rules(lang)
+    if target is None:
+        if reading:
+            rule, names = next(iter(reading.items()))
+            raise EqdslError.one(f"rule '{rule}' reads target param(s) {', '.join(sorted(names))}: "
+                                 "expected --target NAME (a shipped target or a .yaml file)")
+        return lang
+    return bind_params(lang, bind_target(lang, load_target(target, Path.cwd())))
+
+
 def cmd_compile(args: argparse.Namespace) -> int:
     from eqdsl.egglog.lower import load_program, lower_language
     from eqdsl.frontend import load_language
 
-    lang = load_language(args.file)
+    lang = _with_target(load_language(args.file), args.target)
     lowered = lower_language(lang)
     sys.stdout.write(lowered.text)
     for program in lang.programs.values():
@@ -396,6 +412,7 @@ def build_parser() -> argparse.ArgumentParser:
     c.set_defaults(fn=in_worker(cmd_check))
     c = sub.add_parser("compile", help="print the egglog program a .eqr file lowers to")
     c.add_argument("file")
+    c.add_argument("--target", help="values for the target params the rules read (a shipped name or a .yaml)")
     c.set_defaults(fn=in_worker(cmd_compile))
     c = sub.add_parser("run", help="optimize the program a config.yaml names")
     c.add_argument("config")
@@ -433,6 +450,7 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("--examples", type=AT_LEAST_ONE, default=100,
                    help="valid examples per rule (default 100)")
     c.add_argument("--seed", type=AT_LEAST_ZERO, default=0)
+    c.add_argument("--target", help="values for the target params the rules read (a shipped name or a .yaml)")
     c.set_defaults(fn=in_worker(cmd_verify))
     c = sub.add_parser("extract", help="extract from an egraph-serialize JSON file")
     c.add_argument("egraph")

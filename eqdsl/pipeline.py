@@ -34,6 +34,7 @@ from eqdsl.extract.registry import ExtractConfig, make_extractor
 from eqdsl.extract.result import Extraction
 from eqdsl.frontend import load_language, load_program_text
 from eqdsl.importers.onnx.weights import random_weights
+from eqdsl.ir.params import bind_params
 from eqdsl.schedule.registry import make_scheduler
 from eqdsl.schedule.runner import LimitsConfig, ProgressFn, ScheduleContext, ScheduleOutcome
 from eqdsl.sources.base import Baselines, SourceProgram
@@ -176,7 +177,7 @@ def _optimize(result: RunResult, schedule: LimitsConfig, progress: ProgressFn | 
 
 def _explore(result: RunResult, schedule: LimitsConfig, progress: ProgressFn | None) -> EGraphSession:
     with _stage(result, "lower"):
-        result.lowered = lower_language(result.language)
+        result.lowered = lower_language(bind_params(result.language, result.params))
         session = EGraphSession(result.lowered, result.measured)
     with _stage(result, "load"):
         session.load(result.program)

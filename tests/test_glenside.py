@@ -85,7 +85,14 @@ def test_maxpool_written_in_glenside_is_a_max_pool(lang):
 
 
 def test_every_glenside_rule_verifies(lang):
-    """A few examples per rule here; `eqdsl verify rulesets/glenside.eqr` runs 100 each."""
+    """A few examples per rule here; `eqdsl verify rulesets/glenside.eqr --target systolic-16`
+    runs 100 each. The blocking rules read the target's array size."""
+    from eqdsl.cost.targets import bind_target, load_target
+    from eqdsl.ir.params import bind_params, params_in_rules
+
+    assert set(params_in_rules(lang)) == {"block-rows", "block-cols", "block-inner"}
+    lang = bind_params(lang, bind_target(lang, load_target("systolic-16")))
+    assert not params_in_rules(lang)
     sem = load_semantics(lang)
     for rule in lang.rules:
         report = verify_rule(lang, sem, rule, examples=5, seed=1)
@@ -97,7 +104,7 @@ def test_a_wrong_rewrite_is_caught(run_cli, tmp_path):
     bad.write_text("language bad\ninclude glenside\n"
                    "rule swap-wrong: dotProd(cartProd(?a, ?b)) => dotProd(cartProd(?b, ?a))\n"
                    "    if len(shape(?a).access) == 1, len(shape(?b).access) == 1\n")
-    code, out, _ = run_cli("verify", bad, "--rule", "swap-wrong", "--examples", "30")
+    code, out, _ = run_cli("verify", bad, "--rule", "swap-wrong", "--examples", "30", "--target", "systolic-16")
     assert code == 1 and "FAIL" in out
 
 
@@ -111,6 +118,17 @@ def test_ill_shaped_programs_point_at_the_node(run_cli, tmp_path, program, messa
     (tmp_path / "c.yaml").write_text("ruleset: glenside\ntarget: systolic-16\nprogram: p.eqr\noutput: out\n")
     code, _, err = run_cli("run", tmp_path / "c.yaml")
     assert code == 2 and "p.eqr:2:8: error: " + message in err and "Traceback" not in err
+
+
+def test_rules_that_read_target_params_need_a_target(run_cli, tmp_path):
+    code, _, err = run_cli("compile", "glenside")
+    assert code == 2 and "rule 'block-rows' reads target param(s) array_batch: expected --target" in err
+    code, out, _ = run_cli("verify", "glenside", "--target", "systolic-16", "--rule", "block-inner", "--examples", "5")
+    assert code == 0 and "pass    block-inner" in out
+    bad = tmp_path / "bad.eqr"
+    bad.write_text("language bad\ninclude glenside\nrule r: relu(?a) => relu(?a)\n    where array_rows = 1\n")
+    code, _, err = run_cli("check", bad)
+    assert code == 2 and "'array_rows' is a target param" in err
 
 
 def test_a_target_without_array_size_is_refused(run_cli, tmp_path):

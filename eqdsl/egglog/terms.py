@@ -208,6 +208,9 @@ def term(e: ir.Expr, env: dict[str, Sexp]) -> Sexp:
         case ir.Const(value=v):
             return literal(v)
         case ir.Ref() | ir.ShapeOf() | ir.ShapeOfTerm():
+            if env_key(e) not in env:  # a target param the rules read, with no target bound
+                raise Unlowerable(f"'{env_key(e)}' has no value (a target param: give a target, "
+                                  "e.g. `eqdsl compile FILE --target NAME`)")
             return env[env_key(e)]
         case ir.Builtin():
             return _builtin(e, env)

@@ -80,7 +80,7 @@ def check_modules(modules: list[ast.Module]) -> ir.Language:
     shapes = check_shapes(of(ast.ShapeDecl), ops, sorts, sink)
     params = check_params(of(ast.TargetParamDecl), sink)
     costs = check_costs(of(ast.CostDecl), ops, sorts, sink, params)
-    rules = check_rules(of(ast.RuleDecl), ops, sorts, sink)
+    rules = check_rules(of(ast.RuleDecl), ops, sorts, sink, params)
     programs: dict[str, ir.Program] = {}
     for decl in of(ast.ProgramDecl):
         if decl.name in programs:

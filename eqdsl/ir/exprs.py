@@ -6,6 +6,8 @@ constant (a literal or its negation) or gives None.
 """
 from __future__ import annotations
 
+from typing import assert_never
+
 from eqdsl import ir
 
 
@@ -36,3 +38,22 @@ def const_int(e: ir.Expr) -> int | None:
             return -v
         case _:
             return None
+
+
+def refs(e: ir.Expr) -> set[str]:
+    """Names of the `Ref`s `e` reads (parameters, `where` names, `?k` values, target params)."""
+    match e:
+        case ir.Ref(name=n):
+            return {n}
+        case ir.Const() | ir.ShapeOf() | ir.ShapeOfTerm():
+            return set()
+        case ir.Builtin(args=args) | ir.ListOf(items=args):
+            return set().union(*(refs(a) for a in args)) if args else set()
+        case ir.BinOp(left=a, right=b) | ir.IndexOf(base=a, index=b):
+            return refs(a) | refs(b)
+        case ir.UnOp(arg=a) | ir.SliceOf(base=a) | ir.FieldOf(base=a):
+            return refs(a)
+        case ir.Replace(base=a, index=b, value=c):
+            return refs(a) | refs(b) | refs(c)
+        case _:
+            assert_never(e)

@@ -18,7 +18,7 @@ from ortools.sat.python import cp_model
 
 from eqdsl import ir
 from eqdsl.ir.evaluate import EvalError, evaluate
-from eqdsl.ir.exprs import shape_key, term_shape_key
+from eqdsl.ir.exprs import refs, shape_key, term_shape_key
 from eqdsl.verify.symbolic import CpBackend, Infeasible, NullBackend, SymEval
 
 INT_RANGE = (-1, 8)  # Int pattern variables: small, including one invalid value
@@ -312,34 +312,18 @@ def _with_lengths(rank: Any, dims: list) -> list:
     return [rank[0], *dims] if isinstance(rank, tuple) else list(dims)
 
 
-def _refs(e: ir.Expr) -> set[str]:
-    match e:
-        case ir.Ref(name=n):
-            return {n}
-        case ir.Builtin(args=args) | ir.ListOf(items=args):
-            return set().union(*(_refs(a) for a in args)) if args else set()
-        case ir.BinOp(left=a, right=b) | ir.IndexOf(base=a, index=b):
-            return _refs(a) | _refs(b)
-        case ir.UnOp(arg=a) | ir.SliceOf(base=a) | ir.FieldOf(base=a):
-            return _refs(a)
-        case ir.Replace(base=a, index=b, value=c):
-            return _refs(a) | _refs(b) | _refs(c)
-        case _:
-            return set()
-
-
 def _index_refs(e: ir.Expr) -> set[str]:
     """Names read where an int picks a list position or a split point (an index, `with [i]`,
     `remove(xs, i)`, the length prefix `[n] ++ xs` of `split_at`): CP-SAT variables can't."""
     match e:
         case ir.IndexOf(base=b, index=i):
-            return _index_refs(b) | _refs(i)
+            return _index_refs(b) | refs(i)
         case ir.Replace(base=b, index=i, value=v):
-            return _index_refs(b) | _refs(i) | _index_refs(v)
+            return _index_refs(b) | refs(i) | _index_refs(v)
         case ir.Builtin(fn="remove", args=(xs, i)):
-            return _index_refs(xs) | _refs(i)
+            return _index_refs(xs) | refs(i)
         case ir.BinOp(op="cat", left=ir.ListOf(items=(n,)), right=r):
-            return _refs(n) | _index_refs(r)
+            return refs(n) | _index_refs(r)
         case ir.Builtin(args=args) | ir.ListOf(items=args):
             return set().union(*(_index_refs(a) for a in args)) if args else set()
         case ir.BinOp(left=a, right=b):

@@ -114,7 +114,9 @@ def pattern_sort(p: ir.Pattern, ops: dict[str, ir.Operator]) -> ir.ValueType:
 
 
 def check_rules(decls: list[ast.RuleDecl], ops: dict[str, ir.Operator], sorts: dict[str, ir.Sort],
-                sink: DiagnosticSink) -> list[ir.Rule]:
+                sink: DiagnosticSink, params: dict[str, ir.TargetParam] | None = None) -> list[ir.Rule]:
+    """`where`/`if` expressions may read the language's target `params` (bound before lowering:
+    `eqdsl.ir.params`)."""
     rules: list[ir.Rule] = []
     seen: dict[str, ast.RuleDecl] = {}
     for d in decls:
@@ -134,21 +136,25 @@ def check_rules(decls: list[ast.RuleDecl], ops: dict[str, ir.Operator], sorts: d
         if d.arrow == "<=>":
             directions.append((d.name + "-rev", d.rhs, d.lhs))
         for name, lhs, rhs in directions:
-            rule = _rule(name, lhs, rhs, d, ops, sorts, sink)
+            rule = _rule(name, lhs, rhs, d, ops, sorts, sink, params or {})
             if rule is not None:
                 rules.append(rule)
     return rules
 
 
-def _rule(name, lhs_src, rhs_src, d: ast.RuleDecl, ops, sorts, sink) -> ir.Rule | None:
+def _rule(name, lhs_src, rhs_src, d: ast.RuleDecl, ops, sorts, sink, params) -> ir.Rule | None:
     ctx = _PatternContext(ops, sink, {}, {}, binding=True)
     lhs = [_pattern(p, ANY_SORT, ctx) for p in lhs_src]
     if None in lhs:
         return None
     scope = _rule_scope(ctx.var_types, sorts, f"rule '{name}'")
+    scope.names.update({p: ir.Prim.INT for p in params})
     scope.term_shape = lambda t: _term_shape(t, ctx, sorts)
     wheres = []
     for b in d.wheres:
+        if b.name in params:
+            sink.error(f"'{b.name}' is a target param; expected another name for this `where` value", b.span)
+            return None
         if b.name in ctx.var_types or b.name in ctx.bound:
             sink.error(f"'{b.name}' is already bound in rule '{name}' (as ?{b.name} or an earlier "
                        "`where`); expected a new name", b.span)
