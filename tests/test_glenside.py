@@ -146,6 +146,8 @@ def test_a_target_without_array_size_is_refused(run_cli, tmp_path):
     ("sort A { access: [Int], compute: [Int] }\nop f(a: A) -> A\nshape f(a) = {compute: a.compute, access: []}",
      "a record lists the fields of a two-field sort in order"),
     ("sort A { shape: [Int] }\nop f(a: A) -> A\nshape f(a) = a.access", "unknown field '.access'"),
+    ("include glenside\nrule r: relu(tensor(?t)) => tensor(?t)\n    if len(shape(?t).access) == 0",
+     "this one has one shape, no fields"),
 ])
 def test_two_field_sort_mistakes(run_cli, tmp_path, text, message):
     f = tmp_path / "x.eqr"

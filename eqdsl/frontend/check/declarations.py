@@ -104,6 +104,7 @@ def _op_scope(op: ir.Operator, names: tuple[str, ...], sorts: dict[str, ir.Sort]
                 shape_type = sorts[sort_name].shape_type
                 if shape_type is not None:
                     scope.names[name] = shape_type
+                    scope.sort_fields[name] = sorts[sort_name].fields
             case Prim() as prim:
                 scope.names[name] = prim
     return scope
@@ -205,6 +206,7 @@ def _cost_rule(d: ast.CostDecl, op: ir.Operator, names: tuple[str, ...], sorts: 
     out_type = sorts[op.result].shape_type
     if out_type is not None and d.params is not None:
         scope.names.setdefault("out", out_type)
+        scope.sort_fields.setdefault("out", sorts[op.result].fields)
     body = resolve(d.body, scope, sink)
     if body is None:
         return None

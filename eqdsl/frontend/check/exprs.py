@@ -45,6 +45,9 @@ class Scope:
     term_shape: Callable[[ast.Expr], ir.Expr | None] | None = None
     # field name of a two-field sort → that sort's field names (`x.access`, `{access: .., ..}`)
     fields: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    # the field names of what a name (`a`, `out`) or `shape(?x)` holds, where it is a sort's
+    # shape: () for a one-field sort, so `x.access` on it is refused
+    sort_fields: dict[str, tuple[str, ...]] = field(default_factory=dict)
 
 
 def field_names(sorts: dict[str, ir.Sort]) -> dict[str, tuple[str, ...]]:
@@ -108,8 +111,24 @@ def _field(e: ast.Field, scope: Scope, sink: DiagnosticSink) -> ir.Expr | None:
         sink.error(f"unknown field '.{e.name}'; expected one of: {', '.join(sorted(scope.fields)) or '(no sort '
                    'declares two fields)'}", e.span)
         return None
+    held = _held_fields(e.base, scope)
+    if held is not None and e.name not in held:
+        sink.error(f"'.{e.name}' reads a field of a two-field sort's value; this one has "
+                   f"{'fields ' + ', '.join(held) if held else 'one shape, no fields'}", e.span)
+        return None
     base = _expect(e.base, Prim.INTS, scope, sink)
     return None if base is None else ir.FieldOf(base, scope.fields[e.name].index(e.name))
+
+
+def _held_fields(base: ast.Expr, scope: Scope) -> tuple[str, ...] | None:
+    """The field names of the sort whose value `base` names, where that is known."""
+    match base:
+        case ast.Name(name=n):
+            return scope.sort_fields.get(n)
+        case ast.Call(fn="shape", args=(ast.Var(name=v),)):
+            return scope.sort_fields.get("?" + v)
+        case _:
+            return None
 
 
 def _record(e: ast.Record, scope: Scope, sink: DiagnosticSink) -> ir.Expr | None:

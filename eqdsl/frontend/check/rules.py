@@ -185,6 +185,7 @@ def _rule_scope(var_types: dict[str, ir.ValueType], sorts: dict[str, ir.Sort], w
         match t:
             case ir.SortType(name=s):
                 scope.shape_vars[v] = sorts[s].shape_type
+                scope.sort_fields["?" + v] = sorts[s].fields
             case Prim() as p:
                 scope.value_vars[v] = p
     return scope
