@@ -90,7 +90,7 @@ def test_every_glenside_rule_verifies(lang):
     from eqdsl.cost.targets import bind_target, load_target
     from eqdsl.ir.params import bind_params, params_in_rules
 
-    assert set(params_in_rules(lang)) == {"block-rows", "block-cols", "block-inner"}
+    assert set(params_in_rules(lang)) == {"block-rows", "block-cols", "block-inner", "systolic", "systolic-swapped"}
     lang = bind_params(lang, bind_target(lang, load_target("systolic-16")))
     assert not params_in_rules(lang)
     sem = load_semantics(lang)
@@ -122,7 +122,7 @@ def test_ill_shaped_programs_point_at_the_node(run_cli, tmp_path, program, messa
 
 def test_rules_that_read_target_params_need_a_target(run_cli, tmp_path):
     code, _, err = run_cli("compile", "glenside")
-    assert code == 2 and "rule 'block-rows' reads target param(s) array_batch: expected --target" in err
+    assert code == 2 and "rule 'systolic' reads target param(s) array_batch, array_cols, array_rows: expected --target" in err
     code, out, _ = run_cli("verify", "glenside", "--target", "systolic-16", "--rule", "block-inner", "--examples", "5")
     assert code == 0 and "pass    block-inner" in out
     bad = tmp_path / "bad.eqr"
