@@ -2,7 +2,7 @@
 
     .venv/bin/python benchmarks/glenside.py [--repeat 3]
 
-Runs `eqdsl run examples/glenside/{conv2d,matmul,mlp}.yaml` (in separate processes, one after the
+Runs `eqdsl run examples/glenside/{conv2d,matmul,mlp,matmul-blocked}.yaml` (in separate processes, one after the
 other) and reads each report: the pipeline's stage seconds (median over the repeats), the final
 e-graph, the systolic-array invocations in the extracted program, and the cost before and after
 (cycles on the example's target). Every extracted program is validated against the input.
@@ -20,7 +20,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 EQDSL = [sys.executable, "-m", "eqdsl.cli"]
-CASES = ("conv2d", "matmul", "mlp")
+CASES = ("conv2d", "matmul", "mlp", "matmul-blocked")
 
 
 def run_once(case: str, out: Path) -> dict:
@@ -33,7 +33,7 @@ def run_once(case: str, out: Path) -> dict:
     stages = report["stages_s"]
     return {"lower": stages["lower"], "saturate": stages["schedule"], "extract": stages["extract:cpsat"],
             "nodes": report["egraph"]["nodes"], "status": report["extractor"]["status"],
-            "invocations": len(re.findall(r"systolicArray\(", program)), "dotProd left": program.count("dotProd"),
+            "invocations": len(re.findall(r"systolicArray\w*\(", program)), "dotProd left": program.count("dotProd"),
             "cost": (report["original_cost"], report["best_cost"]), "valid": report["validation"]["ok"]}
 
 
