@@ -322,6 +322,8 @@ def _index_refs(e: ir.Expr) -> set[str]:
             return _index_refs(b) | refs(i) | _index_refs(v)
         case ir.Builtin(fn="remove", args=(xs, i)):
             return _index_refs(xs) | refs(i)
+        case ir.BinOp(op="cat", left=ir.ListOf(items=(ir.Builtin(fn="len", args=(first,)),)), right=r):
+            return _index_refs(first) | _index_refs(r)  # a record's prefix: only first's length counts
         case ir.BinOp(op="cat", left=ir.ListOf(items=(n,)), right=r):
             return refs(n) | _index_refs(r)
         case ir.Builtin(args=args) | ir.ListOf(items=args):
