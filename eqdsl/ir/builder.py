@@ -12,7 +12,7 @@ from typing import cast
 
 from eqdsl import ir
 from eqdsl.diagnostics import EqdslError, Span
-from eqdsl.ir.evaluate import EvalError, Value, evaluate
+from eqdsl.ir.evaluate import EvalError, ShapeViolation, Value, applied_shape
 
 
 @dataclass(frozen=True)
@@ -61,11 +61,10 @@ class GraphBuilder:
             return None
         env = {n: (a.shape if isinstance(a, Tensor) else _value(a)) for n, a in zip(rule.params, args)}
         try:
-            for req in rule.requires:
-                if not evaluate(req, env):
-                    raise EqdslError.one(f"model builder: '{op.name}' with {_describe(env)} violates "
-                                         f"a requirement of its shape rule", rule.span)
-            return evaluate(rule.body, env)
+            return applied_shape(rule, env)
+        except ShapeViolation:
+            raise EqdslError.one(f"model builder: '{op.name}' with {_describe(env)} violates "
+                                 f"a requirement of its shape rule", rule.span) from None
         except EvalError as err:
             raise EqdslError.one(f"model builder: '{op.name}' with {_describe(env)}: {err}", rule.span) from None
 

@@ -129,3 +129,16 @@ def evaluate(e: ir.Expr, env: dict[str, Value]) -> Value:
 
 
 __all__ = ["evaluate", "EvalError", "Value", "const_int"]
+
+
+class ShapeViolation(Exception):
+    """A shape rule's `require` is false for these arguments."""
+
+
+def applied_shape(rule: ir.ShapeRule, env: dict[str, Value]) -> Value:
+    """The shape `rule` gives an application whose parameters have the values in `env`; raises
+    `ShapeViolation` when a requirement fails and `EvalError` when the rule cannot be computed."""
+    for req in rule.requires:
+        if not evaluate(req, env):
+            raise ShapeViolation()
+    return evaluate(rule.body, env)

@@ -12,7 +12,7 @@ from eqdsl.diagnostics import DiagnosticSink
 from eqdsl.frontend import ast
 from eqdsl.frontend.check.exprs import Scope, field_names, resolve
 from eqdsl.ir import Prim
-from eqdsl.ir.evaluate import EvalError, evaluate, field_of
+from eqdsl.ir.evaluate import EvalError, ShapeViolation, applied_shape, field_of
 
 ANY_SORT = "any sort"
 
@@ -330,14 +330,14 @@ class _DagBuilder:
         if rule is None or any(isinstance(a, ir.Child) and a.index not in self.node_shapes for a in args):
             return
         env = {n: self.node_shapes[a.index] if isinstance(a, ir.Child) else a for n, a in zip(rule.params, args)}
-        shown = ", ".join(f"{n}={self._show(v, p.type)}" for (n, v), p in zip(env.items(), op.params))
         try:
-            if all(evaluate(req, env) for req in rule.requires):
-                self.node_shapes[index] = evaluate(rule.body, env)
-                return
+            self.node_shapes[index] = applied_shape(rule, env)
+            return
+        except ShapeViolation:
             problem = "breaks a requirement of"
         except EvalError as err:
             problem = f"cannot be computed by ({err})"
+        shown = ", ".join(f"{n}={self._show(v, p.type)}" for (n, v), p in zip(env.items(), op.params))
         self.sink.error(f"ill-shaped '{op.name}': with {shown} it {problem} its shape rule; expected "
                         f"arguments that meet the rule at {rule.span}", span)
 
