@@ -21,7 +21,7 @@ import numpy as np
 
 from eqdsl import ir
 from eqdsl.diagnostics import EqdslError
-from eqdsl.languages.base import Leaf, OpSemantics, value_shape
+from eqdsl.languages.base import Leaf, OpSemantics, Split, value_shape
 
 
 class SemanticsError(Exception):
@@ -133,6 +133,16 @@ def evaluate_program(program: ir.Program, sem: dict[str, OpSemantics], seed: int
 
 def draw(rng: np.random.Generator, shape: tuple[int, ...]) -> Any:
     return float(rng.standard_normal()) if shape == () else rng.standard_normal(shape)
+
+
+def magnitude(v: Any) -> float:
+    """The largest |x| in a value (arrays, floats, Splits, tuples of them); 0 for non-numbers."""
+    if isinstance(v, tuple):
+        return max((magnitude(x) for x in v), default=0.0)
+    if not isinstance(v, (np.ndarray, float, np.floating, Split)):
+        return 0.0
+    a = np.asarray(v, dtype=float)
+    return float(np.max(np.abs(a))) if a.size else 0.0
 
 
 def largest_difference(a: Any, b: Any) -> float:

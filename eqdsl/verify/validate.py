@@ -9,10 +9,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-import numpy as np
-
 from eqdsl import ir
-from eqdsl.verify.semantics import SemanticsError, evaluate_program, largest_difference, load_semantics
+from eqdsl.verify.semantics import SemanticsError, evaluate_program, largest_difference, load_semantics, magnitude
 
 RTOL = 1e-6
 
@@ -39,7 +37,7 @@ def validate(lang: ir.Language, original: ir.Program, optimized: ir.Program,
             return Validation(k, float("inf"), False, f"{len(want)} roots in, {len(got)} out")
         for i, (w, g) in enumerate(zip(want, got)):
             err = largest_difference(w, g)
-            scale = max(1.0, _magnitude(w))
+            scale = max(1.0, magnitude(w))
             if err / scale > worst:
                 worst, where = err / scale, f"root {i}, sample {k} (|difference| {err:.3g})"
     ok = worst <= RTOL
@@ -47,10 +45,3 @@ def validate(lang: ir.Language, original: ir.Program, optimized: ir.Program,
     return Validation(samples, worst, ok, f"input and extracted programs {verdict} on {samples} "
                                           f"random input(s); largest relative difference {worst:.3g}"
                                           + (f" at {where}" if where else ""))
-
-
-def _magnitude(v) -> float:
-    if isinstance(v, tuple):
-        return max((_magnitude(x) for x in v), default=0.0)
-    a = np.asarray(v, dtype=float)
-    return float(np.max(np.abs(a))) if a.size else 0.0
