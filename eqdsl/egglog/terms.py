@@ -14,7 +14,7 @@ from typing import Callable, assert_never
 
 from eqdsl import ir
 from eqdsl.egglog.sexp import Atom, Call, Sexp, Var, call, chain
-from eqdsl.ir.exprs import const_int, env_key
+from eqdsl.ir.exprs import const_int, env_key, subexprs
 
 MAX_RANK = ir.MAX_RANK
 _ARITH = {"add": "+", "sub": "-", "mul": "*", "div": "/", "mod": "%"}
@@ -130,21 +130,9 @@ def bind_fields(exprs: list[ir.Expr], env: dict[str, Sexp], fresh: Callable[[], 
 
 
 def _field_reads(e: ir.Expr) -> list[ir.FieldOf]:
-    match e:
-        case ir.FieldOf(base=b):
-            return _field_reads(b) + [e]
-        case ir.Builtin(args=args) | ir.ListOf(items=args):
-            return [n for a in args for n in _field_reads(a)]
-        case ir.BinOp(left=a, right=b) | ir.IndexOf(base=a, index=b):
-            return _field_reads(a) + _field_reads(b)
-        case ir.UnOp(arg=a) | ir.SliceOf(base=a):
-            return _field_reads(a)
-        case ir.Replace(base=a, index=b, value=c):
-            return _field_reads(a) + _field_reads(b) + _field_reads(c)
-        case ir.Const() | ir.Ref() | ir.ShapeOf() | ir.ShapeOfTerm():
-            return []
-        case _:
-            assert_never(e)
+    """The field reads inside `e`, innermost first."""
+    inner = [n for sub in subexprs(e) for n in _field_reads(sub)]
+    return inner + [e] if isinstance(e, ir.FieldOf) else inner
 
 
 def _rank_guard(base: Sexp) -> Call:

@@ -40,20 +40,25 @@ def const_int(e: ir.Expr) -> int | None:
             return None
 
 
-def refs(e: ir.Expr) -> set[str]:
-    """Names of the `Ref`s `e` reads (parameters, `where` names, `?k` values, target params)."""
+def subexprs(e: ir.Expr) -> tuple[ir.Expr, ...]:
+    """`e`'s direct sub-expressions, in order: the one place that knows each node's children."""
     match e:
-        case ir.Ref(name=n):
-            return {n}
-        case ir.Const() | ir.ShapeOf() | ir.ShapeOfTerm():
-            return set()
+        case ir.Const() | ir.Ref() | ir.ShapeOf() | ir.ShapeOfTerm():
+            return ()
         case ir.Builtin(args=args) | ir.ListOf(items=args):
-            return set().union(*(refs(a) for a in args)) if args else set()
+            return tuple(args)
         case ir.BinOp(left=a, right=b) | ir.IndexOf(base=a, index=b):
-            return refs(a) | refs(b)
+            return (a, b)
         case ir.UnOp(arg=a) | ir.SliceOf(base=a) | ir.FieldOf(base=a):
-            return refs(a)
+            return (a,)
         case ir.Replace(base=a, index=b, value=c):
-            return refs(a) | refs(b) | refs(c)
+            return (a, b, c)
         case _:
             assert_never(e)
+
+
+def refs(e: ir.Expr) -> set[str]:
+    """Names of the `Ref`s `e` reads (parameters, `where` names, `?k` values, target params)."""
+    if isinstance(e, ir.Ref):
+        return {e.name}
+    return {n for sub in subexprs(e) for n in refs(sub)}

@@ -18,7 +18,7 @@ from ortools.sat.python import cp_model
 
 from eqdsl import ir
 from eqdsl.ir.evaluate import EvalError, evaluate
-from eqdsl.ir.exprs import refs, shape_key, term_shape_key
+from eqdsl.ir.exprs import refs, shape_key, subexprs, term_shape_key
 from eqdsl.verify.symbolic import CpBackend, Infeasible, NullBackend, SymEval
 
 INT_RANGE = (-1, 8)  # Int pattern variables: small, including one invalid value
@@ -326,14 +326,8 @@ def _index_refs(e: ir.Expr) -> set[str]:
             return _index_refs(first) | _index_refs(r)  # a record's prefix: only first's length counts
         case ir.BinOp(op="cat", left=ir.ListOf(items=(n,)), right=r):
             return refs(n) | _index_refs(r)
-        case ir.Builtin(args=args) | ir.ListOf(items=args):
-            return set().union(*(_index_refs(a) for a in args)) if args else set()
-        case ir.BinOp(left=a, right=b):
-            return _index_refs(a) | _index_refs(b)
-        case ir.UnOp(arg=a) | ir.SliceOf(base=a) | ir.FieldOf(base=a):
-            return _index_refs(a)
         case _:
-            return set()
+            return {n for sub in subexprs(e) for n in _index_refs(sub)}
 
 
 def _ops_of(p: ir.Pattern) -> list[str]:
