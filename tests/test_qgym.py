@@ -11,7 +11,7 @@ import pytest
 
 from eqdsl.apps.qgym import he
 from eqdsl.apps.qgym.baselines import count_ops, factorised_count, plain_count
-from eqdsl.apps.qgym.kernels import cpu_kernel, direct_conv
+from eqdsl.apps.qgym.kernels import Grid, cpu_kernel, direct_conv
 from eqdsl.apps.qgym.layer import LayerSpec, QuantizedLayer, layer_expressions, layer_from_params, synthetic_weights
 from eqdsl.apps.qgym.study import Search, check_exact, compare
 from eqdsl.apps.qgym.summerge import merge_pairs, summerge
@@ -83,9 +83,24 @@ def test_search_started_from_summerge_never_ends_above_it():
 @pytest.mark.parametrize("tpr", [0, 1])
 def test_cpu_kernel_matches_direct_convolution(tpr):
     layer = _layer(C=3, K=4, Q=3, tpr=tpr)
-    x = np.random.default_rng(0).integers(-127, 128, size=(3, 7, 9)).astype(np.float32)
-    got = cpu_kernel(summerge(LANG, layer), layer.spec)(x)
-    assert np.array_equal(got.astype(np.int64), direct_conv(x.astype(np.int64), layer.weights))
+    kernel = cpu_kernel(summerge(LANG, layer), layer.spec)
+    for width in (9, 21, 34):  # rows of 7, 19 and 32 outputs: under, across and at whole vector iterations
+        x = np.random.default_rng(width).integers(-127, 128, size=(3, 7, width)).astype(np.float32)
+        got = kernel(x)
+        assert np.array_equal(got.astype(np.int64), direct_conv(x.astype(np.int64), layer.weights))
+
+
+def test_cpu_kernel_rejects_a_vector_width_the_grid_cannot_hold():
+    with pytest.raises(ValueError, match="vector_width must be 0 or a divisor of 16, got 3"):
+        cpu_kernel(summerge(LANG, _layer(C=3, K=4, Q=3)), _layer(C=3, K=4, Q=3).spec, vector_width=3)
+
+
+@pytest.mark.parametrize("width,tpr,vector", [(9, 0, 16), (34, 1, 16), (64, 0, 16), (9, 2, 1)])
+def test_grid_rounds_rows_to_whole_vector_iterations_and_pads_every_read(width, tpr, vector):
+    grid = Grid(_layer(C=3, K=4, Q=3, tpr=tpr).spec, 7, width, vector)
+    assert grid.groups % vector == 0 and grid.groups * grid.t >= grid.wo > (grid.groups - vector) * grid.t
+    last_column_read = (grid.groups - 1) * grid.t + grid.t - 1 + grid.spec.S - 1
+    assert grid.wp > last_column_read and grid.wp >= grid.W + grid.t
 
 
 def test_cuda_kernel_matches_direct_convolution_in_the_simulator():

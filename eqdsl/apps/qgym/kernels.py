@@ -4,21 +4,25 @@ The program's roots are (j, k) for offsets j = 0..tpr and channels k (as `layer_
 orders them). Each kernel instance computes T = tpr + 1 horizontally adjacent output positions
 (h, w0 .. w0 + T − 1): leaf x(r, s, c) reads input[c, h + r, w0 + s], weights are literals in the
 code, every other node is one local. Stride 1, no padding ("valid"): out[K, H − R + 1, W − S + 1].
-The input is padded on the right by T columns (zeros) and the output to whole groups, so the
-last group may compute past the edge; those outputs are sliced off.
+The input is padded on the right with zero columns and the output to whole groups (on the CPU, to
+a whole number of vector iterations), so the last groups may compute past the edge; those
+outputs are sliced off.
 
 Contract: `cpu_kernel(program, spec)` returns f(x) → out for a float32 or int array x [C, H, W]
 (njit, parallel over output rows, vectorized across the positions of a row, compiled per input
 size); `cuda_kernel(program, spec, channel_groups)` returns a `CudaConv` computing the
 same by one CUDA thread per position group and channel group (works under
 NUMBA_ENABLE_CUDASIM=1), launched and timed by `eqdsl.kernels.cuda`'s shared code.
-`direct_conv` is the reference NumPy convolution, `numba_direct_conv` the plain Numba loop nest
-we time against.
+`direct_conv` is the reference NumPy convolution.
 """
 from __future__ import annotations
 
+import os
+import sys
+import tempfile
+from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Callable
+from typing import Callable, Iterator
 
 import numpy as np
 
@@ -61,18 +65,31 @@ def _body(program: ir.Program, spec: LayerSpec, root_ids: list[int], indent: str
     return lines
 
 
+# Position groups one vector iteration of the CPU kernel covers (a multiple of every vector width
+# used). A row's groups are rounded up to it so no row runs a scalar remainder: with 62 positions
+# a row and 16-wide vectors, the 14 scalar ones took as long as the 48 vector ones (measured:
+# (3,3,16,16) Q2, 0.15 → 0.08 ms).
+CPU_VECTOR = 16
+# Lanes the group loop is vectorized with. LLVM picks 16 (512-bit) on this AVX-512 machine; the
+# body spills thousands of temporaries, and 8-wide spills are half the bytes: measured side by
+# side, (5,5,16,16) Q2 0.218 → 0.145 ms, (3,3,32,32) Q3 0.78 → 0.52 ms (BENCHMARKS, Q-gym CPU kernels).
+CPU_VECTOR_WIDTH = 8
+
+
 @dataclass(frozen=True)
 class Grid:
-    """One input size's layouts: xp [C, H, Wp] (the input, Wp = W + T zero columns) and out
-    [K, Ho, Wg] (Wg = whole groups of T positions, sliced back to Wo after the kernel ran)."""
+    """One input size's layouts: xp [C, H, Wp] (the input, Wp ≥ W + T with zero columns) and out
+    [K, Ho, Wg] (Wg = whole groups of T positions, a multiple of `vector` groups, sliced back to
+    Wo after the kernel ran)."""
 
     spec: LayerSpec
     H: int
     W: int
+    vector: int = 1
 
     @staticmethod
-    def of(x: np.ndarray, spec: LayerSpec) -> Grid:
-        return Grid(spec, x.shape[1], x.shape[2])
+    def of(x: np.ndarray, spec: LayerSpec, vector: int = 1) -> Grid:
+        return Grid(spec, x.shape[1], x.shape[2], vector)
 
     @property
     def t(self) -> int:
@@ -80,7 +97,9 @@ class Grid:
 
     @property
     def wp(self) -> int:
-        return self.W + self.t
+        """W + T columns at least (the CUDA launch reads W back from it), and every column the
+        last group reads."""
+        return max(self.W + self.t, self.groups * self.t + self.spec.S - 1)
 
     @property
     def ho(self) -> int:
@@ -92,7 +111,7 @@ class Grid:
 
     @property
     def groups(self) -> int:
-        return -(-self.wo // self.t)
+        return -(-self.wo // (self.t * self.vector)) * self.vector
 
     @property
     def out_shape(self) -> tuple[int, int, int]:
@@ -166,18 +185,59 @@ def _allow_grouped_alias_checks() -> None:
         _LLVM_TUNED = True
 
 
-def cpu_kernel(program: ir.Program, spec: LayerSpec) -> Conv:
-    """Compiled once per input size (H, W) on first use."""
+@contextmanager
+def _forced_vector_width(width: int) -> Iterator[None]:
+    """LLVM's loop vectorizer width for what is compiled inside (a process-wide LLVM option, so
+    it is put back to 0, LLVM's own choice, when the block ends)."""
+    import llvmlite.binding as llvm
+
+    llvm.set_option("eqdsl", f"-force-vector-width={width}")
+    try:
+        yield
+    finally:
+        llvm.set_option("eqdsl", "-force-vector-width=0")
+
+
+@contextmanager
+def _without_forced_width_remarks() -> Iterator[None]:
+    """LLVM writes "loop not vectorized" to fd 2 for every loop the forced width does not fit
+    (Numba's own scheduling loops): kept from the user's terminal, any other output passed on."""
+    sys.stderr.flush()
+    saved = os.dup(2)
+    with tempfile.TemporaryFile() as captured:
+        os.dup2(captured.fileno(), 2)
+        try:
+            yield
+        finally:
+            os.dup2(saved, 2)
+            os.close(saved)
+            captured.seek(0)
+            text = captured.read().decode(errors="replace")
+    kept = [line for line in text.splitlines(keepends=True) if "loop not vectorized" not in line]
+    sys.stderr.write("".join(kept))
+
+
+def _compile_cpu(source: str, vector_width: int) -> Callable:
     from numba import njit, prange
 
     _allow_grouped_alias_checks()
+    # an explicit signature compiles here, inside the forced width, not on the first call
+    with _without_forced_width_remarks(), _forced_vector_width(vector_width):
+        return njit("void(float32[::1], float32[::1])", parallel=True)(
+            _compile(source, {"prange": prange, "np": np}))
+
+
+def cpu_kernel(program: ir.Program, spec: LayerSpec, vector_width: int = CPU_VECTOR_WIDTH) -> Conv:
+    """Compiled once per input size (H, W) on first use; `vector_width` lanes (0: LLVM's choice;
+    at most CPU_VECTOR)."""
+    if not 0 <= vector_width <= CPU_VECTOR or (vector_width and CPU_VECTOR % vector_width):
+        raise ValueError(f"vector_width must be 0 or a divisor of {CPU_VECTOR}, got {vector_width}")
     compiled: dict[Grid, Callable] = {}
 
     def run(x: np.ndarray) -> np.ndarray:
-        grid = Grid.of(x, spec)
+        grid = Grid.of(x, spec, CPU_VECTOR)
         if grid not in compiled:
-            source = cpu_source(program, grid)
-            compiled[grid] = njit(parallel=True)(_compile(source, {"prange": prange, "np": np}))
+            compiled[grid] = _compile_cpu(cpu_source(program, grid), vector_width)
         out = np.empty(grid.out_shape, dtype=np.float32)
         compiled[grid](grid.padded(x).reshape(-1), out.reshape(-1))
         return grid.valid(out)
@@ -233,26 +293,3 @@ def direct_conv(x: np.ndarray, weights: np.ndarray) -> np.ndarray:
             patch = x[:, dr:dr + ho, ds:ds + wo]  # [C, Ho, Wo]
             out += np.einsum("kc,chw->khw", weights[:, :, dr, ds], patch)
     return out
-
-
-def numba_direct_conv() -> Callable[[np.ndarray, np.ndarray], np.ndarray]:
-    """The plain loop nest (weights as an array argument), parallel over output rows × channels."""
-    from numba import njit, prange
-
-    @njit(parallel=True)
-    def conv(x, w):
-        k, c, r, s = w.shape
-        ho, wo = x.shape[1] - r + 1, x.shape[2] - s + 1
-        out = np.zeros((k, ho, wo), dtype=np.float32)
-        for idx in prange(k * ho):
-            kk, h = idx // ho, idx % ho
-            for ww in range(wo):
-                acc = np.float32(0.0)
-                for cc in range(c):
-                    for dr in range(r):
-                        for ds in range(s):
-                            acc += w[kk, cc, dr, ds] * x[cc, h + dr, ww + ds]
-                out[kk, h, ww] = acc
-        return out
-
-    return conv
