@@ -11,7 +11,7 @@ import pytest
 
 from eqdsl.apps.qgym import he
 from eqdsl.apps.qgym.baselines import count_ops, factorised_count, plain_count
-from eqdsl.apps.qgym.kernels import Grid, cpu_kernel, direct_conv
+from eqdsl.apps.qgym.kernels import Grid, cpu_kernel, default_vector_width, direct_conv
 from eqdsl.apps.qgym.layer import LayerSpec, QuantizedLayer, layer_expressions, layer_from_params, synthetic_weights
 from eqdsl.apps.qgym.study import Search, check_exact, compare
 from eqdsl.apps.qgym.summerge import merge_pairs, summerge
@@ -88,6 +88,12 @@ def test_cpu_kernel_matches_direct_convolution(tpr):
         x = np.random.default_rng(width).integers(-127, 128, size=(3, 7, width)).astype(np.float32)
         got = kernel(x)
         assert np.array_equal(got.astype(np.int64), direct_conv(x.astype(np.int64), layer.weights))
+
+
+def test_small_programs_keep_llvms_lanes_and_large_ones_get_eight():
+    small = summerge(LANG, _layer(C=3, K=4, Q=3))
+    large = summerge(LANG, _layer(R=5, S=5, C=16, K=16, Q=2))
+    assert (default_vector_width(small), default_vector_width(large)) == (0, 8)
 
 
 def test_cpu_kernel_rejects_a_vector_width_the_grid_cannot_hold():

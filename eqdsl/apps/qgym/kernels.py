@@ -70,10 +70,18 @@ def _body(program: ir.Program, spec: LayerSpec, root_ids: list[int], indent: str
 # a row and 16-wide vectors, the 14 scalar ones took as long as the 48 vector ones (measured:
 # (3,3,16,16) Q2, 0.15 → 0.08 ms).
 CPU_VECTOR = 16
-# Lanes the group loop is vectorized with. LLVM picks 16 (512-bit) on this AVX-512 machine; the
-# body spills thousands of temporaries, and 8-wide spills are half the bytes: measured side by
-# side, (5,5,16,16) Q2 0.218 → 0.145 ms, (3,3,32,32) Q3 0.78 → 0.52 ms (BENCHMARKS, Q-gym CPU kernels).
-CPU_VECTOR_WIDTH = 8
+# Lanes the group loop is vectorized with, by program size. LLVM picks 16 (512-bit) on this AVX-512
+# machine; a large body spills thousands of temporaries, and 8-wide spills are half the bytes.
+# Measured side by side (BENCHMARKS, "Q-gym CPU kernels beside ONNX Runtime"): 8 lanes win on the
+# large programs ((3,3,32,32) Q3, 4,235 nodes: 0.71 → 0.41 ms), 16 on the small ones
+# ((1,1,32,32) Q3, 647 nodes: 0.158 → 0.132 ms).
+WIDE_PROGRAM_NODES = 1500
+NARROW_LANES = 8
+
+
+def default_vector_width(program: ir.Program) -> int:
+    """0 (LLVM's choice) for programs up to WIDE_PROGRAM_NODES nodes, NARROW_LANES above."""
+    return 0 if len(program.nodes) <= WIDE_PROGRAM_NODES else NARROW_LANES
 
 
 @dataclass(frozen=True)
@@ -227,9 +235,11 @@ def _compile_cpu(source: str, vector_width: int) -> Callable:
             _compile(source, {"prange": prange, "np": np}))
 
 
-def cpu_kernel(program: ir.Program, spec: LayerSpec, vector_width: int = CPU_VECTOR_WIDTH) -> Conv:
+def cpu_kernel(program: ir.Program, spec: LayerSpec, vector_width: int | None = None) -> Conv:
     """Compiled once per input size (H, W) on first use; `vector_width` lanes (0: LLVM's choice;
-    at most CPU_VECTOR)."""
+    at most CPU_VECTOR; None: `default_vector_width`)."""
+    if vector_width is None:
+        vector_width = default_vector_width(program)
     if not 0 <= vector_width <= CPU_VECTOR or (vector_width and CPU_VECTOR % vector_width):
         raise ValueError(f"vector_width must be 0 or a divisor of {CPU_VECTOR}, got {vector_width}")
     compiled: dict[Grid, Callable] = {}
