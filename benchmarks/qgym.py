@@ -152,7 +152,7 @@ def kernels_part(lang, cases, size: int, rows: list) -> None:
         fns = {"seeded": cpu_kernel(res.programs["seeded"], spec, NARROW_LANES),
                "wide": cpu_kernel(res.programs["seeded"], spec, 0), "pulsed": cpu_kernel(res.programs["pulsed"], spec)}
         for fn in fns.values():
-            fn(x)  # Numba compiles on the first call
+            fn(x)  # compiled for this input size on the first call
         compile_s = time.perf_counter() - t0
         fns["ort"] = ort_conv(layer.weights.astype(np.float32), threads=2)
         for name, fn in fns.items():

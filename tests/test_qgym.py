@@ -97,8 +97,9 @@ def test_small_programs_keep_llvms_lanes_and_large_ones_get_eight():
 
 
 def test_cpu_kernel_rejects_a_vector_width_the_grid_cannot_hold():
+    layer = _layer(C=3, K=4, Q=3)
     with pytest.raises(ValueError, match="vector_width must be 0 or a divisor of 16, got 3"):
-        cpu_kernel(summerge(LANG, _layer(C=3, K=4, Q=3)), _layer(C=3, K=4, Q=3).spec, vector_width=3)
+        cpu_kernel(summerge(LANG, layer), layer.spec, vector_width=3)
 
 
 @pytest.mark.parametrize("width,tpr,vector", [(9, 0, 16), (34, 1, 16), (64, 0, 16), (9, 2, 1)])
