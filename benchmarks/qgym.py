@@ -1,6 +1,6 @@
 """Q-gym benchmark: operation counts over the layer grid, tpr sweep, kernel timings, HE counts.
 
-    .venv/bin/python benchmarks/qgym.py [--quick] [--part ops,tpr,kernels,he] [--json out.json]
+    .venv/bin/python benchmarks/qgym.py [--quick] [--part ops,tpr,kernels,he,seeded] [--searches greedy,cpsat,pulsed|none] [--json out.json]
 
 Every number is measured in this run, side by side. Reduction % = share of the plain layer's
 weighted cost (C_mul = 2, C_add = 1) removed. Every program is checked integer-exact against the
@@ -20,11 +20,10 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from eqdsl.apps.qgym import he  # noqa: E402
-from eqdsl.apps.qgym.kernels import NARROW_LANES, cpu_kernel, default_vector_width, direct_conv  # noqa: E402
+from eqdsl.apps.qgym.kernels import cpu_kernel, direct_conv  # noqa: E402
 from eqdsl.apps.qgym.layer import LayerSpec, QuantizedLayer, synthetic_weights  # noqa: E402
 from eqdsl.apps.qgym.ort import ort_conv  # noqa: E402
 from eqdsl.apps.qgym.study import Search, compare  # noqa: E402
-from eqdsl.apps.qgym.summerge import summerge  # noqa: E402
 from eqdsl.frontend import load_language  # noqa: E402
 
 GRID = [(1, 1, 32, 32), (3, 3, 16, 16), (3, 3, 32, 32), (3, 3, 64, 64), (5, 5, 16, 16), (7, 7, 8, 8)]
@@ -33,42 +32,48 @@ QS = [2, 3, 4, 8, 12]
 # node limit and is rolled back, so it only costs time
 SEARCHES = [Search("greedy", "greedy-dag", explore_iter=2), Search("cpsat", explore_iter=2, epoch_time_limit_s=4.0),
             Search("pulsed", epochs=4, explore_iter=2, epoch_time_limit_s=4.0)]
-METHODS = ["plain", "factorisation", "summerge", "greedy", "cpsat", "pulsed"]
+BASELINES = ["plain", "factorisation", "summerge", "shifted"]  # "shifted": SumMerge with the level shift
 
 
-def ops_part(lang, grid, qs, rows: list) -> None:
+def ops_part(lang, grid, qs, searches: list[Search], rows: list) -> None:
+    methods = BASELINES + [s.name for s in searches]
     print("Each cell: weighted cost (% removed) / FLOPs (% removed)")
-    print("| layer (R,S,C,K) | Q | " + " | ".join(METHODS) + " | exact | eqdsl s (greedy/cpsat/pulsed) | pulsed epochs |")
-    print("|---|---|" + "---|" * len(METHODS) + "---|---|---|")
+    print("| layer (R,S,C,K) | Q | " + " | ".join(methods) + " | exact | seconds (shifted/" + "/".join(s.name for s in searches)
+          + ") | pulsed epochs |")
+    print("|---|---|" + "---|" * len(methods) + "---|---|---|")
     for dims in grid:
         for q in qs:
             spec = LayerSpec(*dims, q)
-            res = compare(lang, QuantizedLayer(spec, synthetic_weights(spec, 0)), SEARCHES)
+            res = compare(lang, QuantizedLayer(spec, synthetic_weights(spec, 0)), searches)
             cells = [f"{res.methods[m].ops.cost} ({res.reduction(m):.1f} %) / {res.methods[m].ops.ops} "
-                     f"({res.flop_reduction(m):.1f} %)" for m in METHODS]
+                     f"({res.flop_reduction(m):.1f} %)" for m in methods]
             exact = all(r.exact for r in res.methods.values())
-            secs = "/".join(f"{res.methods[s.name].seconds:.1f}" for s in SEARCHES)
-            print(f"| {dims} | {q} | " + " | ".join(cells) + f" | {exact} | {secs} | {res.methods['pulsed'].notes} |",
-                  flush=True)
+            secs = "/".join(f"{res.methods[m].seconds:.1f}" for m in methods[3:])
+            epochs = res.methods["pulsed"].notes if "pulsed" in res.methods else ""
+            print(f"| {dims} | {q} | " + " | ".join(cells) + f" | {exact} | {secs} | {epochs} |", flush=True)
             rows.append({"layer": dims, "Q": q, "exact": exact,
                          **{m: {"cost": res.methods[m].ops.cost, "ops": res.methods[m].ops.ops,
                                 "reduction_pct": round(res.reduction(m), 2),
                                 "flop_reduction_pct": round(res.flop_reduction(m), 2),
                                 "seconds": round(res.methods[m].seconds, 3)}
-                            for m in METHODS}})
-    summarize(rows)
+                            for m in methods}})
+    summarize(rows, methods)
 
 
-def summarize(rows: list) -> None:
+def summarize(rows: list, methods: list[str]) -> None:
     if not rows:
         return
-    avg = {m: statistics.mean(r[m]["reduction_pct"] for r in rows) for m in METHODS}
-    flops = {m: statistics.mean(r[m]["flop_reduction_pct"] for r in rows) for m in METHODS}
+    avg = {m: statistics.mean(r[m]["reduction_pct"] for r in rows) for m in methods}
+    flops = {m: statistics.mean(r[m]["flop_reduction_pct"] for r in rows) for m in methods}
     print("\naverage reduction over the grid, weighted cost: " + ", ".join(f"{m} {v:.1f} %" for m, v in avg.items()))
     print("average reduction over the grid, FLOPs (Q-gym's unit): "
           + ", ".join(f"{m} {v:.1f} %" for m, v in flops.items()))
-    below = [f"{r['layer']} Q{r['Q']}" for r in rows if r["pulsed"]["ops"] > r["summerge"]["ops"]]
-    print(f"rows where eqdsl pulsed has more FLOPs than SumMerge: {len(below)} of {len(rows)}")
+    for m in methods[3:]:
+        below = [f"{r['layer']} Q{r['Q']}" for r in rows if r[m]["ops"] > r["summerge"]["ops"]]
+        print(f"{m}: {flops[m] - flops['summerge']:+.1f} pp FLOPs vs SumMerge; rows with more FLOPs than SumMerge: "
+              f"{len(below)} of {len(rows)}" + (f" ({', '.join(below)})" if below else ""))
+    if "pulsed" not in methods:
+        return
     print(f"eqdsl pulsed − SumMerge: {avg['pulsed'] - avg['summerge']:+.1f} pp weighted, "
           f"{flops['pulsed'] - flops['summerge']:+.1f} pp FLOPs; "
           f"pulsed vs single epoch (cpsat), large layers (RSC ≥ 288): " +
@@ -96,24 +101,28 @@ def tpr_part(lang, layers, q: int, rows: list) -> None:
 
 
 def seeded_part(lang, cases, rows: list) -> None:
-    """pulsed started from SumMerge's program (`start: summerge`) next to SumMerge itself."""
-    print("\n| layer | Q | SumMerge | pulsed from SumMerge | epochs | exact | seconds |")
-    print("|---|---|---|---|---|---|---|")
-    search = Search("seeded", epochs=4, explore_iter=2, epoch_time_limit_s=4.0, start="summerge")
+    """pulsed started from SumMerge's program with and without the level shift (`start: summerge`,
+    `start: shifted`) next to those programs; weighted costs."""
+    print("\n| layer | Q | start | start's cost | pulsed from it | epochs | exact | seconds |")
+    print("|---|---|---|---|---|---|---|---|")
     for dims, q in cases:
         spec = LayerSpec(*dims, q)
-        res = compare(lang, QuantizedLayer(spec, synthetic_weights(spec, 0)), [search])
-        seeded, merged = res.methods["seeded"], res.methods["summerge"]
-        print(f"| {dims} | {q} | {merged.ops.cost} | {seeded.ops.cost} | {seeded.notes} | {seeded.exact} | "
-              f"{seeded.seconds:.1f} |", flush=True)
-        rows.append({"layer": dims, "Q": q, "summerge": merged.ops.cost, "seeded": seeded.ops.cost})
+        for start in ("summerge", "shifted"):
+            search = Search("seeded", epochs=4, explore_iter=2, epoch_time_limit_s=4.0, start=start)
+            res = compare(lang, QuantizedLayer(spec, synthetic_weights(spec, 0)), [search])
+            seeded, begin = res.methods["seeded"], res.methods[start]
+            print(f"| {dims} | {q} | {start} | {begin.ops.cost} | {seeded.ops.cost} | {seeded.notes} | {seeded.exact} | "
+                  f"{seeded.seconds:.1f} |", flush=True)
+            rows.append({"layer": dims, "Q": q, "start": start, "start_cost": begin.ops.cost, "seeded": seeded.ops.cost})
 
 
 def _time_alternating(fns: dict, x: np.ndarray, rounds: int = 10, repeat: int = 20) -> dict[str, float]:
     """Seconds per call of each function: blocks of `repeat` calls, the functions taking turns
     for `rounds` blocks (this VM is shared: a load burst hits every function alike), the median
     of the block medians. Blocks rather than single calls: ORT's thread pool spins after a run
-    and would slow whichever kernel runs right after it."""
+    and would slow whichever kernel runs right after it. (A 20 ms pause after each block was
+    tried and did not steady the small (1,1,32,32) kernels, which still flip between ~0.10 and
+    ~0.25 ms from run to run on this 2-core VM.)"""
     blocks: dict[str, list[float]] = {name: [] for name in fns}
     for _ in range(rounds):
         for name, fn in fns.items():
@@ -134,23 +143,23 @@ KERNEL_NODE_LIMIT = 6000
 
 
 def kernels_part(lang, cases, size: int, rows: list) -> None:
-    print("\n| layer | Q | input | eqdsl seeded kernel, 8 lanes ms | same, LLVM's lanes ms | eqdsl pulsed kernel ms "
-          "| ORT Conv ms | ORT / eqdsl seeded (default lanes) | FLOPs seeded / pulsed / plain | compile s |")
+    """SumMerge's program and the level-shifted one (what `start: shifted` begins from; the pulsed
+    search from it found nothing cheaper on the rows measured) as CPU kernels beside ORT's Conv."""
+    print("\n| layer | Q | input | SumMerge kernel ms | shifted kernel ms | ORT Conv ms | ORT / shifted "
+          "| ORT / SumMerge | FLOPs SumMerge / shifted / plain | compile s |")
     print("|---|---|---|---|---|---|---|---|---|---|")
-    searches = [SEARCHES[2], Search("seeded", epochs=4, explore_iter=2, epoch_time_limit_s=4.0, start="summerge")]
     for dims, q in cases:
         spec = LayerSpec(*dims, q)
         layer = QuantizedLayer(spec, synthetic_weights(spec, 0))
-        nodes = len(summerge(lang, layer).nodes)  # the seeded search's start, and about its result's size
+        res = compare(lang, layer, [])
+        nodes = len(res.programs["summerge"].nodes)
         if nodes > KERNEL_NODE_LIMIT:
             print(f"| {dims} | {q} | not timed: SumMerge's program has {nodes} nodes (compile time) |||||||", flush=True)
             continue
-        res = compare(lang, layer, searches)
         x = np.random.default_rng(1).integers(-127, 128, size=(spec.C, size, size)).astype(np.float32)
         ref = direct_conv(x.astype(np.int64), layer.weights)
         t0 = time.perf_counter()
-        fns = {"seeded": cpu_kernel(res.programs["seeded"], spec, NARROW_LANES),
-               "wide": cpu_kernel(res.programs["seeded"], spec, 0), "pulsed": cpu_kernel(res.programs["pulsed"], spec)}
+        fns = {m: cpu_kernel(res.programs[m], spec) for m in ("summerge", "shifted")}
         for fn in fns.values():
             fn(x)  # compiled for this input size on the first call
         compile_s = time.perf_counter() - t0
@@ -158,11 +167,10 @@ def kernels_part(lang, cases, size: int, rows: list) -> None:
         for name, fn in fns.items():
             assert np.array_equal(fn(x).astype(np.int64), ref), f"{name} kernel disagrees with the direct convolution"
         t = _time_alternating(fns, x)
-        default = t["wide"] if default_vector_width(res.programs["seeded"]) == 0 else t["seeded"]
-        flops = "/".join(str(res.methods[m].ops.ops) for m in ("seeded", "pulsed", "plain"))
-        print(f"| {dims} | {q} | {spec.C}×{size}×{size} | {1e3 * t['seeded']:.3f} | {1e3 * t['wide']:.3f} | "
-              f"{1e3 * t['pulsed']:.3f} | "
-              f"{1e3 * t['ort']:.3f} | {t['ort'] / default:.2f}× | {flops} | {compile_s:.1f} |", flush=True)
+        flops = "/".join(str(res.methods[m].ops.ops) for m in ("summerge", "shifted", "plain"))
+        print(f"| {dims} | {q} | {spec.C}×{size}×{size} | {1e3 * t['summerge']:.3f} | {1e3 * t['shifted']:.3f} | "
+              f"{1e3 * t['ort']:.3f} | {t['ort'] / t['shifted']:.2f}× | {t['ort'] / t['summerge']:.2f}× | {flops} | "
+              f"{compile_s:.1f} |", flush=True)
         rows.append({"layer": dims, "Q": q, "size": size, **{k: v * 1e3 for k, v in t.items()}})
 
 
@@ -197,13 +205,16 @@ def main() -> int:
     ap.add_argument("--quick", action="store_true", help="two small layers, Q ∈ {2, 4}")
     ap.add_argument("--part", default="ops,tpr,kernels,he,seeded")
     ap.add_argument("--json", type=Path)
+    ap.add_argument("--searches", default=",".join(s.name for s in SEARCHES),
+                    help="eqdsl searches in the ops part (comma-separated; 'none': baselines and the level shift only)")
     args = ap.parse_args()
     lang = load_language("qgym", Path("."))
     parts = set(args.part.split(","))
     out: dict[str, list] = {"ops": [], "tpr": [], "kernels": [], "he": [], "seeded": []}
     grid, qs = (GRID[:2], [2, 4]) if args.quick else (GRID, QS)
     if "ops" in parts:
-        ops_part(lang, grid, qs, out["ops"])
+        names = set(args.searches.split(","))
+        ops_part(lang, grid, qs, [s for s in SEARCHES if s.name in names], out["ops"])
     if "tpr" in parts:
         tpr_part(lang, [(3, 3, 16, 16)] if args.quick else [(3, 3, 16, 16), (5, 5, 16, 16), (7, 7, 8, 8)], 4, out["tpr"])
     if "kernels" in parts:

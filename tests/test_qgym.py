@@ -14,7 +14,7 @@ from eqdsl.apps.qgym.baselines import count_ops, factorised_count, plain_count
 from eqdsl.apps.qgym.kernels import Grid, cpu_kernel, default_vector_width, direct_conv
 from eqdsl.apps.qgym.layer import LayerSpec, QuantizedLayer, layer_expressions, layer_from_params, synthetic_weights
 from eqdsl.apps.qgym.study import Search, check_exact, compare
-from eqdsl.apps.qgym.summerge import merge_pairs, summerge
+from eqdsl.apps.qgym.summerge import merge_pairs, start_program, summerge
 from eqdsl.diagnostics import EqdslError
 from eqdsl.frontend import load_language
 
@@ -57,6 +57,37 @@ def test_summerge_is_exact_and_beats_factorisation():
     assert count_ops(program).cost < factorised_count(layer).cost < layer.spec.plain_cost
 
 
+@pytest.mark.parametrize("zeros, tpr", [(0.0, 0), (0.0, 1), (0.3, 0), (0.3, 2)])
+def test_level_shift_is_exact_with_and_without_zero_weights(zeros, tpr):
+    layer = _layer(C=6, K=8, Q=3, tpr=tpr)
+    weights = layer.weights.copy()
+    weights[np.random.default_rng(1).random(weights.shape) < zeros] = 0
+    layer = QuantizedLayer(layer.spec, weights)
+    shifted = summerge(LANG, layer, shift=True)
+    assert check_exact(shifted, layer)
+    wrong = QuantizedLayer(layer.spec, weights + (np.arange(weights.size).reshape(weights.shape) == 5))
+    assert not check_exact(shifted, wrong)
+
+
+def test_level_shift_drops_each_kernels_largest_group_for_one_shared_window_sum():
+    # kernel k weighs x_k by 2 and the other three by 1: Σ = (2 − 1)·x_k + 1·T, T = x0 + x1 + x2 + x3
+    weights = (np.ones((4, 4), dtype=np.int64) + np.eye(4, dtype=np.int64)).reshape(4, 4, 1, 1)
+    layer = QuantizedLayer(LayerSpec(1, 1, 4, 4, 2), weights)
+    shifted, plain = summerge(LANG, layer, shift=True), summerge(LANG, layer)
+    assert check_exact(shifted, layer) and check_exact(plain, layer)
+    # T: 3 adds; per kernel one add; muls: 1·x_k four times and one shared 1·T
+    assert (count_ops(shifted).adds, count_ops(shifted).muls) == (7, 5)
+    assert (count_ops(plain).adds, count_ops(plain).muls) == (10, 8)  # 2 merges, 4 group sums, 4 combines
+    assert count_ops(start_program(LANG, layer, "shifted")) == count_ops(shifted)
+
+
+def test_shifted_start_keeps_summerge_where_the_shift_does_not_pay():
+    # every kernel's largest group is its zero group: c = 0, the shift changes nothing
+    weights = np.array([[0, 0, 0, 2], [0, 0, 3, 0]]).reshape(2, 4, 1, 1)
+    layer = QuantizedLayer(LayerSpec(1, 1, 4, 2, 2), weights)
+    assert count_ops(start_program(LANG, layer, "shifted")) == count_ops(summerge(LANG, layer))
+
+
 def test_plain_and_factorised_counts():
     layer = _layer(R=1, S=1, C=4, K=2, Q=2)
     layer = QuantizedLayer(layer.spec, np.array([[1, 1, 2, 2], [3, 3, 3, 3]]).reshape(2, 4, 1, 1))
@@ -75,9 +106,11 @@ def test_pulsed_search_is_exact_and_never_worse_than_its_start():
 
 def test_search_started_from_summerge_never_ends_above_it():
     layer = _layer(R=1, S=1, C=12, K=8, Q=3)
-    res = compare(LANG, layer, [Search("seeded", "greedy-dag", epochs=2, explore_iter=2, start="summerge")])
-    assert res.methods["seeded"].exact
+    res = compare(LANG, layer, [Search("seeded", "greedy-dag", epochs=2, explore_iter=2, start="summerge"),
+                                Search("from-shift", "greedy-dag", epochs=2, explore_iter=2, start="shifted")])
+    assert res.methods["seeded"].exact and res.methods["from-shift"].exact and res.methods["shifted"].exact
     assert res.methods["seeded"].ops.cost <= res.methods["summerge"].ops.cost
+    assert res.methods["from-shift"].ops.cost <= res.methods["shifted"].ops.cost < res.methods["summerge"].ops.cost
 
 
 @pytest.mark.parametrize("tpr", [0, 1])
@@ -165,7 +198,7 @@ def test_weight_file_errors(tmp_path):
     ("{builder: conv_layer, R: 3, S: 3, C: 2, K: 2, Q: 2, stride: 2}", "program.stride: error: unknown parameter"),
     ("{builder: conv_layer, R: 0, S: 3, C: 2, K: 2, Q: 2}", "program.R: error: expected an int ≥ 1, got 0"),
     ("{builder: conv_layer, R: 1, S: 1, C: 2, K: 2, Q: 2, weights: nope.npy}", "cannot read weight file"),
-    ("{builder: conv_layer, R: 1, S: 1, C: 2, K: 2, Q: 2, start: best}", "program.start: error: expected one of layer, summerge"),
+    ("{builder: conv_layer, R: 1, S: 1, C: 2, K: 2, Q: 2, start: best}", "program.start: error: expected one of layer, summerge, shifted"),
 ])
 def test_bad_layer_config_is_a_clean_error(tmp_path, run_cli, program, message):
     (tmp_path / "c.yaml").write_text(f"ruleset: qgym\nprogram: {program}\nschedule: {{kind: pulsed}}\n")

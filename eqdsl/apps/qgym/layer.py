@@ -174,7 +174,9 @@ def _balanced_sum(g: GraphBuilder, terms: list[Tensor]) -> Tensor:
 LAYER_PARAMS = {"R": 1, "S": 1, "C": 1, "K": 1, "Q": 1, "tpr": 0, "seed": 0}
 
 
-STARTS = ("layer", "summerge")  # what the search starts from: the layer's sums, or SumMerge's program
+# what the search starts from: the layer's sums, SumMerge's program, or SumMerge with the level
+# shift (summerge.py) where that is cheaper
+STARTS = ("layer", "summerge", "shifted")
 
 
 def layer_start(params: dict) -> str:

@@ -1,8 +1,9 @@
 """Q-gym's `conv_layer` program source (registered by entry point, `eqdsl.program_sources`).
 
 `program: {builder: conv_layer, R, S, C, K, Q, tpr?, seed?, weights?, start?}` → the layer's
-per-kernel sums (or SumMerge's program with `start: summerge`, so the search, which keeps its
-best, ends at or below SumMerge's cost), with plain, factorisation and SumMerge as baselines.
+per-kernel sums (or, with `start: summerge` / `start: shifted`, SumMerge's program without / with
+the level shift, so the search, which keeps its best, ends at or below SumMerge's cost), with
+plain, factorisation and SumMerge as baselines.
 """
 from __future__ import annotations
 
@@ -11,8 +12,8 @@ from pathlib import Path
 
 from eqdsl import ir
 from eqdsl.apps.qgym.baselines import FLOPS, layer_counts, program_flops
-from eqdsl.apps.qgym.layer import layer_expressions, layer_from_params, layer_start
-from eqdsl.apps.qgym.summerge import summerge
+from eqdsl.apps.qgym.layer import layer_from_params, layer_start
+from eqdsl.apps.qgym.summerge import start_program, summerge
 from eqdsl.sources.base import Baselines, ProgramRef, SourceProgram
 
 
@@ -26,7 +27,7 @@ class ConvLayerSource:
         params = dict(ref.params)
         start, layer = layer_start(params), layer_from_params(params, ref.base)
         merged = summerge(language, layer)  # SumMerge runs once: the start and a baseline
-        program = merged if start == "summerge" else layer_expressions(language, layer)
+        program = start_program(language, layer, start, merged)
         counts = layer_counts(layer, merged)
         # the run's DAG cost is the weighted one (add 1, mul 2, leaves 0): the costs' scale
         return SourceProgram(program, Baselines({m: c.cost for m, c in counts.items()}, "plain",

@@ -1,4 +1,5 @@
-"""One layer through every method: plain, factorisation, SumMerge, eqdsl (greedy, CP-SAT, pulsed).
+"""One layer through every method: plain, factorisation, SumMerge, SumMerge with the level shift,
+eqdsl (greedy, CP-SAT, pulsed).
 
 Contract: `optimize(lang, layer, search)` runs eqdsl's search on the layer's expressions and
 returns the best program with its outcome; `check_exact(program, layer)` evaluates a program on
@@ -15,8 +16,8 @@ import numpy as np
 
 from eqdsl import ir
 from eqdsl.apps.qgym.baselines import OpCount, count_ops, factorised_count, plain_count
-from eqdsl.apps.qgym.layer import QuantizedLayer, layer_expressions
-from eqdsl.apps.qgym.summerge import summerge
+from eqdsl.apps.qgym.layer import QuantizedLayer
+from eqdsl.apps.qgym.summerge import start_program, summerge
 from eqdsl.extract.registry import ExtractConfig
 from eqdsl.pipeline import optimize as optimize_program
 from eqdsl.schedule.pulsed import PulsedConfig
@@ -34,7 +35,7 @@ class Search:
     node_limit: int = 200_000
     epoch_time_limit_s: float = 10.0
     time_limit_s: float = 300.0
-    start: str = "layer"  # or "summerge": search from SumMerge's program (see layer.STARTS)
+    start: str = "layer"  # or "summerge" / "shifted": search from that program (layer.STARTS)
     cost: str = "weighted"  # what extraction minimises: "weighted" (2·mul + add) or "flops" (mul + add)
 
 
@@ -75,7 +76,7 @@ class LayerResult:
 
 
 def optimize(lang: ir.Language, layer: QuantizedLayer, search: Search) -> tuple[ir.Program, ScheduleOutcome]:
-    start = summerge(lang, layer) if search.start == "summerge" else layer_expressions(lang, layer)
+    start = start_program(lang, layer, search.start)
     schedule = PulsedConfig(node_limit=search.node_limit, time_limit_s=search.time_limit_s, epochs=search.epochs,
                             explore_iter=search.explore_iter, epoch_extract=search.extract,
                             epoch_time_limit_s=search.epoch_time_limit_s)
@@ -113,21 +114,25 @@ def check_exact(program: ir.Program, layer: QuantizedLayer, batch: int = 4, seed
 
 
 def compare(lang: ir.Language, layer: QuantizedLayer, searches: list[Search]) -> LayerResult:
+    """Every method on the layer; "shifted" is the cheaper of SumMerge with and without the level
+    shift (its seconds include SumMerge's, which it compares against)."""
     result = LayerResult(layer)
     result.methods["plain"] = MethodResult(plain_count(layer.spec), 0.0, True)
     t0 = time.perf_counter()
     result.methods["factorisation"] = MethodResult(factorised_count(layer), time.perf_counter() - t0, True)
     t0 = time.perf_counter()
     merged = summerge(lang, layer)
-    result.methods["summerge"] = MethodResult(count_ops(merged), time.perf_counter() - t0,
-                                              check_exact(merged, layer))
-    result.programs["summerge"] = merged
+    _record(result, "summerge", merged, time.perf_counter() - t0)
+    shifted = start_program(lang, layer, "shifted", merged)
+    _record(result, "shifted", shifted, time.perf_counter() - t0, "no gain" if shifted is merged else "level shift")
     for search in searches:
         t0 = time.perf_counter()
         program, outcome = optimize(lang, layer, search)
-        notes = ", ".join(f"{e.cost:.0f}" for e in outcome.epochs)
-        result.methods[search.name] = MethodResult(count_ops(program), time.perf_counter() - t0,
-                                                   check_exact(program, layer), notes)
-        result.programs[search.name] = program
+        epochs = ", ".join(f"{e.cost:.0f}" for e in outcome.epochs)
+        _record(result, search.name, program, time.perf_counter() - t0, epochs)
     return result
 
+
+def _record(result: LayerResult, method: str, program: ir.Program, seconds: float, notes: str = "") -> None:
+    result.methods[method] = MethodResult(count_ops(program), seconds, check_exact(program, result.layer), notes)
+    result.programs[method] = program
