@@ -231,9 +231,9 @@ def test_pulsed_run_reports_epochs_and_a_partial_result_at_the_node_limit(tmp_pa
     assert report["best_cost"] <= report["original_cost"] and report["validation"]["ok"]
     spec = LayerSpec(1, 2, 3, 3, 2, 1)
     assert report["baselines"]["plain"] == spec.plain_cost and set(report["baselines"]) == {
-        "plain", "factorisation", "summerge"} and "same layer, other methods" in out
+        "plain", "factorisation", "summerge", "summerge-shifted"} and "same layer, other methods" in out
     flops = report["baseline_units"]["FLOPs"]
-    assert flops["plain"] == plain_count(spec).ops and set(flops) == {"plain", "factorisation", "summerge", "this run"}
+    assert flops["plain"] == plain_count(spec).ops and set(flops) == {"plain", "factorisation", "summerge", "summerge-shifted", "this run"}
     assert flops["this run"] <= report["best_cost"] <= 2 * flops["this run"]  # FLOPs = adds + muls; cost adds + 2·muls
     assert "in FLOPs: plain" in out
 

@@ -65,9 +65,11 @@ def factorised_count(layer: QuantizedLayer) -> OpCount:
 FLOPS = "FLOPs"  # Q-gym's metric (its footnote 1): adds + multiplies
 
 
-def layer_counts(layer: QuantizedLayer, merged: ir.Program) -> dict[str, OpCount]:
-    """Each baseline's operation count for a `conv_layer` program; `merged` is SumMerge's program."""
-    return {"plain": plain_count(layer.spec), "factorisation": factorised_count(layer), "summerge": count_ops(merged)}
+def layer_counts(layer: QuantizedLayer, merged: ir.Program, shifted: ir.Program) -> dict[str, OpCount]:
+    """Each baseline's operation count for a `conv_layer` program; `merged` is SumMerge's program,
+    `shifted` the cheaper of it and its level-shifted version (summerge.start_program)."""
+    return {"plain": plain_count(layer.spec), "factorisation": factorised_count(layer), "summerge": count_ops(merged),
+            "summerge-shifted": count_ops(shifted)}
 
 
 def program_flops(program: ir.Program) -> dict[str, float]:

@@ -3,7 +3,7 @@
 `program: {builder: conv_layer, R, S, C, K, Q, tpr?, seed?, weights?, start?}` → the layer's
 per-kernel sums (or, with `start: summerge` / `start: shifted`, SumMerge's program without / with
 the level shift, so the search, which keeps its best, ends at or below SumMerge's cost), with
-plain, factorisation and SumMerge as baselines.
+plain, factorisation, SumMerge and SumMerge with the level shift as baselines.
 """
 from __future__ import annotations
 
@@ -26,9 +26,10 @@ class ConvLayerSource:
     def load(self, ref: ProgramRef, language: ir.Language) -> SourceProgram:
         params = dict(ref.params)
         start, layer = layer_start(params), layer_from_params(params, ref.base)
-        merged = summerge(language, layer)  # SumMerge runs once: the start and a baseline
-        program = start_program(language, layer, start, merged)
-        counts = layer_counts(layer, merged)
+        merged = summerge(language, layer)  # SumMerge runs once: a start and a baseline
+        shifted = start_program(language, layer, "shifted", merged)
+        program = shifted if start == "shifted" else start_program(language, layer, start, merged)
+        counts = layer_counts(layer, merged, shifted)
         # the run's DAG cost is the weighted one (add 1, mul 2, leaves 0): the costs' scale
         return SourceProgram(program, Baselines({m: c.cost for m, c in counts.items()}, "plain",
                                                 "same layer, other methods (weighted cost 2·mul + add)",
