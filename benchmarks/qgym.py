@@ -1,6 +1,6 @@
 """Q-gym benchmark: operation counts over the layer grid, tpr sweep, kernel timings, HE counts.
 
-    .venv/bin/python benchmarks/qgym.py [--quick] [--part ops,tpr,kernels,he,seeded] [--searches greedy,cpsat,pulsed|none] [--json out.json]
+    .venv/bin/python benchmarks/qgym.py [--quick] [--part ops,tpr,tpr-shift,kernels,he,seeded] [--searches greedy,cpsat,pulsed|none] [--json out.json]
 
 Every number is measured in this run, side by side. Reduction % = share of the plain layer's
 weighted cost (C_mul = 2, C_add = 1) removed. Every program is checked integer-exact against the
@@ -98,6 +98,24 @@ def tpr_part(lang, layers, q: int, rows: list) -> None:
                   flush=True)
             rows.append({"layer": dims, "Q": q, "tpr": t, "cost": cost, "per_position": per,
                          "exact": res.methods["pulsed"].exact})
+
+
+def tpr_shift_part(lang, layers, q: int, rows: list) -> None:
+    """Temporal reuse for SumMerge and the shifted SumMerge (no search): FLOPs per output position."""
+    print("\n| layer | Q | tpr | positions | SumMerge FLOPs / position | shifted FLOPs / position "
+          "| shifted vs its tpr 0 | exact | s |")
+    print("|---|---|---|---|---|---|---|---|---|")
+    for dims in layers:
+        base = None
+        for t in range(4):
+            layer = QuantizedLayer(LayerSpec(*dims, q, t), synthetic_weights(LayerSpec(*dims, q), 0))
+            res = compare(lang, layer, [])
+            merged, shifted = (res.methods[m].ops.ops / (t + 1) for m in ("summerge", "shifted"))
+            base = base or shifted
+            exact = res.methods["summerge"].exact and res.methods["shifted"].exact
+            print(f"| {dims} | {q} | {t} | {t + 1} | {merged:.1f} | {shifted:.1f} | {100 * (base - shifted) / base:+.1f} % "
+                  f"| {exact} | {res.methods['shifted'].seconds:.1f} |", flush=True)
+            rows.append({"layer": dims, "Q": q, "tpr": t, "summerge": merged, "shifted": shifted, "exact": exact})
 
 
 def seeded_part(lang, cases, rows: list) -> None:
@@ -210,13 +228,16 @@ def main() -> int:
     args = ap.parse_args()
     lang = load_language("qgym", Path("."))
     parts = set(args.part.split(","))
-    out: dict[str, list] = {"ops": [], "tpr": [], "kernels": [], "he": [], "seeded": []}
+    out: dict[str, list] = {"ops": [], "tpr": [], "tpr-shift": [], "kernels": [], "he": [], "seeded": []}
     grid, qs = (GRID[:2], [2, 4]) if args.quick else (GRID, QS)
     if "ops" in parts:
         names = set(args.searches.split(","))
         ops_part(lang, grid, qs, [s for s in SEARCHES if s.name in names], out["ops"])
     if "tpr" in parts:
         tpr_part(lang, [(3, 3, 16, 16)] if args.quick else [(3, 3, 16, 16), (5, 5, 16, 16), (7, 7, 8, 8)], 4, out["tpr"])
+    if "tpr-shift" in parts:
+        tpr_shift_part(lang, [(3, 3, 16, 16)] if args.quick else [(3, 3, 16, 16), (5, 5, 16, 16), (7, 7, 8, 8)], 4,
+                       out["tpr-shift"])
     if "kernels" in parts:
         cases = [((3, 3, 16, 16), 2)] if args.quick else KERNEL_CASES
         kernels_part(lang, cases, 32 if args.quick else 64, out["kernels"])
