@@ -28,7 +28,8 @@ class ConvLayerSource:
         start, layer = layer_start(params), layer_from_params(params, ref.base)
         merged = summerge(language, layer)  # SumMerge runs once: a start and a baseline
         shifted = start_program(language, layer, "shifted", merged)
-        program = shifted if start == "shifted" else start_program(language, layer, start, merged)
+        built = {"summerge": merged, "shifted": shifted}
+        program = built[start] if start in built else start_program(language, layer, start)
         counts = layer_counts(layer, merged, shifted)
         # the run's DAG cost is the weighted one (add 1, mul 2, leaves 0): the costs' scale
         return SourceProgram(program, Baselines({m: c.cost for m, c in counts.items()}, "plain",

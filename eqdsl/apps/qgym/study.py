@@ -75,8 +75,10 @@ class LayerResult:
 
 
 
-def optimize(lang: ir.Language, layer: QuantizedLayer, search: Search) -> tuple[ir.Program, ScheduleOutcome]:
-    start = start_program(lang, layer, search.start)
+def optimize(lang: ir.Language, layer: QuantizedLayer, search: Search,
+             start: ir.Program | None = None) -> tuple[ir.Program, ScheduleOutcome]:
+    """`start`: the program `search.start` names, if the caller has built it already."""
+    start = start if start is not None else start_program(lang, layer, search.start)
     schedule = PulsedConfig(node_limit=search.node_limit, time_limit_s=search.time_limit_s, epochs=search.epochs,
                             explore_iter=search.explore_iter, epoch_extract=search.extract,
                             epoch_time_limit_s=search.epoch_time_limit_s)
@@ -127,7 +129,7 @@ def compare(lang: ir.Language, layer: QuantizedLayer, searches: list[Search]) ->
     _record(result, "shifted", shifted, time.perf_counter() - t0, "no gain" if shifted is merged else "level shift")
     for search in searches:
         t0 = time.perf_counter()
-        program, outcome = optimize(lang, layer, search)
+        program, outcome = optimize(lang, layer, search, result.programs.get(search.start))
         epochs = ", ".join(f"{e.cost:.0f}" for e in outcome.epochs)
         _record(result, search.name, program, time.perf_counter() - t0, epochs)
     return result

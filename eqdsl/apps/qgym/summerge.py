@@ -40,6 +40,7 @@ class Merged:
 
 _BITS = 20  # a pair (a, b), a < b, is the int a << 20 | b; a heap entry is −count << 40 | pair,
 _PAIR = 2 * _BITS  # so heap order is (count descending, smallest pair) with int compares only
+_TERM_MASK, _PAIR_MASK = (1 << _BITS) - 1, (1 << _PAIR) - 1
 
 
 def merge_pairs(groups: list[set[int]], num_terms: int) -> Merged:
@@ -57,7 +58,7 @@ def merge_pairs(groups: list[set[int]], num_terms: int) -> Merged:
     merges: list[tuple[int, int]] = []
     while heap:
         entry = heapq.heappop(heap)
-        n, pair = -(entry >> _PAIR), entry & ((1 << _PAIR) - 1)
+        n, pair = -(entry >> _PAIR), entry & _PAIR_MASK
         current = counts.get(pair, 0)
         if current != n:  # stale: the count fell since the push; queue it at its true count
             if current >= 2:
@@ -65,7 +66,7 @@ def merge_pairs(groups: list[set[int]], num_terms: int) -> Merged:
             continue
         if n < 2:
             break
-        a, b = pair >> _BITS, pair & ((1 << _BITS) - 1)
+        a, b = pair >> _BITS, pair & _TERM_MASK
         t = num_terms + len(merges)
         merges.append((a, b))
         new_pairs: set[int] = set()
