@@ -11,7 +11,7 @@ results/bench/mcts/<model>: `--workers` tasks at once, finished tasks kept acros
 sweep's CSV, markdown and plots); the table is the same.
 Usage: python benchmarks/mcts.py [--models nasrnn,bert,...] [--seeds 0,1,2,3,4] [--budget 128]
        [--variants ocf-ilp,ilp-ilp] [--time-limit 600] [--target a100] [--extract-limit 60]
-       [--sweep [--workers 2]]
+       [--multi-matches 0,4] [--sweep [--workers 2]]
 """
 from __future__ import annotations
 
@@ -58,6 +58,8 @@ def main() -> None:
     ap.add_argument("--time-limit", type=float, default=600.0)
     ap.add_argument("--target", default="a100")
     ap.add_argument("--extract-limit", type=float, default=60.0)
+    ap.add_argument("--multi-matches", default="0",
+                    help="MCTS multi_matches values, comma-separated (0: a multi-pattern action fires on all matches)")
     ap.add_argument("--sweep", action="store_true", help="run through eqdsl's sweep runner")
     ap.add_argument("--workers", type=int, default=2)
     args = ap.parse_args()
@@ -79,12 +81,13 @@ def main() -> None:
         gain, secs, _ = speedup(lang, program, tensat, extract, params)
         print(f"| {name} | TENSAT (k_multi {tensat.k_multi}) | {gain:.1f} | {secs:.1f} | | "
               f"{'' if paper is None else paper[0]} |", flush=True)
-        for variant in args.variants.split(","):
+        for variant, k in ((v, int(k)) for v in args.variants.split(",") for k in args.multi_matches.split(",")):
             runs = [speedup(lang, program, MctsConfig(budget=args.budget, main_extract=MAIN[variant], seed=seed,
-                                                      time_limit_s=args.time_limit), extract, params)
+                                                      time_limit_s=args.time_limit, multi_matches=k), extract, params)
                     for seed in seeds]
             paper_mcts = paper[1] if paper is not None and variant == "ilp-ilp" else ""
-            print(f"| {name} | MCTS {variant.upper().replace('-', '/')} | {stats([r[0] for r in runs])} | "
+            label = variant.upper().replace('-', '/') + (f", {k} multi matches" if k else "")
+            print(f"| {name} | MCTS {label} | {stats([r[0] for r in runs])} | "
                   f"{statistics.mean(r[1] for r in runs):.1f} | {statistics.mean(r[2] for r in runs):.1f} | "
                   f"{paper_mcts} |", flush=True)
 

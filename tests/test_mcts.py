@@ -71,6 +71,7 @@ def test_run_reports_mcts_steps(tmp_path, run_cli):
     ({"kind": "mcts", "budget": 0}, "schedule.budget", "an int ≥ 1"),
     ({"kind": "mcts", "main_extract": "ilp"}, "schedule.main_extract", "greedy-ocf"),
     ({"kind": "mcts", "uct_c": -1}, "schedule.uct_c", "a number > 0"),
+    ({"kind": "mcts", "multi_matches": -2}, "schedule.multi_matches", "an int ≥ 0"),
     ({"kind": "mcts", "final_extract": "cpsat"}, "schedule.final_extract", "extract.method"),
     ({"kind": "saturate", "budget": 3}, "schedule.budget", "`kind: mcts`"),
 ])

@@ -58,6 +58,8 @@ def live_problem(data: dict, lowered: Lowered, params: dict[str, int] | None = N
     value_nodes = {n["eclass"]: nid for nid, n in nodes.items() if _is_value(n["op"])}
     for nid, node in nodes.items():
         op, kids = node["op"], node["children"]
+        if op in lowered.bookkeeping:
+            continue
         if op in lowered.root_rels:
             roots.append((_decode_value(kids[1], nodes), nodes[kids[0]]["eclass"]))
         elif op in lowered.analysis_fns:

@@ -2,8 +2,9 @@
 
 Contract: `lower_language(lang)` returns `Lowered`: the declarations and rules as egglog text
 plus the names the runner needs (one ruleset per rule, the `single`/`multi`/`all`/`analysis`
-groups, analysis functions, root relations). `load_program(program, lowered)` returns the text
-that inserts a program (one rule with local lets, run once) and marks its roots.
+groups, analysis functions, root relations, and each multi-pattern rule's `Sampled` form).
+`load_program(program, lowered)` returns the text that inserts a program (one rule with local
+lets, run once) and marks its roots.
 
 Shape checking (TENSAT's check-before-apply): every new node on a rule's right side has its
 shape computed in the rule's query from the shapes of the left side's variables, and its
@@ -61,6 +62,26 @@ class Lowered:
     analysis_fns: frozenset[str]
     root_rels: frozenset[str]
     rulesets: dict[str, str] = field(default_factory=dict)  # rule name → ruleset
+    sampled: dict[str, Sampled] = field(default_factory=dict)  # multi-pattern rule name → its sampled form
+
+    @functools.cached_property
+    def bookkeeping(self) -> frozenset[str]:
+        """Relations that are not part of the program's e-graph (the sampled forms' rows)."""
+        return frozenset(r for s in self.sampled.values() for r in (s.candidates, s.allowed))
+
+
+@dataclass(frozen=True)
+class Sampled:
+    """A multi-pattern rule applied to chosen matches only (egglog 14 has no match limit): ruleset
+    `record` adds every match's left-side root classes to relation `candidates`; ruleset `gated`
+    is the rule with `(allowed roots…)` added to its query, so it fires where the caller put rows
+    in `allowed`. `sorts`: the sorts of the roots, in left-side order."""
+
+    record: str
+    gated: str
+    candidates: str
+    allowed: str
+    sorts: tuple[str, ...]
 
 
 def lower_language(lang: ir.Language) -> Lowered:
@@ -68,9 +89,14 @@ def lower_language(lang: ir.Language) -> Lowered:
     sections.append(";; ---- shape analysis ----")
     sections.extend(_shape_rule(lang, r) for r in lang.shapes.values())
     sections.append(";; ---- rewrite rules ----")
+    sampled: dict[str, Sampled] = {}
     for rule in lang.rules:
         sections.append(f"(ruleset {ruleset_of(rule)})")
-        sections.append(_rewrite(lang, rule))
+        query, actions = _rewrite(lang, rule)
+        sections.append(_rule_text(query, actions, ruleset_of(rule), rule.name))
+        if rule.is_multi and all(isinstance(p, ir.PApp) for p in rule.lhs):
+            sampled[rule.name] = _sampled(lang, rule)
+            sections.append(_sampled_text(sampled[rule.name], rule, query, actions))
     sections.extend(_groups(lang))
     shaped = [s for s in lang.sorts.values() if s.shape_type is not None]
     return Lowered(
@@ -79,6 +105,7 @@ def lower_language(lang: ir.Language) -> Lowered:
         frozenset(shape_fn(s.name) for s in shaped),
         frozenset(root_rel(s) for s in lang.sorts),
         {r.name: ruleset_of(r) for r in lang.rules},
+        sampled,
     )
 
 
@@ -225,9 +252,10 @@ def _pattern(p: ir.Pattern) -> Sexp:
             assert_never(p)
 
 
-def _rewrite(lang: ir.Language, rule: ir.Rule) -> str:
+def _rewrite(lang: ir.Language, rule: ir.Rule) -> tuple[list[Sexp], list[Sexp]]:
+    """The rule's query and actions; the i-th left side's root class is `_lhs{i}`."""
     lw = _RuleLowering(lang)
-    roots = [f"_lhs{i}" for i in range(len(rule.lhs))]
+    roots = _roots(rule)
     lw.query += [call("=", Var(r), _pattern(p)) for r, p in zip(roots, rule.lhs)]
     try:
         _conditions(lw, rule)
@@ -240,10 +268,32 @@ def _rewrite(lang: ir.Language, rule: ir.Rule) -> str:
                 _check_shape(lw, rhs)
     except Unlowerable as err:
         raise _lowering_error(f"rule '{rule.name}'", err, rule.span) from None
-    actions = [call("union", Var(r), _pattern(p)) for r, p in zip(roots, rule.rhs)]
-    query = _prune_unused(lw.query, actions, lw.assumed)
-    return (f"(rule ({_show_all(query)})\n      ({_show_all(actions)})\n"
-            f"      :ruleset {ruleset_of(rule)} :name \"{rule.name}\")")
+    actions: list[Sexp] = [call("union", Var(r), _pattern(p)) for r, p in zip(roots, rule.rhs)]
+    return _prune_unused(lw.query, actions, lw.assumed), actions
+
+
+def _roots(rule: ir.Rule) -> list[str]:
+    return [f"_lhs{i}" for i in range(len(rule.lhs))]
+
+
+def _rule_text(query: Sequence[Sexp], actions: Sequence[Sexp], ruleset: str, name: str) -> str:
+    return f"(rule ({_show_all(query)})\n      ({_show_all(actions)})\n      :ruleset {ruleset} :name \"{name}\")"
+
+
+def _sampled(lang: ir.Language, rule: ir.Rule) -> Sampled:
+    base = ruleset_of(rule)
+    sorts = tuple(lang.ops[p.op].result for p in rule.lhs if isinstance(p, ir.PApp))
+    return Sampled(f"{base}__record", f"{base}__gated", f"_cand_{rule.name}", f"_allow_{rule.name}", sorts)
+
+
+def _sampled_text(s: Sampled, rule: ir.Rule, query: list[Sexp], actions: list[Sexp]) -> str:
+    roots = tuple(Var(r) for r in _roots(rule))
+    name = rule.name
+    return "\n".join([
+        f"(relation {s.candidates} ({' '.join(s.sorts)}))", f"(relation {s.allowed} ({' '.join(s.sorts)}))",
+        f"(ruleset {s.record})", f"(ruleset {s.gated})",
+        _rule_text(query, [Call(s.candidates, roots)], s.record, f"{name}:record"),
+        _rule_text([*query, Call(s.allowed, roots)], actions, s.gated, f"{name}:gated")])
 
 
 def _conditions(lw: _RuleLowering, rule: ir.Rule) -> None:

@@ -8,7 +8,7 @@ extracts mid-run without knowing how the e-graph is serialized or read back.
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from egglog import bindings
@@ -97,27 +97,43 @@ class EGraphSession:
                 outputs.update(str(row.output) for row in fn.rows)
         return len(outputs)
 
-    def frozen(self) -> "FrozenGraph":
-        """The operator nodes (analysis rows and lets excluded) and the root classes, by class key."""
+    def frozen(self, relations: tuple[str, ...] = ()) -> "FrozenGraph":
+        """The operator nodes (analysis rows and lets excluded) and the root classes, by class key;
+        and the rows of the named relations of classes (`Lowered.sampled`'s), as class keys."""
         frozen = self._egraph.freeze()
         nodes: list[FrozenNode] = []
         roots: list[tuple[int, str]] = []
+        rows: dict[str, tuple[tuple[str, ...], ...]] = {}
         for name, fn in frozen.functions.items():
             sorts = list(fn.input_sorts)
-            if name in self.lowered.root_rels:
+            if name in relations:
+                rows[name] = tuple(tuple(f"{s}:{v}" for s, v in zip(sorts, r.inputs)) for r in fn.rows)
+            elif name in self.lowered.root_rels:
                 roots += [(self._egraph.value_to_i64(r.inputs[1]), f"{sorts[0]}:{r.inputs[0]}")
                           for r in fn.rows]
             elif name in self._constructors:
                 nodes += [_frozen_node(name, sorts, fn.output_sort, r, self._class_sorts)
                           for r in fn.rows]
-        return FrozenGraph(tuple(nodes), tuple(c for _, c in sorted(roots)))
+        return FrozenGraph(tuple(nodes), tuple(c for _, c in sorted(roots)), rows)
 
     def subsume(self, graph: "FrozenGraph", cut: list[int], witness: dict[str, int]) -> None:
         """Subsume nodes `cut` of `graph` (a `frozen()` result with no change since). `witness`
         gives each class a node whose children's witnesses never lead back to it."""
         handles = _HandleWriter(self, graph, witness)
         lines = [f"(subsume {handles.term(graph.nodes[i])})" for i in cut]
-        self._execute("\n".join(handles.lets + lines), "filtering cycles")
+        self._execute_with(handles, lines, "filtering cycles")
+
+    def add_rows(self, graph: "FrozenGraph", witness: dict[str, int], relation: str,
+                 rows: list[tuple[str, ...]]) -> None:
+        """Add `rows` (class keys of `graph`, a `frozen()` result with no change since) to a
+        relation of classes; `witness` as for `subsume`."""
+        handles = _HandleWriter(self, graph, witness)
+        handles.define(tuple(k for row in rows for k in row))
+        lines = [f"({relation} {' '.join(str(handles.name_of(k)) for k in row)})" for row in rows]
+        self._execute_with(handles, lines, f"adding rows to {relation}")
+
+    def _execute_with(self, handles: "_HandleWriter", lines: list[str], doing: str) -> None:
+        self._execute("\n".join(handles.lets + lines), doing)
         self._handles.update(handles.new)
         if self._handle_log:
             self._handle_log[-1].extend(handles.new)
@@ -162,6 +178,7 @@ class FrozenNode:
 class FrozenGraph:
     nodes: tuple[FrozenNode, ...]
     roots: tuple[str, ...]  # class keys, in root order
+    relations: dict[str, tuple[tuple[str, ...], ...]] = field(default_factory=dict)  # asked-for rows
 
 
 def _frozen_node(fn: str, sorts: list[str], out_sort: str, row, class_sorts: frozenset[str]) -> FrozenNode:
@@ -184,7 +201,7 @@ class _HandleWriter:
 
     def term(self, node: FrozenNode) -> str:
         """The node as an egglog term over class names (defining the names it needs first)."""
-        self._define(node.children)
+        self.define(node.children)
         return self._render(node)
 
     def _render(self, node: FrozenNode) -> str:
@@ -192,7 +209,7 @@ class _HandleWriter:
                 for s, v in node.args]
         return f"({node.fn}{''.join(' ' + a for a in args)})"
 
-    def _define(self, keys: tuple[str, ...]) -> None:
+    def define(self, keys: tuple[str, ...]) -> None:
         """Let-bind every class in `keys` that has no name yet, children before parents."""
         stack = [(k, False) for k in keys]
         while stack:

@@ -106,7 +106,7 @@ def repair(graph: FrozenGraph, cut: set[int], ages: list[int]) -> tuple[dict[str
     cut nodes were given back (`cut` is updated in place)."""
     kept = 0
     while True:
-        witness = _witnesses(graph, cut)
+        witness = witnesses(graph, cut)
         missing = [r for r in graph.roots if r not in witness]
         if not missing:
             return witness, kept
@@ -117,7 +117,10 @@ def repair(graph: FrozenGraph, cut: set[int], ages: list[int]) -> tuple[dict[str
         kept += len(restore)
 
 
-def _witnesses(graph: FrozenGraph, cut: set[int]) -> dict[str, int]:
+def witnesses(graph: FrozenGraph, cut: set[int]) -> dict[str, int]:
+    """Each class with a finite program avoiding the nodes in `cut` (and subsumed ones) → its
+    first node, in Knuth order, whose children all have one: following witnesses from a class
+    never returns to it."""
     waiting: dict[str, list[int]] = defaultdict(list)
     pending = [0] * len(graph.nodes)
     ready = []

@@ -38,7 +38,7 @@ import time
 from dataclasses import dataclass, field
 from typing import ClassVar
 
-from eqdsl.egglog.session import EGraphSession
+from eqdsl.egglog.session import EGraphSession, StepResult
 from eqdsl.extract.registry import extractor_names, make_extractor
 from eqdsl.extract.result import Extractor
 from eqdsl.fields import int_at_least, names, one_of, option, positive_number
@@ -52,6 +52,7 @@ from eqdsl.schedule.runner import (
     SearchStep,
     StopReason,
 )
+from eqdsl.schedule.sampled import step_sampled
 
 
 @dataclass(frozen=True)
@@ -66,6 +67,9 @@ class MctsConfig(LimitsConfig):
     main_extract: str = option("greedy-ocf", one_of(extractor_names), names(extractor_names))
     seed: int = option(0, int_at_least(0), "an int ≥ 0")
     max_steps: int = option(100, int_at_least(1), "an int ≥ 1")  # applied steps at most
+    # a multi-pattern rule's action fires on at most this many random matches (0: all of them,
+    # the paper's action; see eqdsl.schedule.sampled)
+    multi_matches: int = option(0, int_at_least(0), "an int ≥ 0")
 
 
 @dataclass(eq=False)
@@ -123,7 +127,8 @@ class MctsScheduler:
         best = max(root.changed_children(), key=lambda c: (c.mean, -self.rules.index(c.path[-1])), default=None)
         if best is None or best.mean <= 0:
             return StopReason.SATURATED  # no action improves the cost
-        stop = loop.iterate(session.lowered.rulesets[best.path[-1]])
+        rule = best.path[-1]
+        stop = loop.iterate(session.lowered.rulesets[rule], apply=lambda: self._apply(session, best.path))
         if progress is not None:
             progress(loop.reports[-1])
         if loop.reports[-1].rolled_back:
@@ -188,7 +193,7 @@ class MctsScheduler:
         of its own (a push copies the e-graph); after an overshoot the node's state is replayed."""
         while node.untried:
             rule = node.untried.pop(self.rng.randrange(len(node.untried)))
-            step = session.step(session.lowered.rulesets[rule])
+            step = self._apply(session, node.path + (rule,))
             if sum(step.matches.values()) == 0:
                 continue  # blacklisted here
             if session.size() > self.limits.node_limit:
@@ -202,8 +207,18 @@ class MctsScheduler:
         return None
 
     def _replay(self, session: EGraphSession, path: tuple[str, ...]) -> None:
-        for rule in path:
-            session.step(session.lowered.rulesets[rule])
+        for k in range(len(path)):
+            self._apply(session, path[:k + 1])
+
+    def _apply(self, session: EGraphSession, path: tuple[str, ...]) -> StepResult:
+        """One iteration of the rule `path[-1]` on the state `path[:-1]`. A multi-pattern rule
+        with `multi_matches` set fires on that many random matches, drawn from a generator seeded
+        by the seed and the state's full path, so replaying a path rebuilds the same e-graph."""
+        rule = path[-1]
+        if self.cfg.multi_matches and rule in session.lowered.sampled:
+            rng = random.Random(f"{self.cfg.seed}:{'/'.join(self.applied + path)}")
+            return step_sampled(session, rule, self.cfg.multi_matches, rng)
+        return session.step(session.lowered.rulesets[rule])
 
     def _rollout(self, session: EGraphSession, child: TreeNode) -> float:
         """Reward of the trajectory from the search root: the tree path down to `child` (whose
@@ -216,7 +231,7 @@ class MctsScheduler:
         path, cost = child.path, costs[-1]
         for _ in range(self.cfg.max_sim_steps):  # the iteration's pop undoes all of it
             rule = self.rng.choice(self.rules)
-            step = session.step(session.lowered.rulesets[rule])
+            step = self._apply(session, path + (rule,))
             if session.size() > self.limits.node_limit:
                 break
             if step.updated:  # else the state, and its cost, stayed as they were

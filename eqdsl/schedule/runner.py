@@ -17,7 +17,7 @@ from typing import Callable, ClassVar, Protocol
 
 from eqdsl import ir
 from eqdsl.diagnostics import EqdslError
-from eqdsl.egglog.session import EGraphSession
+from eqdsl.egglog.session import EGraphSession, StepResult
 from eqdsl.extract.registry import ExtractConfig
 from eqdsl.fields import int_at_least, option, positive_number
 from eqdsl.schedule.cycles import CycleFilter
@@ -177,15 +177,16 @@ class LimitedLoop:
             return StopReason.TIME_LIMIT
         return None
 
-    def iterate(self, ruleset: str, cycle_filter: CycleFilter | None = None) -> StopReason | None:
-        """One iteration (then a cycle-filter pass, if given); returns why the loop must stop
-        now, or None to go on."""
+    def iterate(self, ruleset: str, cycle_filter: CycleFilter | None = None,
+                apply: Callable[[], StepResult] | None = None) -> StopReason | None:
+        """One iteration of `ruleset` (or of `apply`, reported under that name; then a cycle-filter
+        pass, if given); returns why the loop must stop now, or None to go on."""
         t0 = time.perf_counter()
         self.session.push()
         budget = Budget(self.limits.memory_bytes,
                         time.monotonic() + self.limits.time_limit_s - self.elapsed())
         try:
-            done = guarded(lambda: self.session.step(ruleset), budget)
+            done = guarded(apply or (lambda: self.session.step(ruleset)), budget)
         except EqdslError as err:
             self.session.pop()
             if "Illegal merge" in str(err):
