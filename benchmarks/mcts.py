@@ -108,8 +108,8 @@ def through_sweeps(args) -> None:
     for name in args.models.split(","):
         schedules = [{"kind": "saturate", "k_multi": PACT_K_MULTI.get(name, 1), "cycle_filter": "efficient",
                       "class_counts": False, "time_limit_s": args.time_limit}]
-        schedules += [{"kind": "mcts", "budget": args.budget, "main_extract": MAIN[v], "time_limit_s": args.time_limit}
-                      for v in args.variants.split(",")]
+        schedules += [{"kind": "mcts", "budget": args.budget, "main_extract": MAIN[v], "time_limit_s": args.time_limit,
+                       "multi_matches": int(k)} for v in args.variants.split(",") for k in args.multi_matches.split(",")]
         spec = {"base": {"ruleset": "tensat", "target": args.target, "program": {"builder": name},
                          "extract": {"method": "cpsat", "time_limit_s": args.extract_limit, "compare": []}},
                 "grid": {"schedule": schedules}, "seeds": [int(s) for s in args.seeds.split(",")],
@@ -139,6 +139,7 @@ def _by_schedule(sweep, results) -> dict[str, list[dict]]:
             label = f"TENSAT (k_multi {schedule['k_multi']})"
         else:
             label = "MCTS " + {v: k.upper().replace("-", "/") for k, v in MAIN.items()}[schedule["main_extract"]]
+            label += f", {schedule['multi_matches']} multi matches" if schedule.get("multi_matches") else ""
         groups.setdefault(label, []).append(result)
     return groups
 

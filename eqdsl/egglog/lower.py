@@ -12,6 +12,7 @@ operator's `require` conditions are added to the query, so an ill-shaped term is
 """
 from __future__ import annotations
 
+import dataclasses
 import functools
 import itertools
 from collections import Counter
@@ -75,13 +76,16 @@ class Sampled:
     """A multi-pattern rule applied to chosen matches only (egglog 14 has no match limit): ruleset
     `record` adds every match's left-side root classes to relation `candidates`; ruleset `gated`
     is the rule with `(allowed roots…)` added to its query, so it fires where the caller put rows
-    in `allowed`. `sorts`: the sorts of the roots, in left-side order."""
+    in `allowed`. `sorts`: the sorts of the roots, in left-side order. `text` declares all of it;
+    it is not in `Lowered.text` (declaring every rule's copies costs TENSAT's language 0.08 s on
+    every load): a session declares it when a schedule asks (`EGraphSession.declare_sampled`)."""
 
     record: str
     gated: str
     candidates: str
     allowed: str
     sorts: tuple[str, ...]
+    text: str = ""
 
 
 def lower_language(lang: ir.Language) -> Lowered:
@@ -95,8 +99,7 @@ def lower_language(lang: ir.Language) -> Lowered:
         query, actions = _rewrite(lang, rule)
         sections.append(_rule_text(query, actions, ruleset_of(rule), rule.name))
         if rule.is_multi and all(isinstance(p, ir.PApp) for p in rule.lhs):
-            sampled[rule.name] = _sampled(lang, rule)
-            sections.append(_sampled_text(sampled[rule.name], rule, query, actions))
+            sampled[rule.name] = _sampled(lang, rule, query, actions)
     sections.extend(_groups(lang))
     shaped = [s for s in lang.sorts.values() if s.shape_type is not None]
     return Lowered(
@@ -280,10 +283,11 @@ def _rule_text(query: Sequence[Sexp], actions: Sequence[Sexp], ruleset: str, nam
     return f"(rule ({_show_all(query)})\n      ({_show_all(actions)})\n      :ruleset {ruleset} :name \"{name}\")"
 
 
-def _sampled(lang: ir.Language, rule: ir.Rule) -> Sampled:
+def _sampled(lang: ir.Language, rule: ir.Rule, query: list[Sexp], actions: list[Sexp]) -> Sampled:
     base = ruleset_of(rule)
     sorts = tuple(lang.ops[p.op].result for p in rule.lhs if isinstance(p, ir.PApp))
-    return Sampled(f"{base}__record", f"{base}__gated", f"_cand_{rule.name}", f"_allow_{rule.name}", sorts)
+    form = Sampled(f"{base}__record", f"{base}__gated", f"_cand_{rule.name}", f"_allow_{rule.name}", sorts)
+    return dataclasses.replace(form, text=_sampled_text(form, rule, query, actions))
 
 
 def _sampled_text(s: Sampled, rule: ir.Rule, query: list[Sexp], actions: list[Sexp]) -> str:

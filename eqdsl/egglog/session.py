@@ -44,6 +44,17 @@ class EGraphSession:
         self._handles: dict[str, str] = {}  # class key → egglog global naming that class
         self._handle_log: list[list[str]] = []  # handles defined since each open push
         self.depth = 0
+        self.sampled_declared = False
+
+    def declare_sampled(self) -> None:
+        """Declare the multi-pattern rules' sampled forms (`Lowered.sampled`), once; outside any
+        push, as a pop would take them back."""
+        if self.sampled_declared:
+            return
+        if self.depth:
+            raise RuntimeError("declare_sampled() inside a push: declare before searching")
+        self._execute("\n".join(s.text for s in self.lowered.sampled.values()), "declaring sampled rules")
+        self.sampled_declared = True
 
     def _execute(self, text: str, doing: str) -> list:
         try:

@@ -112,6 +112,8 @@ class MctsScheduler:
         loop = LimitedLoop(session, self.limits, count_classes=False)
         start_nodes = loop.check_start()
         self.rules = tuple(r.name for r in session.lowered.language.rules)
+        if self.cfg.multi_matches:
+            session.declare_sampled()
         steps: list[SearchStep] = []
         stop = loop.check_before()
         while stop is None:

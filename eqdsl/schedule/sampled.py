@@ -8,7 +8,8 @@ never use those rules. egglog 14 has no per-rule match limit, so a step goes thr
 allowed before, the chosen rows are added to the rule's `allowed` relation, and the gated rule
 fires on them.
 
-Contract: `step_sampled(session, rule, k, rng)` returns the gated step's `StepResult` (matches
+Contract: `step_sampled(session, rule, k, rng)` (the sampled forms declared first, see
+`EGraphSession.declare_sampled`, or the session at no push) returns the gated step's `StepResult` (matches
 empty when no new match was left); the same e-graph, `rule`, `k` and `rng` state give the same
 e-graph after it. Allowed rows stay (a class pair once allowed may fire again later: the same
 rewrite, so nothing new, unless a new match shares those roots).
@@ -23,6 +24,7 @@ from eqdsl.schedule.cycles import witnesses
 
 def step_sampled(session: EGraphSession, rule: str, k: int, rng: random.Random) -> StepResult:
     form = session.lowered.sampled[rule]
+    session.declare_sampled()
     session.push()
     try:
         session.step(form.record)
