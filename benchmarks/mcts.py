@@ -35,7 +35,7 @@ from eqdsl.schedule.saturate import SaturateConfig  # noqa: E402
 PACT_K_MULTI = {"inceptionv3": 2, "resnext50": 4, "bert": 1, "nasneta": 1, "squeezenet": 3, "vgg19": 1,
                 "mobilenetv2": 1, "resnet50": 4, "nasrnn": 3}
 PAPER = {"nasneta": (11.2, 19.6), "nasrnn": (36.9, 42.1), "resnext50": (66.9, 74.2)}  # TENSAT, MCTS ILP/ILP %
-MAIN = {"ocf-ilp": "greedy-ocf", "ilp-ilp": "cpsat"}
+MAIN = {"ocf-ilp": "greedy-ocf", "dag-ilp": "greedy-dag", "ilp-ilp": "cpsat"}
 
 
 def speedup(lang, program, schedule, extract, params) -> tuple[float, float, int]:
@@ -58,7 +58,7 @@ def main() -> None:
     ap.add_argument("--time-limit", type=float, default=600.0)
     ap.add_argument("--target", default="a100")
     ap.add_argument("--extract-limit", type=float, default=60.0)
-    ap.add_argument("--multi-matches", default="0",
+    ap.add_argument("--multi-matches", default="16",
                     help="MCTS multi_matches values, comma-separated (0: a multi-pattern action fires on all matches)")
     ap.add_argument("--sweep", action="store_true", help="run through eqdsl's sweep runner")
     ap.add_argument("--workers", type=int, default=2)
@@ -86,7 +86,7 @@ def main() -> None:
                                                       time_limit_s=args.time_limit, multi_matches=k), extract, params)
                     for seed in seeds]
             paper_mcts = paper[1] if paper is not None and variant == "ilp-ilp" else ""
-            label = variant.upper().replace('-', '/') + (f", {k} multi matches" if k else "")
+            label = variant.upper().replace('-', '/') + (f", {k} multi matches" if k else ", all matches")
             print(f"| {name} | MCTS {label} | {stats([r[0] for r in runs])} | "
                   f"{statistics.mean(r[1] for r in runs):.1f} | {statistics.mean(r[2] for r in runs):.1f} | "
                   f"{paper_mcts} |", flush=True)
@@ -139,7 +139,8 @@ def _by_schedule(sweep, results) -> dict[str, list[dict]]:
             label = f"TENSAT (k_multi {schedule['k_multi']})"
         else:
             label = "MCTS " + {v: k.upper().replace("-", "/") for k, v in MAIN.items()}[schedule["main_extract"]]
-            label += f", {schedule['multi_matches']} multi matches" if schedule.get("multi_matches") else ""
+            k = schedule.get("multi_matches", 16)
+            label += f", {k} multi matches" if k else ", all matches"
         groups.setdefault(label, []).append(result)
     return groups
 
