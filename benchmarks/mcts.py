@@ -45,8 +45,10 @@ def speedup(lang, program, schedule, extract, params) -> tuple[float, float, int
 
 
 def stats(values: list[float]) -> str:
+    """mean ± sd, then each seed's value when there are several."""
     sd = statistics.stdev(values) if len(values) > 1 else 0.0
-    return f"{statistics.mean(values):.1f} ± {sd:.1f}"
+    each = f" ({', '.join(f'{v:.1f}' for v in values)})" if len(values) > 1 else ""
+    return f"{statistics.mean(values):.1f} ± {sd:.1f}{each}"
 
 
 def main() -> None:
