@@ -77,8 +77,8 @@ class Sampled:
     `record` adds every match's left-side root classes to relation `candidates`; ruleset `gated`
     is the rule with `(allowed roots…)` added to its query, so it fires where the caller put rows
     in `allowed`. `sorts`: the sorts of the roots, in left-side order. `text` declares all of it;
-    it is not in `Lowered.text` (declaring every rule's copies costs TENSAT's language 0.08 s on
-    every load): a session declares it when a schedule asks (`EGraphSession.declare_sampled`)."""
+    it is not in `Lowered.text` (declaring every rule's copies made loading TENSAT's language
+    ~0.08 s slower): a session declares it when a schedule asks (`EGraphSession.declare_sampled`)."""
 
     record: str
     gated: str

@@ -5,7 +5,8 @@ iteration each (`path`); an action is one rule (single- or multi-pattern). One s
 - selection: from the root, stop at each node with probability 1/2 (or where it has no child
   left to descend to) and expand there; else descend to the non-saturated child of highest UCB1,
   `v̄ + c·sqrt(ln N / n)`;
-- expansion: a random rule not yet tried at that node; a rule with no match there, or whose
+- expansion: a random rule not yet tried at that node (a multi-pattern rule fires on at most
+  `multi_matches` random matches: eqdsl.schedule.sampled); a rule with no match there, or whose
   application passes the node limit, is blacklisted at the node; a child whose e-graph did not
   change is saturated (`unchanged`: never descended into, never applied); a node with nothing
   left to expand below it is `exhausted` (not descended into; the search ends when the root is);
