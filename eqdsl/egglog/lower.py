@@ -67,14 +67,15 @@ class Lowered:
 
     @functools.cached_property
     def bookkeeping(self) -> frozenset[str]:
-        """Relations that are not part of the program's e-graph (the sampled forms' rows)."""
-        return frozenset(r for s in self.sampled.values() for r in (s.candidates, s.allowed))
+        """Tables that are not part of the program's e-graph (the sampled forms' rows)."""
+        return frozenset([SAMPLE_GENERATION, *(r for s in self.sampled.values() for r in (s.candidates, s.allowed))])
 
 
 @dataclass(frozen=True)
 class Sampled:
     """A multi-pattern rule applied to chosen matches only (egglog 14 has no match limit): ruleset
-    `record` adds every match's left-side root classes to relation `candidates`; ruleset `gated`
+    `record` adds every match's left-side root classes, with the current value of
+    SAMPLE_GENERATION, to relation `candidates`; ruleset `gated`
     is the rule with `(allowed roots…)` added to its query, so it fires where the caller put rows
     in `allowed`. `sorts`: the sorts of the roots, in left-side order. `text` declares all of it;
     it is not in `Lowered.text` (declaring every rule's copies made loading TENSAT's language
@@ -82,7 +83,7 @@ class Sampled:
 
     record: str
     gated: str
-    candidates: str
+    candidates: str  # its rows end with the recording's generation (SAMPLE_GENERATION)
     allowed: str
     sorts: tuple[str, ...]
     text: str = ""
@@ -290,13 +291,21 @@ def _sampled(lang: ir.Language, rule: ir.Rule, query: list[Sexp], actions: list[
     return dataclasses.replace(form, text=_sampled_text(form, rule, query, actions))
 
 
+# The generation a recording belongs to: a recording rule reads it in its query, so setting a new
+# value re-fires the rule on every current match, and rows of older generations are ignored
+# (egglog 14 cannot clear a relation; recording inside push/pop instead copies the e-graph).
+SAMPLE_GENERATION = "_sample_generation"
+
+
 def _sampled_text(s: Sampled, rule: ir.Rule, query: list[Sexp], actions: list[Sexp]) -> str:
     roots = tuple(Var(r) for r in _roots(rule))
+    generation = Var("_sample_gen")
     name = rule.name
     return "\n".join([
-        f"(relation {s.candidates} ({' '.join(s.sorts)}))", f"(relation {s.allowed} ({' '.join(s.sorts)}))",
+        f"(relation {s.candidates} ({' '.join(s.sorts)} i64))", f"(relation {s.allowed} ({' '.join(s.sorts)}))",
         f"(ruleset {s.record})", f"(ruleset {s.gated})",
-        _rule_text(query, [Call(s.candidates, roots)], s.record, f"{name}:record"),
+        _rule_text([*query, call("=", generation, Call(SAMPLE_GENERATION, ()))],
+                   [Call(s.candidates, (*roots, generation))], s.record, f"{name}:record"),
         _rule_text([*query, Call(s.allowed, roots)], actions, s.gated, f"{name}:gated")])
 
 

@@ -16,7 +16,7 @@ from egglog import bindings
 from eqdsl import ir
 from eqdsl.diagnostics import EqdslError
 from eqdsl.egglog.live import LiveEGraph, Measure, live_problem
-from eqdsl.egglog.lower import Lowered, load_program
+from eqdsl.egglog.lower import SAMPLE_GENERATION, Lowered, load_program
 from eqdsl.egglog.readback import selection_program
 from eqdsl.extract.result import Extraction, Extractor
 
@@ -45,6 +45,7 @@ class EGraphSession:
         self._handle_log: list[list[str]] = []  # handles defined since each open push
         self.depth = 0
         self.sampled_declared = False
+        self._generation = 0  # never reused, not even after a pop
 
     def declare_sampled(self) -> None:
         """Declare the multi-pattern rules' sampled forms (`Lowered.sampled`), once; outside any
@@ -53,8 +54,15 @@ class EGraphSession:
             return
         if self.depth:
             raise RuntimeError("declare_sampled() inside a push: declare before searching")
-        self._execute("\n".join(s.text for s in self.lowered.sampled.values()), "declaring sampled rules")
+        header = f"(function {SAMPLE_GENERATION} () i64 :merge new)"
+        self._execute("\n".join([header, *(s.text for s in self.lowered.sampled.values())]), "declaring sampled rules")
         self.sampled_declared = True
+
+    def new_generation(self) -> int:
+        """A new value of the sampled forms' recording generation (rows recorded from now on carry it)."""
+        self._generation += 1
+        self._execute(f"(set ({SAMPLE_GENERATION}) {self._generation})", "starting a recording")
+        return self._generation
 
     def _execute(self, text: str, doing: str) -> list:
         try:
@@ -118,7 +126,7 @@ class EGraphSession:
         for name, fn in frozen.functions.items():
             sorts = list(fn.input_sorts)
             if name in relations:
-                rows[name] = tuple(tuple(f"{s}:{v}" for s, v in zip(sorts, r.inputs)) for r in fn.rows)
+                rows[name] = tuple(tuple(self._row_key(s, v) for s, v in zip(sorts, r.inputs)) for r in fn.rows)
             elif name in self.lowered.root_rels:
                 roots += [(self._egraph.value_to_i64(r.inputs[1]), f"{sorts[0]}:{r.inputs[0]}")
                           for r in fn.rows]
@@ -126,6 +134,10 @@ class EGraphSession:
                 nodes += [_frozen_node(name, sorts, fn.output_sort, r, self._class_sorts)
                           for r in fn.rows]
         return FrozenGraph(tuple(nodes), tuple(c for _, c in sorted(roots)), rows)
+
+    def _row_key(self, sort: str, value: Any) -> str:
+        """A relation cell: a class key, or `i64:N` for an integer."""
+        return f"i64:{self._egraph.value_to_i64(value)}" if sort == "i64" else f"{sort}:{value}"
 
     def subsume(self, graph: "FrozenGraph", cut: list[int], witness: dict[str, int]) -> None:
         """Subsume nodes `cut` of `graph` (a `frozen()` result with no change since). `witness`

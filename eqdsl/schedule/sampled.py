@@ -3,10 +3,10 @@
 One iteration of a multi-pattern rule adds every match at once; on TENSAT's models a single one
 passes the PACT study's 2,000-node limit (NasRNN, ResNeXt-50), so an all-matches search can
 never use those rules. egglog 14 has no per-rule match limit, so a step goes through the rule's
-`Sampled` form (`eqdsl.egglog.lower`): the recording ruleset lists the matches' root classes
-(inside a push/pop, so the list is exactly the current matches), `rng` chooses k of those not
-allowed before, the chosen rows are added to the rule's `allowed` relation, and the gated rule
-fires on them.
+`Sampled` form (`eqdsl.egglog.lower`): under a new generation the recording ruleset lists every
+current match's root classes (rows of older generations are ignored: a match can stop being one,
+e.g. when `?w1 != ?w2` meet in one class), `rng` chooses k of those not allowed before, the
+chosen rows are added to the rule's `allowed` relation, and the gated rule fires on them.
 
 Contract: `step_sampled(session, rule, k, rng)` (the sampled forms declared first, see
 `EGraphSession.declare_sampled`, or the session at no push) returns the gated step's `StepResult` (matches
@@ -25,16 +25,13 @@ from eqdsl.schedule.cycles import witnesses
 def step_sampled(session: EGraphSession, rule: str, k: int, rng: random.Random) -> StepResult:
     form = session.lowered.sampled[rule]
     session.declare_sampled()
-    session.push()
-    try:
-        session.step(form.record)
-        found = session.frozen((form.candidates, form.allowed))
-    finally:
-        session.pop()
-    fresh = sorted(set(found.relations.get(form.candidates, ())) - set(found.relations.get(form.allowed, ())))
+    current = f"i64:{session.new_generation()}"
+    session.step(form.record)
+    graph = session.frozen((form.candidates, form.allowed))
+    matches = {row[:-1] for row in graph.relations.get(form.candidates, ()) if row[-1] == current}
+    fresh = sorted(matches - set(graph.relations.get(form.allowed, ())))
     if not fresh:
         return StepResult({}, False)
-    graph = session.frozen()  # the e-graph without the recording's rows: class keys are the same
     witness = witnesses(graph, set())
     fresh = [row for row in fresh if all(key in witness for key in row)]
     chosen = fresh if len(fresh) <= k else rng.sample(fresh, k)
