@@ -12,7 +12,6 @@ operator's `require` conditions are added to the query, so an ill-shaped term is
 """
 from __future__ import annotations
 
-import dataclasses
 import functools
 import itertools
 from collections import Counter
@@ -285,28 +284,24 @@ def _rule_text(query: Sequence[Sexp], actions: Sequence[Sexp], ruleset: str, nam
 
 
 def _sampled(lang: ir.Language, rule: ir.Rule, query: list[Sexp], actions: list[Sexp]) -> Sampled:
-    base = ruleset_of(rule)
+    base, name = ruleset_of(rule), rule.name
     sorts = tuple(lang.ops[p.op].result for p in rule.lhs if isinstance(p, ir.PApp))
-    form = Sampled(f"{base}__record", f"{base}__gated", f"_cand_{rule.name}", f"_allow_{rule.name}", sorts)
-    return dataclasses.replace(form, text=_sampled_text(form, rule, query, actions))
+    record, gated, candidates, allowed = f"{base}__record", f"{base}__gated", f"_cand_{name}", f"_allow_{name}"
+    roots = tuple(Var(r) for r in _roots(rule))
+    generation = Var("_sample_gen")
+    text = "\n".join([
+        f"(relation {candidates} ({' '.join(sorts)} i64))", f"(relation {allowed} ({' '.join(sorts)}))",
+        f"(ruleset {record})", f"(ruleset {gated})",
+        _rule_text([*query, call("=", generation, Call(SAMPLE_GENERATION, ()))],
+                   [Call(candidates, (*roots, generation))], record, f"{name}:record"),
+        _rule_text([*query, Call(allowed, roots)], actions, gated, f"{name}:gated")])
+    return Sampled(record, gated, candidates, allowed, sorts, text)
 
 
 # The generation a recording belongs to: a recording rule reads it in its query, so setting a new
 # value re-fires the rule on every current match, and rows of older generations are ignored
 # (egglog 14 cannot clear a relation; recording inside push/pop instead copies the e-graph).
 SAMPLE_GENERATION = "_sample_generation"
-
-
-def _sampled_text(s: Sampled, rule: ir.Rule, query: list[Sexp], actions: list[Sexp]) -> str:
-    roots = tuple(Var(r) for r in _roots(rule))
-    generation = Var("_sample_gen")
-    name = rule.name
-    return "\n".join([
-        f"(relation {s.candidates} ({' '.join(s.sorts)} i64))", f"(relation {s.allowed} ({' '.join(s.sorts)}))",
-        f"(ruleset {s.record})", f"(ruleset {s.gated})",
-        _rule_text([*query, call("=", generation, Call(SAMPLE_GENERATION, ()))],
-                   [Call(s.candidates, (*roots, generation))], s.record, f"{name}:record"),
-        _rule_text([*query, Call(s.allowed, roots)], actions, s.gated, f"{name}:gated")])
 
 
 def _conditions(lw: _RuleLowering, rule: ir.Rule) -> None:

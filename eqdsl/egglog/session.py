@@ -44,19 +44,19 @@ class EGraphSession:
         self._handles: dict[str, str] = {}  # class key → egglog global naming that class
         self._handle_log: list[list[str]] = []  # handles defined since each open push
         self.depth = 0
-        self.sampled_declared = False
+        self._sampled_declared = False
         self._generation = 0  # never reused, not even after a pop
 
     def declare_sampled(self) -> None:
         """Declare the multi-pattern rules' sampled forms (`Lowered.sampled`), once; outside any
         push, as a pop would take them back."""
-        if self.sampled_declared:
+        if self._sampled_declared:
             return
         if self.depth:
             raise RuntimeError("declare_sampled() inside a push: declare before searching")
         header = f"(function {SAMPLE_GENERATION} () i64 :merge new)"
         self._execute("\n".join([header, *(s.text for s in self.lowered.sampled.values())]), "declaring sampled rules")
-        self.sampled_declared = True
+        self._sampled_declared = True
 
     def new_generation(self) -> int:
         """A new value of the sampled forms' recording generation (rows recorded from now on carry it)."""
