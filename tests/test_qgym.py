@@ -9,13 +9,14 @@ import sys
 import numpy as np
 import pytest
 
+from eqdsl import ir
 from eqdsl.apps.qgym import he
 from eqdsl.apps.qgym.baselines import count_ops, factorised_count, plain_count
-from eqdsl.apps.qgym.kernels import Grid, cpu_kernel, default_vector_width, direct_conv
+from eqdsl.apps.qgym.kernels import CpuLayout, cpu_kernel, default_vector_width, direct_conv, mean_live_values
 from eqdsl.apps.qgym.layer import LayerSpec, QuantizedLayer, layer_expressions, layer_from_params, synthetic_weights
 from eqdsl.apps.qgym.study import Search, check_exact, compare
 from eqdsl.apps.qgym.summerge import merge_pairs, start_program, summerge
-from eqdsl.diagnostics import EqdslError
+from eqdsl.diagnostics import EqdslError, Span
 from eqdsl.frontend import load_language
 
 from conftest import ROOT
@@ -117,16 +118,26 @@ def test_search_started_from_summerge_never_ends_above_it():
 def test_cpu_kernel_matches_direct_convolution(tpr):
     layer = _layer(C=3, K=4, Q=3, tpr=tpr)
     kernel = cpu_kernel(summerge(LANG, layer), layer.spec)
-    for width in (9, 21, 34):  # rows of 7, 19 and 32 outputs: under, across and at whole vector iterations
+    for width in (9, 21, 34, 50):  # rows of 7, 19, 32, 48 outputs: under one block, a shifted last block, whole blocks
         x = np.random.default_rng(width).integers(-127, 128, size=(3, 7, width)).astype(np.float32)
         got = kernel(x)
         assert np.array_equal(got.astype(np.int64), direct_conv(x.astype(np.int64), layer.weights))
 
 
-def test_small_programs_keep_llvms_lanes_and_large_ones_get_eight():
+def test_small_programs_keep_llvms_lanes_and_large_ones_get_eight_or_four():
     small = summerge(LANG, _layer(C=3, K=4, Q=3))
     large = summerge(LANG, _layer(R=5, S=5, C=16, K=16, Q=2))
-    assert (default_vector_width(small), default_vector_width(large)) == (0, 8)
+    spill_at_8 = mean_live_values(large) * 8 * 4
+    assert (default_vector_width(small), default_vector_width(large, int(spill_at_8) + 1)) == (0, 8)
+    assert default_vector_width(large, int(spill_at_8) - 1) == 4  # the 8-lane spill area passes L1
+
+
+def test_mean_live_values_counts_each_value_from_its_statement_to_its_last_use():
+    x, add, w = ir.TermNode("x", (0, 0, 0)), ir.TermNode("add", (ir.Child(0), ir.Child(1))), ir.TermNode("w", (3,))
+    nodes = (x, ir.TermNode("x", (0, 1, 0)), add, w, ir.TermNode("mul", (ir.Child(3), ir.Child(2))))
+    program = ir.Program("p", nodes, (4, 2), Span("<test>", 0, 0))
+    # statements 0..4; live spans: x0 0→2, x1 1→2, add 2→5 (a root: stored at the end), w literal, mul 4→5
+    assert mean_live_values(program) == (2 + 1 + 3 + 1) / 5
 
 
 def test_cpu_kernel_rejects_a_vector_width_the_grid_cannot_hold():
@@ -135,12 +146,24 @@ def test_cpu_kernel_rejects_a_vector_width_the_grid_cannot_hold():
         cpu_kernel(summerge(LANG, layer), layer.spec, vector_width=3)
 
 
-@pytest.mark.parametrize("width,tpr,vector", [(9, 0, 16), (34, 1, 16), (64, 0, 16), (9, 2, 1)])
-def test_grid_rounds_rows_to_whole_vector_iterations_and_pads_every_read(width, tpr, vector):
-    grid = Grid(_layer(C=3, K=4, Q=3, tpr=tpr).spec, 7, width, vector)
-    assert grid.groups % vector == 0 and grid.groups * grid.t >= grid.wo > (grid.groups - vector) * grid.t
-    last_column_read = (grid.groups - 1) * grid.t + grid.t - 1 + grid.spec.S - 1
-    assert grid.wp > last_column_read and grid.wp >= grid.W + grid.t
+@pytest.mark.parametrize("width,tpr", [(9, 0), (18, 0), (34, 1), (64, 0), (41, 2)])
+def test_cpu_layout_blocks_cover_every_output_and_stay_inside_the_input(width, tpr):
+    layout = CpuLayout(_layer(C=3, K=4, Q=3, tpr=tpr).spec, 7, width)
+    starts = [layout.block_start(b) for b in range(layout.blocks)]
+    written = {s + p for s in starts for p in range(layout.span)}
+    assert written == set(range(layout.row)) and layout.row >= layout.wo
+    assert min(starts) == 0 and max(starts) + layout.span - 1 + layout.spec.S - 1 == layout.width - 1
+    assert (layout.width == width) == (layout.wo >= layout.span)  # a copy only for rows under one block
+
+
+def test_cpu_kernel_reads_the_input_in_place_and_leaves_it_unchanged():
+    layer = _layer(C=3, K=4, Q=3)
+    x = np.random.default_rng(5).integers(-127, 128, size=(3, 7, 40)).astype(np.float32)
+    before = x.copy()
+    got = cpu_kernel(summerge(LANG, layer), layer.spec)(x)
+    assert CpuLayout.of(x, layer.spec).prepared(x).base is x  # no padded copy
+    assert np.array_equal(x, before) and got.shape == (4, 5, 38)
+    assert np.array_equal(got.astype(np.int64), direct_conv(x.astype(np.int64), layer.weights))
 
 
 def test_cuda_kernel_matches_direct_convolution_in_the_simulator():

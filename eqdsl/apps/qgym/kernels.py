@@ -4,9 +4,10 @@ The program's roots are (j, k) for offsets j = 0..tpr and channels k (as `layer_
 orders them). Each kernel instance computes T = tpr + 1 horizontally adjacent output positions
 (h, w0 .. w0 + T − 1): leaf x(r, s, c) reads input[c, h + r, w0 + s], weights are literals in the
 code, every other node is one local. Stride 1, no padding ("valid"): out[K, H − R + 1, W − S + 1].
-The input is padded on the right with zero columns and the output to whole groups (on the CPU, to
-a whole number of vector iterations), so the last groups may compute past the edge; those
-outputs are sliced off.
+On the CPU the input is read where it lies (`CpuLayout`: the last vector block of a row is shifted
+to end at the row's edge); the CUDA kernel's input is padded on the right with zero columns and
+its output to whole groups, so the last groups may compute past the edge; those outputs are
+sliced off.
 
 Contract: `cpu_kernel(program, spec)` returns f(x) → out for a float32 or int array x [C, H, W]
 (njit, parallel over output rows, vectorized across the positions of a row, compiled per input
@@ -22,7 +23,8 @@ import sys
 import tempfile
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Callable, Iterator
+from pathlib import Path
+from typing import Callable, Iterator, Self
 
 import numpy as np
 
@@ -66,38 +68,141 @@ def _body(program: ir.Program, spec: LayerSpec, root_ids: list[int], indent: str
 
 
 # Position groups one vector iteration of the CPU kernel covers (a multiple of every vector width
-# used). A row's groups are rounded up to it so no row runs a scalar remainder: with 62 positions
-# a row and 16-wide vectors, the 14 scalar ones took as long as the 48 vector ones (measured:
-# (3,3,16,16) Q2, 0.15 → 0.08 ms).
+# used). Rows are cut into blocks of this many groups, so no row runs a scalar remainder: with 62
+# positions a row and 16-wide vectors, the 14 scalar ones took as long as the 48 vector ones
+# (measured: (3,3,16,16) Q2, 0.15 → 0.08 ms).
 CPU_VECTOR = 16
 # Lanes the group loop is vectorized with, by program size. LLVM picks 16 (512-bit) on this AVX-512
 # machine; a large body spills thousands of temporaries, and 8-wide spills are half the bytes.
 # Measured side by side (BENCHMARKS, "Q-gym CPU kernels beside ONNX Runtime"): 8 lanes win on the
 # large programs ((3,3,32,32) Q3, 4,235 nodes: 0.71 → 0.41 ms), 16 on the small ones
-# ((1,1,32,32) Q3, 647 nodes: 0.158 → 0.132 ms).
+# ((1,1,32,32) Q3, 647 nodes: 0.158 → 0.132 ms). Where even the 8-lane spill area (values live
+# across the body × lanes × 4 bytes) outgrows the L1 data cache, 4 lanes win: (3,3,64,64) Q2,
+# 6,683 nodes, 43 KB at 8 lanes, 2.63 → 2.10 ms; (3,3,32,32) Q3's SumMerge program, 27 KB, keeps
+# 8 (0.58 vs 0.86 ms at 4).
 WIDE_PROGRAM_NODES = 1500
 NARROW_LANES = 8
+NARROWEST_LANES = 4
+DEFAULT_L1_DATA_BYTES = 32 * 1024
 
 
-def default_vector_width(program: ir.Program) -> int:
-    """0 (LLVM's choice) for programs up to WIDE_PROGRAM_NODES nodes, NARROW_LANES above."""
-    return 0 if len(program.nodes) <= WIDE_PROGRAM_NODES else NARROW_LANES
+def default_vector_width(program: ir.Program, l1_data_bytes: int | None = None) -> int:
+    """0 (LLVM's choice) for programs up to WIDE_PROGRAM_NODES nodes; above, NARROW_LANES, or
+    NARROWEST_LANES where the NARROW_LANES spill area passes the L1 data cache (`l1_data_bytes`,
+    default: this machine's)."""
+    if len(program.nodes) <= WIDE_PROGRAM_NODES:
+        return 0
+    l1 = l1_data_bytes or l1_data_cache_bytes()
+    return NARROWEST_LANES if mean_live_values(program) * NARROW_LANES * 4 > l1 else NARROW_LANES
+
+
+def mean_live_values(program: ir.Program) -> float:
+    """Values live at a statement of the CPU kernel's body, on average: each computed node from
+    its statement to its last use, roots to the stores at the end (the order `_body` emits)."""
+    order = _reachable_order(program, list(program.roots))
+    if not order:
+        return 0.0
+    position = {i: k for k, i in enumerate(order)}
+    last = dict(position)
+    for i in order:
+        for arg in program.nodes[i].args:
+            if isinstance(arg, ir.Child):
+                last[arg.index] = position[i]
+    for root in program.roots:
+        last[root] = len(order)
+    live = sum(last[i] - position[i] for i in order if program.nodes[i].op != "w")  # weights: literals
+    return live / len(order)
+
+
+def l1_data_cache_bytes() -> int:
+    """The first CPU's L1 data cache size from Linux's sysfs, DEFAULT_L1_DATA_BYTES elsewhere."""
+    index = Path("/sys/devices/system/cpu/cpu0/cache/index0")
+    try:
+        if (index / "type").read_text().strip() == "Data":
+            size = (index / "size").read_text().strip()
+            return int(size[:-1]) * 1024 if size.endswith("K") else int(size)
+    except (OSError, ValueError):
+        pass
+    return DEFAULT_L1_DATA_BYTES
 
 
 @dataclass(frozen=True)
-class Grid:
-    """One input size's layouts: xp [C, H, Wp] (the input, Wp ≥ W + T with zero columns) and out
-    [K, Ho, Wg] (Wg = whole groups of T positions, a multiple of `vector` groups, sliced back to
-    Wo after the kernel ran)."""
+class _Size:
+    """One input size [C, H, W] of a layer; the valid output is [K, ho, wo]."""
 
     spec: LayerSpec
     H: int
     W: int
-    vector: int = 1
 
-    @staticmethod
-    def of(x: np.ndarray, spec: LayerSpec, vector: int = 1) -> Grid:
-        return Grid(spec, x.shape[1], x.shape[2], vector)
+    @classmethod
+    def of(cls, x: np.ndarray, spec: LayerSpec) -> Self:
+        return cls(spec, x.shape[1], x.shape[2])
+
+    @property
+    def ho(self) -> int:
+        return self.H - self.spec.R + 1
+
+    @property
+    def wo(self) -> int:
+        return self.W - self.spec.S + 1
+
+    def widened(self, x: np.ndarray, width: int) -> np.ndarray:
+        """x with zero columns on the right up to `width`, float32 [C, H, width]."""
+        xw = np.zeros((x.shape[0], self.H, width), dtype=np.float32)
+        xw[:, :, :self.W] = x
+        return xw
+
+
+@dataclass(frozen=True)
+class CpuLayout(_Size):
+    """One input size's CPU layout. Each row of outputs is cut into blocks of CPU_VECTOR groups
+    (`span` = CPU_VECTOR · T positions); the last block is shifted left to end at the row's last
+    output, so every read is inside the input and every write inside the output, and the input
+    is used as given (no padded copy: measured (1,1,32,32) Q2 0.096 → 0.043 ms). Outputs the
+    last block shares with the one before it are computed twice, to the same value. A row
+    narrower than one block is the only case needing a copy: the input is widened with zero
+    columns to `width` and the output sliced back to `wo`."""
+
+    @property
+    def span(self) -> int:
+        return CPU_VECTOR * (self.spec.tpr + 1)
+
+    @property
+    def width(self) -> int:
+        """Columns the kernel reads: the input's, or one block's worth if that is more."""
+        return max(self.W, self.span + self.spec.S - 1)
+
+    @property
+    def row(self) -> int:
+        """Outputs the kernel writes per row (≥ span)."""
+        return self.width - self.spec.S + 1
+
+    @property
+    def blocks(self) -> int:
+        return -(-self.row // self.span)
+
+    def block_start(self, b: int) -> int:
+        return min(b * self.span, self.row - self.span)
+
+    @property
+    def out_shape(self) -> tuple[int, int, int]:
+        return (self.spec.K, self.ho, self.row)
+
+    def prepared(self, x: np.ndarray) -> np.ndarray:
+        """The flat float32 input the kernel reads (x itself where it already is one)."""
+        if self.width == self.W:
+            return np.ascontiguousarray(x, dtype=np.float32).reshape(-1)
+        return self.widened(x, self.width).reshape(-1)
+
+    def valid(self, out: np.ndarray) -> np.ndarray:
+        return out if self.row == self.wo else out[:, :, :self.wo]
+
+
+@dataclass(frozen=True)
+class Grid(_Size):
+    """The CUDA kernel's layouts for one input size: xp [C, H, Wp] (the input, Wp ≥ W + T with
+    zero columns) and out [K, Ho, Wg] (Wg = whole groups of T positions, sliced back to Wo after
+    the kernel ran)."""
 
     @property
     def t(self) -> int:
@@ -110,45 +215,37 @@ class Grid:
         return max(self.W + self.t, self.groups * self.t + self.spec.S - 1)
 
     @property
-    def ho(self) -> int:
-        return self.H - self.spec.R + 1
-
-    @property
-    def wo(self) -> int:
-        return self.W - self.spec.S + 1
-
-    @property
     def groups(self) -> int:
-        return -(-self.wo // (self.t * self.vector)) * self.vector
+        return -(-self.wo // self.t)
 
     @property
     def out_shape(self) -> tuple[int, int, int]:
         return (self.spec.K, self.ho, self.groups * self.t)
 
     def padded(self, x: np.ndarray) -> np.ndarray:
-        xp = np.zeros((x.shape[0], self.H, self.wp), dtype=np.float32)
-        xp[:, :, :self.W] = x
-        return xp
+        return self.widened(x, self.wp)
 
     def valid(self, out: np.ndarray) -> np.ndarray:
         return out[:, :, :self.wo]
 
 
-def cpu_source(program: ir.Program, grid: Grid) -> str:
-    """The CPU kernel for one input size. Flat arrays with constant strides and unsigned indices
-    (no negative-index wraparound) make every load one pointer group and every store another,
-    so LLVM vectorizes the inner loop across positions with one runtime alias check."""
-    spec, t, wp, ho, groups = grid.spec, grid.t, grid.wp, grid.ho, grid.groups
-    wg = grid.out_shape[2]
-    head = ["def layer(xp, out):",
+def cpu_source(program: ir.Program, layout: CpuLayout) -> str:
+    """The CPU kernel for one input size: per row (in parallel), per block, a loop over the
+    block's CPU_VECTOR groups that LLVM vectorizes. Flat arrays with constant strides and
+    unsigned indices (no negative-index wraparound) make every load one pointer group and every
+    store another, so the vectorized loop needs one runtime alias check."""
+    spec, t, width, row, ho = layout.spec, layout.spec.tpr + 1, layout.width, layout.row, layout.ho
+    head = ["def layer(x, out):",
             f"    for h in prange({ho}):",
-            f"        for g in range({groups}):",
-            f"            xb = np.uint64(h * {wp} + g * {t})",
-            f"            ob = np.uint64(h * {wg} + g * {t})"]
-    leaf = lambda r, s, c: f"xp[xb + np.uint64({(c * grid.H + r) * wp + s})]"  # noqa: E731
-    store = lambda j, k: f"out[ob + np.uint64({k * ho * wg + j})]"  # noqa: E731
+            f"        for b in range({layout.blocks}):",
+            f"            start = min(b * {layout.span}, {row - layout.span})",
+            f"            for g in range({CPU_VECTOR}):",
+            f"                xb = np.uint64(h * {width} + start + g * {t})",
+            f"                ob = np.uint64(h * {row} + start + g * {t})"]
+    leaf = lambda r, s, c: f"x[xb + np.uint64({(c * layout.H + r) * width + s})]"  # noqa: E731
+    store = lambda j, k: f"out[ob + np.uint64({k * ho * row + j})]"  # noqa: E731
     roots = list(range(len(program.roots)))
-    return "\n".join(head + _body(program, spec, roots, " " * 12, leaf, store)) + "\n"
+    return "\n".join(head + _body(program, spec, roots, " " * 16, leaf, store)) + "\n"
 
 
 def cuda_source(program: ir.Program, spec: LayerSpec, channel_groups: int = 1) -> str:
@@ -242,15 +339,15 @@ def cpu_kernel(program: ir.Program, spec: LayerSpec, vector_width: int | None = 
         vector_width = default_vector_width(program)
     if not 0 <= vector_width <= CPU_VECTOR or (vector_width and CPU_VECTOR % vector_width):
         raise ValueError(f"vector_width must be 0 or a divisor of {CPU_VECTOR}, got {vector_width}")
-    compiled: dict[Grid, Callable] = {}
+    compiled: dict[CpuLayout, Callable] = {}
 
     def run(x: np.ndarray) -> np.ndarray:
-        grid = Grid.of(x, spec, CPU_VECTOR)
-        if grid not in compiled:
-            compiled[grid] = _compile_cpu(cpu_source(program, grid), vector_width)
-        out = np.empty(grid.out_shape, dtype=np.float32)
-        compiled[grid](grid.padded(x).reshape(-1), out.reshape(-1))
-        return grid.valid(out)
+        layout = CpuLayout.of(x, spec)
+        if layout not in compiled:
+            compiled[layout] = _compile_cpu(cpu_source(program, layout), vector_width)
+        out = np.empty(layout.out_shape, dtype=np.float32)
+        compiled[layout](layout.prepared(x), out.reshape(-1))
+        return layout.valid(out)
 
     return run
 
