@@ -1,6 +1,7 @@
 """Q-gym benchmark: operation counts over the layer grid, tpr sweep, kernel timings, HE counts.
 
-    .venv/bin/python benchmarks/qgym.py [--quick] [--part ops,tpr,tpr-shift,kernels,he,seeded] [--searches greedy,cpsat,pulsed|none] [--json out.json]
+    .venv/bin/python benchmarks/qgym.py [--quick] [--part ops,tpr,tpr-shift,kernels,he,seeded] [--searches greedy,cpsat,pulsed|none]
+        [--layers 3x3x64x64,...] [--json out.json]
 
 Every number is measured in this run, side by side. Reduction % = share of the plain layer's
 weighted cost (C_mul = 2, C_add = 1) removed. Every program is checked integer-exact against the
@@ -229,11 +230,14 @@ def main() -> int:
     ap.add_argument("--json", type=Path)
     ap.add_argument("--searches", default=",".join(s.name for s in SEARCHES),
                     help="eqdsl searches in the ops part (comma-separated; 'none': baselines and the level shift only)")
+    ap.add_argument("--layers", help="only these grid layers in the ops and kernels parts, e.g. 3x3x64x64,1x1x32x32")
     args = ap.parse_args()
     lang = load_language("qgym", Path("."))
     parts = set(args.part.split(","))
     out: dict[str, list] = {"ops": [], "tpr": [], "tpr-shift": [], "kernels": [], "he": [], "seeded": []}
     grid, qs = (GRID[:2], [2, 4]) if args.quick else (GRID, QS)
+    if args.layers:
+        grid = [tuple(int(n) for n in layer.split("x")) for layer in args.layers.split(",")]
     if "ops" in parts:
         names = set(args.searches.split(","))
         ops_part(lang, grid, qs, [s for s in SEARCHES if s.name in names], out["ops"])
@@ -243,7 +247,7 @@ def main() -> int:
         tpr_shift_part(lang, [(3, 3, 16, 16)] if args.quick else [(3, 3, 16, 16), (5, 5, 16, 16), (7, 7, 8, 8)], 4,
                        out["tpr-shift"])
     if "kernels" in parts:
-        cases = [((3, 3, 16, 16), 2)] if args.quick else KERNEL_CASES
+        cases = [((3, 3, 16, 16), 2)] if args.quick else [(dims, q) for dims, q in KERNEL_CASES if dims in grid]
         kernels_part(lang, cases, 32 if args.quick else 64, out["kernels"])
     if "he" in parts:
         he_part(lang, 4, out["he"])

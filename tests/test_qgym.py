@@ -129,7 +129,15 @@ def test_small_programs_keep_llvms_lanes_and_large_ones_get_eight_or_four():
     large = summerge(LANG, _layer(R=5, S=5, C=16, K=16, Q=2))
     spill_at_8 = mean_live_values(large) * 8 * 4
     assert (default_vector_width(small), default_vector_width(large, int(spill_at_8) + 1)) == (0, 8)
-    assert default_vector_width(large, int(spill_at_8) - 1) == 4  # the 8-lane spill area passes L1
+    assert default_vector_width(large, int(spill_at_8) - 1) == 4  # passes L1 at 8 lanes, fits at 4
+    assert default_vector_width(large, int(spill_at_8 / 2) - 1) == 8  # fits at neither: 8
+
+
+@pytest.mark.parametrize("shape", [(2, 7, 9), (3, 2, 9), (3, 7, 2), (3, 7)])
+def test_cpu_kernel_refuses_an_input_of_the_wrong_shape(shape):
+    layer = _layer(C=3, K=4, Q=3)
+    with pytest.raises(ValueError, match=r"expected an input \[C=3, H ≥ 3, W ≥ 3\]"):
+        cpu_kernel(summerge(LANG, layer), layer.spec)(np.zeros(shape, dtype=np.float32))
 
 
 def test_mean_live_values_counts_each_value_from_its_statement_to_its_last_use():

@@ -76,10 +76,11 @@ CPU_VECTOR = 16
 # machine; a large body spills thousands of temporaries, and 8-wide spills are half the bytes.
 # Measured side by side (BENCHMARKS, "Q-gym CPU kernels beside ONNX Runtime"): 8 lanes win on the
 # large programs ((3,3,32,32) Q3, 4,235 nodes: 0.71 → 0.41 ms), 16 on the small ones
-# ((1,1,32,32) Q3, 647 nodes: 0.158 → 0.132 ms). Where even the 8-lane spill area (values live
-# across the body × lanes × 4 bytes) outgrows the L1 data cache, 4 lanes win: (3,3,64,64) Q2,
-# 6,683 nodes, 43 KB at 8 lanes, 2.63 → 2.10 ms; (3,3,32,32) Q3's SumMerge program, 27 KB, keeps
-# 8 (0.58 vs 0.86 ms at 4).
+# ((1,1,32,32) Q3, 647 nodes: 0.158 → 0.132 ms). Where the 8-lane spill area (values live across
+# the body × lanes × 4 bytes) outgrows the L1 data cache and the 4-lane one fits, 4 lanes win:
+# (3,3,64,64) Q2, 6,683 nodes, 43 → 22 KB, 2.63 → 2.10 ms. Where it fits at 8 lanes, or fits at
+# neither, 8 stay ahead: (3,3,32,32) Q3's SumMerge program, 27 KB, 0.58 vs 0.86 ms at 4;
+# (3,3,64,64) Q3, 10,283 nodes, 65 → 33 KB, 2.48 vs 3.05 ms at 4 (one run each).
 WIDE_PROGRAM_NODES = 1500
 NARROW_LANES = 8
 NARROWEST_LANES = 4
@@ -88,12 +89,13 @@ DEFAULT_L1_DATA_BYTES = 32 * 1024
 
 def default_vector_width(program: ir.Program, l1_data_bytes: int | None = None) -> int:
     """0 (LLVM's choice) for programs up to WIDE_PROGRAM_NODES nodes; above, NARROW_LANES, or
-    NARROWEST_LANES where the NARROW_LANES spill area passes the L1 data cache (`l1_data_bytes`,
-    default: this machine's)."""
+    NARROWEST_LANES where only that brings the spill area into the L1 data cache
+    (`l1_data_bytes`, default: this machine's)."""
     if len(program.nodes) <= WIDE_PROGRAM_NODES:
         return 0
     l1 = l1_data_bytes or l1_data_cache_bytes()
-    return NARROWEST_LANES if mean_live_values(program) * NARROW_LANES * 4 > l1 else NARROW_LANES
+    spill = mean_live_values(program) * 4  # bytes per lane
+    return NARROWEST_LANES if spill * NARROW_LANES > l1 >= spill * NARROWEST_LANES else NARROW_LANES
 
 
 def mean_live_values(program: ir.Program) -> float:
@@ -342,6 +344,7 @@ def cpu_kernel(program: ir.Program, spec: LayerSpec, vector_width: int | None = 
     compiled: dict[CpuLayout, Callable] = {}
 
     def run(x: np.ndarray) -> np.ndarray:
+        check_input(x, spec)
         layout = CpuLayout.of(x, spec)
         if layout not in compiled:
             compiled[layout] = _compile_cpu(cpu_source(program, layout), vector_width)
@@ -350,6 +353,14 @@ def cpu_kernel(program: ir.Program, spec: LayerSpec, vector_width: int | None = 
         return layout.valid(out)
 
     return run
+
+
+def check_input(x: np.ndarray, spec: LayerSpec) -> None:
+    """The kernels read fixed offsets without bounds checks: anything but [C, H ≥ R, W ≥ S] is
+    refused before it could read outside the array."""
+    if x.ndim != 3 or x.shape[0] != spec.C or x.shape[1] < spec.R or x.shape[2] < spec.S:
+        raise ValueError(f"expected an input [C={spec.C}, H ≥ {spec.R}, W ≥ {spec.S}] for this layer, "
+                         f"got shape {list(x.shape)}")
 
 
 @dataclass(frozen=True)
@@ -376,6 +387,7 @@ class CudaConv:
     def device_input(self, x: np.ndarray):
         from eqdsl.kernels.cuda import to_device
 
+        check_input(x, self.spec)
         return to_device((Grid.of(x, self.spec).padded(x),))[0]
 
     def __call__(self, x: np.ndarray) -> np.ndarray:
