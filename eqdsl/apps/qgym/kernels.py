@@ -11,7 +11,8 @@ sliced off.
 
 Contract: `cpu_kernel(program, spec)` returns f(x) → out for a float32 or int array x [C, H, W]
 (njit, parallel over output rows, vectorized across the positions of a row, compiled per input
-size); `cuda_kernel(program, spec, channel_groups)` returns a `CudaConv` computing the
+size; any other shape than [C, H ≥ R, W ≥ S] is a ValueError, never an out-of-bounds read);
+`cuda_kernel(program, spec, channel_groups)` returns a `CudaConv` computing the
 same by one CUDA thread per position group and channel group (works under
 NUMBA_ENABLE_CUDASIM=1), launched and timed by `eqdsl.kernels.cuda`'s shared code.
 `direct_conv` is the reference NumPy convolution.
