@@ -161,6 +161,7 @@ KERNEL_CASES = [(dims, q) for dims in GRID for q in (2, 3)]
 # more than 8 minutes (SumMerge's (3,3,64,64) programs: 11,753 and 14,645 nodes). The shifted
 # (3,3,64,64) programs (6,683 and 10,283 nodes) fit.
 KERNEL_NODE_LIMIT = 11000
+KERNEL_PROGRAMS = ("summerge", "shifted")
 
 
 def kernels_part(lang, cases, size: int, rows: list) -> None:
@@ -176,7 +177,7 @@ def kernels_part(lang, cases, size: int, rows: list) -> None:
         x = np.random.default_rng(1).integers(-127, 128, size=(spec.C, size, size)).astype(np.float32)
         ref = direct_conv(x.astype(np.int64), layer.weights)
         fns, compile_s = {}, {}
-        for m in ("summerge", "shifted"):
+        for m in KERNEL_PROGRAMS:
             if len(res.programs[m].nodes) <= KERNEL_NODE_LIMIT:
                 t0 = time.perf_counter()
                 fns[m] = cpu_kernel(res.programs[m], spec)
@@ -187,10 +188,10 @@ def kernels_part(lang, cases, size: int, rows: list) -> None:
             assert np.array_equal(fn(x).astype(np.int64), ref), f"{name} kernel disagrees with the direct convolution"
         t = _time_alternating(fns, x)
         ms = {m: f"{1e3 * t[m]:.3f}" if m in t else f"not compiled ({len(res.programs[m].nodes)} nodes)"
-              for m in ("summerge", "shifted")}
-        ratio = {m: f"{t['ort'] / t[m]:.2f}×" if m in t else "–" for m in ("summerge", "shifted")}
+              for m in KERNEL_PROGRAMS}
+        ratio = {m: f"{t['ort'] / t[m]:.2f}×" if m in t else "–" for m in KERNEL_PROGRAMS}
         flops = "/".join(str(res.methods[m].ops.ops) for m in ("summerge", "shifted", "plain"))
-        compiled = " / ".join(f"{compile_s[m]:.1f}" if m in compile_s else "–" for m in ("summerge", "shifted"))
+        compiled = " / ".join(f"{compile_s[m]:.1f}" if m in compile_s else "–" for m in KERNEL_PROGRAMS)
         print(f"| {dims} | {q} | {spec.C}×{size}×{size} | {ms['summerge']} | {ms['shifted']} | {1e3 * t['ort']:.3f} | "
               f"{ratio['shifted']} | {ratio['summerge']} | {flops} | {compiled} |", flush=True)
         rows.append({"layer": dims, "Q": q, "size": size, **{k: v * 1e3 for k, v in t.items()},

@@ -157,7 +157,7 @@ def test_cpu_kernel_rejects_a_vector_width_the_grid_cannot_hold():
 @pytest.mark.parametrize("width,tpr", [(9, 0), (18, 0), (34, 1), (64, 0), (41, 2)])
 def test_cpu_layout_blocks_cover_every_output_and_stay_inside_the_input(width, tpr):
     layout = CpuLayout(_layer(C=3, K=4, Q=3, tpr=tpr).spec, 7, width)
-    starts = [layout.block_start(b) for b in range(layout.blocks)]
+    starts = layout.block_starts
     written = {s + p for s in starts for p in range(layout.span)}
     assert written == set(range(layout.row)) and layout.row >= layout.wo
     assert min(starts) == 0 and max(starts) + layout.span - 1 + layout.spec.S - 1 == layout.width - 1

@@ -181,11 +181,10 @@ class CpuLayout(_Size):
         return self.width - self.spec.S + 1
 
     @property
-    def blocks(self) -> int:
-        return -(-self.row // self.span)
-
-    def block_start(self, b: int) -> int:
-        return min(b * self.span, self.row - self.span)
+    def block_starts(self) -> tuple[int, ...]:
+        """First output of each block of a row; the kernel iterates exactly these."""
+        blocks = -(-self.row // self.span)
+        return tuple(min(b * self.span, self.row - self.span) for b in range(blocks))
 
     @property
     def out_shape(self) -> tuple[int, int, int]:
@@ -240,8 +239,7 @@ def cpu_source(program: ir.Program, layout: CpuLayout) -> str:
     spec, t, width, row, ho = layout.spec, layout.spec.tpr + 1, layout.width, layout.row, layout.ho
     head = ["def layer(x, out):",
             f"    for h in prange({ho}):",
-            f"        for b in range({layout.blocks}):",
-            f"            start = min(b * {layout.span}, {row - layout.span})",
+            f"        for start in {layout.block_starts}:",
             f"            for g in range({CPU_VECTOR}):",
             f"                xb = np.uint64(h * {width} + start + g * {t})",
             f"                ob = np.uint64(h * {row} + start + g * {t})"]
