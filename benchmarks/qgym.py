@@ -1,7 +1,7 @@
 """Q-gym benchmark: operation counts over the layer grid, tpr sweep, kernel timings, HE counts.
 
     .venv/bin/python benchmarks/qgym.py [--quick] [--part ops,tpr,tpr-shift,kernels,he,seeded] [--searches greedy,cpsat,pulsed|none]
-        [--layers 3x3x64x64,...] [--json out.json]
+        [--layers 3x3x64x64,...] [--kernels summerge,shifted,tiled] [--json out.json]
 
 Every number is measured in this run, side by side. Reduction % = share of the plain layer's
 weighted cost (C_mul = 2, C_add = 1) removed. Every program is checked integer-exact against the
@@ -21,10 +21,11 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from eqdsl.apps.qgym import he  # noqa: E402
-from eqdsl.apps.qgym.kernels import cpu_kernel, direct_conv  # noqa: E402
+from eqdsl.apps.qgym.kernels import direct_conv, tiled_cpu_kernel  # noqa: E402
 from eqdsl.apps.qgym.layer import LayerSpec, QuantizedLayer, synthetic_weights  # noqa: E402
 from eqdsl.apps.qgym.ort import ort_conv  # noqa: E402
 from eqdsl.apps.qgym.study import Search, compare  # noqa: E402
+from eqdsl.apps.qgym.tiles import Tiling, tile_layer  # noqa: E402
 from eqdsl.frontend import load_language  # noqa: E402
 
 GRID = [(1, 1, 32, 32), (3, 3, 16, 16), (3, 3, 32, 32), (3, 3, 64, 64), (5, 5, 16, 16), (7, 7, 8, 8)]
@@ -161,41 +162,58 @@ KERNEL_CASES = [(dims, q) for dims in GRID for q in (2, 3)]
 # more than 8 minutes (SumMerge's (3,3,64,64) programs: 11,753 and 14,645 nodes). The shifted
 # (3,3,64,64) programs (6,683 and 10,283 nodes) fit.
 KERNEL_NODE_LIMIT = 11000
-KERNEL_PROGRAMS = ("summerge", "shifted")
+# "tiled": the shifted program of each channel tile (`tiles.tile_layer`, default blocks), one
+# kernel per tile; the same kernel as "shifted" where the default tiling is the whole layer.
+KERNEL_PROGRAMS = ("summerge", "shifted", "tiled")
 
 
-def kernels_part(lang, cases, size: int, rows: list) -> None:
-    """SumMerge's program and the level-shifted one (what `start: shifted` begins from; the pulsed
-    search from it found nothing cheaper on the rows measured) as CPU kernels beside ORT's Conv."""
-    print("\n| layer | Q | input | SumMerge kernel ms | shifted kernel ms | ORT Conv ms | ORT / shifted "
-          "| ORT / SumMerge | FLOPs SumMerge / shifted / plain | compile s (each) |")
-    print("|---|---|---|---|---|---|---|---|---|---|")
+def _kernel_tilings(lang, layer, res, programs) -> dict[str, Tiling]:
+    tilings = {m: Tiling.whole(layer.spec, res.programs[m]) for m in programs if m != "tiled"}
+    if "tiled" in programs:
+        tilings["tiled"] = tile_layer(lang, layer)
+    return {m: t for m, t in tilings.items() if max(len(tile.program.nodes) for tile in t.tiles) <= KERNEL_NODE_LIMIT}
+
+
+def kernels_part(lang, cases, size: int, rows: list, programs=KERNEL_PROGRAMS) -> None:
+    """SumMerge's program, the level-shifted one (what `start: shifted` begins from; the pulsed
+    search from it found nothing cheaper on the rows measured) and the shifted programs of the
+    layer's channel tiles as CPU kernels beside ORT's Conv."""
+    print("\n| layer | Q | input | " + " | ".join(f"{m} ms" for m in programs) + " | ORT Conv ms | "
+          + " | ".join(f"ORT / {m}" for m in programs) + " | FLOPs " + " / ".join(programs)
+          + " / plain | tiles | compile s (each) |")
+    print("|---|---|---|" + "---|" * (2 * len(programs) + 4))
     for dims, q in cases:
         spec = LayerSpec(*dims, q)
         layer = QuantizedLayer(spec, synthetic_weights(spec, 0))
         res = compare(lang, layer, [])
         x = np.random.default_rng(1).integers(-127, 128, size=(spec.C, size, size)).astype(np.float32)
         ref = direct_conv(x.astype(np.int64), layer.weights)
+        tilings = _kernel_tilings(lang, layer, res, programs)
         fns, compile_s = {}, {}
-        for m in KERNEL_PROGRAMS:
-            if len(res.programs[m].nodes) <= KERNEL_NODE_LIMIT:
-                t0 = time.perf_counter()
-                fns[m] = cpu_kernel(res.programs[m], spec)
-                fns[m](x)  # compiled for this input size on the first call
-                compile_s[m] = time.perf_counter() - t0
+        for m, tiling in tilings.items():
+            if m == "tiled" and len(tiling.tiles) == 1 and "shifted" in fns:
+                continue  # the whole layer: the shifted kernel
+            t0 = time.perf_counter()
+            fns[m] = tiled_cpu_kernel(tiling)
+            fns[m](x)  # compiled for this input size on the first call
+            compile_s[m] = time.perf_counter() - t0
         fns["ort"] = ort_conv(layer.weights.astype(np.float32), threads=2)
         for name, fn in fns.items():
             assert np.array_equal(fn(x).astype(np.int64), ref), f"{name} kernel disagrees with the direct convolution"
         t = _time_alternating(fns, x)
-        ms = {m: f"{1e3 * t[m]:.3f}" if m in t else f"not compiled ({len(res.programs[m].nodes)} nodes)"
-              for m in KERNEL_PROGRAMS}
-        ratio = {m: f"{t['ort'] / t[m]:.2f}×" if m in t else "–" for m in KERNEL_PROGRAMS}
-        flops = "/".join(str(res.methods[m].ops.ops) for m in ("summerge", "shifted", "plain"))
-        compiled = " / ".join(f"{compile_s[m]:.1f}" if m in compile_s else "–" for m in KERNEL_PROGRAMS)
-        print(f"| {dims} | {q} | {spec.C}×{size}×{size} | {ms['summerge']} | {ms['shifted']} | {1e3 * t['ort']:.3f} | "
-              f"{ratio['shifted']} | {ratio['summerge']} | {flops} | {compiled} |", flush=True)
+        if "tiled" in tilings and "tiled" not in t and "shifted" in t:
+            t["tiled"], compile_s["tiled"] = t["shifted"], compile_s["shifted"]
+        ms = " | ".join(f"{1e3 * t[m]:.3f}" if m in t else "not compiled" for m in programs)
+        ratio = " | ".join(f"{t['ort'] / t[m]:.2f}×" if m in t else "–" for m in programs)
+        flops = " / ".join(str(res.methods[m].ops.ops) for m in programs if m != "tiled")
+        tiled = tilings.get("tiled") or tile_layer(lang, layer)
+        flops += f" / {tiled.count().ops}" if "tiled" in programs else ""
+        blocks = f"{len(tiled.tiles)} × {tiled.tiles[0].spec.C} in-ch"
+        compiled = " / ".join(f"{compile_s[m]:.1f}" if m in compile_s else "–" for m in programs)
+        print(f"| {dims} | {q} | {spec.C}×{size}×{size} | {ms} | {1e3 * t['ort']:.3f} | {ratio} | {flops} / "
+              f"{res.methods['plain'].ops.ops} | {blocks} | {compiled} |", flush=True)
         rows.append({"layer": dims, "Q": q, "size": size, **{k: v * 1e3 for k, v in t.items()},
-                     "compile_s": compile_s})
+                     "compile_s": compile_s, "tiles": len(tiled.tiles), "tiled_flops": tiled.count().ops})
 
 
 CRYPTONETS = [("conv 5×5 s2, 5 maps, 29×29 → 13×13", (5, 5, 1, 5), 169),
@@ -232,6 +250,7 @@ def main() -> int:
     ap.add_argument("--searches", default=",".join(s.name for s in SEARCHES),
                     help="eqdsl searches in the ops part (comma-separated; 'none': baselines and the level shift only)")
     ap.add_argument("--layers", help="only these grid layers in the ops and kernels parts, e.g. 3x3x64x64,1x1x32x32")
+    ap.add_argument("--kernels", default=",".join(KERNEL_PROGRAMS), help="programs timed in the kernels part")
     args = ap.parse_args()
     lang = load_language("qgym", Path("."))
     parts = set(args.part.split(","))
@@ -249,7 +268,7 @@ def main() -> int:
                        out["tpr-shift"])
     if "kernels" in parts:
         cases = [((3, 3, 16, 16), 2)] if args.quick else [(dims, q) for dims, q in KERNEL_CASES if dims in grid]
-        kernels_part(lang, cases, 32 if args.quick else 64, out["kernels"])
+        kernels_part(lang, cases, 32 if args.quick else 64, out["kernels"], args.kernels.split(","))
     if "he" in parts:
         he_part(lang, 4, out["he"])
     if "seeded" in parts:

@@ -12,10 +12,18 @@ import pytest
 from eqdsl import ir
 from eqdsl.apps.qgym import he
 from eqdsl.apps.qgym.baselines import count_ops, factorised_count, plain_count
-from eqdsl.apps.qgym.kernels import CpuLayout, cpu_kernel, default_vector_width, direct_conv, mean_live_values
+from eqdsl.apps.qgym.kernels import (
+    CpuLayout,
+    cpu_kernel,
+    default_vector_width,
+    direct_conv,
+    mean_live_values,
+    tiled_cpu_kernel,
+)
 from eqdsl.apps.qgym.layer import LayerSpec, QuantizedLayer, layer_expressions, layer_from_params, synthetic_weights
 from eqdsl.apps.qgym.study import Search, check_exact, compare
 from eqdsl.apps.qgym.summerge import merge_pairs, start_program, summerge
+from eqdsl.apps.qgym.tiles import default_c_block, tile_layer
 from eqdsl.diagnostics import EqdslError, Span
 from eqdsl.frontend import load_language
 
@@ -172,6 +180,39 @@ def test_cpu_kernel_reads_the_input_in_place_and_leaves_it_unchanged():
     assert CpuLayout.of(x, layer.spec).prepared(x).base is x  # no padded copy
     assert np.array_equal(x, before) and got.shape == (4, 5, 38)
     assert np.array_equal(got.astype(np.int64), direct_conv(x.astype(np.int64), layer.weights))
+
+
+@pytest.mark.parametrize("tpr", [0, 1])
+def test_tiled_cpu_kernel_sums_its_input_tiles_to_the_convolution(tpr):
+    layer = _layer(C=6, K=5, Q=2, tpr=tpr)
+    tiling = tile_layer(LANG, layer, c_block=2, k_block=3)  # 3 input tiles (a chain over both buffers) × 2 output tiles
+    assert sorted((t.k0, t.c0, t.spec.K, t.spec.C) for t in tiling.tiles) == [
+        (k0, c0, 3 if k0 == 0 else 2, 2) for k0 in (0, 3) for c0 in (0, 2, 4)]
+    kernel = tiled_cpu_kernel(tiling)
+    for width in (9, 40):  # one widened block; a shifted last block recomputing outputs the one before wrote
+        x = np.random.default_rng(width).integers(-127, 128, size=(6, 7, width)).astype(np.float32)
+        assert np.array_equal(kernel(x).astype(np.int64), direct_conv(x.astype(np.int64), layer.weights))
+
+
+def test_a_tiling_counts_its_tiles_operations_and_the_partial_sums():
+    layer = _layer(C=6, K=5, Q=2)
+    tiling = tile_layer(LANG, layer, c_block=4)  # input tiles of 4 and 2 channels, all 5 outputs
+    first, second = (count_ops(t.program) for t in tiling.input_tiles(0))
+    assert tiling.count().adds == first.adds + second.adds + 5 and tiling.count().muls == first.muls + second.muls
+
+
+def test_default_c_block_keeps_a_tiles_window_within_200_inputs():
+    blocks = [default_c_block(LayerSpec(r, r, c, 8, 2)) for r, c in [(1, 32), (3, 16), (3, 64), (5, 16), (7, 8)]]
+    assert blocks == [32, 16, 16, 8, 4]
+
+
+def test_a_block_larger_than_the_layer_falls_back_with_a_warning():
+    layer = _layer(C=3, K=4, Q=2)
+    with pytest.warns(UserWarning, match="c_block 8 is larger than the layer's 3 channels: using 3"):
+        tiling = tile_layer(LANG, layer, c_block=8)
+    assert len(tiling.tiles) == 1 and tiling.tiles[0].spec == layer.spec
+    with pytest.raises(ValueError, match="k_block must be at least 1, got -1"):
+        tile_layer(LANG, layer, k_block=-1)
 
 
 def test_cuda_kernel_matches_direct_convolution_in_the_simulator():

@@ -12,6 +12,8 @@ sliced off.
 Contract: `cpu_kernel(program, spec)` returns f(x) → out for a float32 or int array x [C, H, W]
 (njit, parallel over output rows, vectorized across the positions of a row, compiled per input
 size; any other shape than [C, H ≥ R, W ≥ S] is a ValueError, never an out-of-bounds read);
+`tiled_cpu_kernel(tiling)` the same for a layer cut into channel tiles (`tiles.Tiling`), one
+kernel per tile;
 `cuda_kernel(program, spec, channel_groups)` returns a `CudaConv` computing the
 same by one CUDA thread per position group and channel group (works under
 NUMBA_ENABLE_CUDASIM=1), launched and timed by `eqdsl.kernels.cuda`'s shared code.
@@ -32,12 +34,13 @@ import numpy as np
 from eqdsl import ir
 from eqdsl.apps.qgym.baselines import reachable_nodes
 from eqdsl.apps.qgym.layer import LayerSpec
+from eqdsl.apps.qgym.tiles import Tile, Tiling
 
 Conv = Callable[[np.ndarray], np.ndarray]
 
 
 Leaf = Callable[[int, int, int], str]  # x(r, s, c) → the load expression
-Store = Callable[[int, int], str]  # (offset j, channel k) → the store target
+Store = Callable[[int, int], str]  # (offset j, channel k) → the assignment up to its value: "out[i] ="
 
 
 def _reachable_order(program: ir.Program, roots: list[int]) -> list[int]:
@@ -64,7 +67,7 @@ def _body(program: ir.Program, spec: LayerSpec, root_ids: list[int], indent: str
         lines.append(f"{indent}t{i} = {expr}")
     for r in root_ids:
         j, k = divmod(r, spec.K)
-        lines.append(f"{indent}{store(j, k)} = t{program.roots[r]}")
+        lines.append(f"{indent}{store(j, k)} t{program.roots[r]}")
     return lines
 
 
@@ -231,22 +234,28 @@ class Grid(_Size):
         return out[:, :, :self.wo]
 
 
-def cpu_source(program: ir.Program, layout: CpuLayout) -> str:
-    """The CPU kernel for one input size: per row (in parallel), per block, a loop over the
-    block's CPU_VECTOR groups that LLVM vectorizes. Flat arrays with constant strides and
-    unsigned indices (no negative-index wraparound) make every load one pointer group and every
-    store another, so the vectorized loop needs one runtime alias check."""
-    spec, t, width, row, ho = layout.spec, layout.spec.tpr + 1, layout.width, layout.row, layout.ho
-    head = ["def layer(x, out):",
+def cpu_source(tile: Tile, layout: CpuLayout, adds_partial: bool = False) -> str:
+    """One tile's CPU kernel for one input size: per row (in parallel), per block, a loop over
+    the block's CPU_VECTOR groups that LLVM vectorizes. `layer(x, out, partial)` writes the
+    tile's outputs to `out`, plus the same outputs of `partial` if `adds_partial` (a buffer it
+    does not write, so the recomputed outputs of a shifted block get the same value). Flat arrays
+    with constant strides and unsigned indices (no negative-index wraparound) make every load one
+    pointer group and every store another, so the vectorized loop needs one runtime alias check."""
+    t, width, row, ho = layout.spec.tpr + 1, layout.width, layout.row, layout.ho
+    head = ["def layer(x, out, partial):",
             f"    for h in prange({ho}):",
             f"        for start in {layout.block_starts}:",
             f"            for g in range({CPU_VECTOR}):",
             f"                xb = np.uint64(h * {width} + start + g * {t})",
             f"                ob = np.uint64(h * {row} + start + g * {t})"]
-    leaf = lambda r, s, c: f"x[xb + np.uint64({(c * layout.H + r) * width + s})]"  # noqa: E731
-    store = lambda j, k: f"out[ob + np.uint64({k * ho * row + j})]"  # noqa: E731
-    roots = list(range(len(program.roots)))
-    return "\n".join(head + _body(program, spec, roots, " " * 16, leaf, store)) + "\n"
+    leaf = lambda r, s, c: f"x[xb + np.uint64({((tile.c0 + c) * layout.H + r) * width + s})]"  # noqa: E731
+
+    def store(j: int, k: int) -> str:
+        at = f"ob + np.uint64({(tile.k0 + k) * ho * row + j})"
+        return f"out[{at}] = partial[{at}] +" if adds_partial else f"out[{at}] ="
+
+    roots = list(range(len(tile.program.roots)))
+    return "\n".join(head + _body(tile.program, tile.spec, roots, " " * 16, leaf, store)) + "\n"
 
 
 def cuda_source(program: ir.Program, spec: LayerSpec, channel_groups: int = 1) -> str:
@@ -262,7 +271,7 @@ def cuda_source(program: ir.Program, spec: LayerSpec, channel_groups: int = 1) -
              "        return",
              f"    h, w0 = idx // groups, (idx % groups) * {t}"]
     leaf = lambda r, s, c: f"xp[{c}, h + {r}, w0 + {s}]"  # noqa: E731
-    store = lambda j, k: f"out[{k}, h, w0 + {j}]"  # noqa: E731
+    store = lambda j, k: f"out[{k}, h, w0 + {j}] ="  # noqa: E731
     for g, ids in enumerate(per_group):
         lines.append(f"    {'if' if g == 0 else 'elif'} g == {g}:")
         lines += _body(program, spec, ids, " " * 8, leaf, store) if ids else ["        pass"]
@@ -329,29 +338,50 @@ def _compile_cpu(source: str, vector_width: int) -> Callable:
     _allow_grouped_alias_checks()
     # an explicit signature compiles here, inside the forced width, not on the first call
     with _without_forced_width_remarks(), _forced_vector_width(vector_width):
-        return njit("void(float32[::1], float32[::1])", parallel=True)(
+        return njit("void(float32[::1], float32[::1], float32[::1])", parallel=True)(
             _compile(source, {"prange": prange, "np": np}))
 
 
 def cpu_kernel(program: ir.Program, spec: LayerSpec, vector_width: int | None = None) -> Conv:
-    """Compiled once per input size (H, W) on first use; `vector_width` lanes (0: LLVM's choice;
-    at most CPU_VECTOR; None: `default_vector_width`)."""
-    if vector_width is None:
-        vector_width = default_vector_width(program)
-    if not 0 <= vector_width <= CPU_VECTOR or (vector_width and CPU_VECTOR % vector_width):
-        raise ValueError(f"vector_width must be 0 or a divisor of {CPU_VECTOR}, got {vector_width}")
-    compiled: dict[CpuLayout, Callable] = {}
+    """The whole layer as one program (one tile): see `tiled_cpu_kernel`."""
+    return tiled_cpu_kernel(Tiling.whole(spec, program), vector_width)
+
+
+def tiled_cpu_kernel(tiling: Tiling, vector_width: int | None = None) -> Conv:
+    """Each tile its own kernel, compiled once per input size (H, W) on first use, run one after
+    another; `vector_width` lanes (0: LLVM's choice; at most CPU_VECTOR; None: each tile's
+    `default_vector_width`). An output tile's input tiles alternate between two buffers, each
+    adding the partial sums of the one before, so that the last one writes `out`."""
+    if vector_width is not None:
+        _check_vector_width(vector_width)
+    steps = [(tile, i, len(chain)) for k0 in sorted({t.k0 for t in tiling.tiles})
+             for chain in [tiling.input_tiles(k0)] for i, tile in enumerate(chain)]
+    compiled: dict[CpuLayout, list[Callable]] = {}
+
+    def compile_steps(layout: CpuLayout) -> list[Callable]:
+        return [_compile_cpu(cpu_source(tile, layout, adds_partial=i > 0),
+                             default_vector_width(tile.program) if vector_width is None else vector_width)
+                for tile, i, _ in steps]
 
     def run(x: np.ndarray) -> np.ndarray:
-        check_input(x, spec)
-        layout = CpuLayout.of(x, spec)
+        check_input(x, tiling.spec)
+        layout = CpuLayout.of(x, tiling.spec)
         if layout not in compiled:
-            compiled[layout] = _compile_cpu(cpu_source(program, layout), vector_width)
-        out = np.empty(layout.out_shape, dtype=np.float32)
-        compiled[layout](layout.prepared(x), out.reshape(-1))
-        return layout.valid(out)
+            compiled[layout] = compile_steps(layout)
+        out = np.empty(layout.out_shape, dtype=np.float32).reshape(-1)
+        buffers = (out, np.empty_like(out) if any(n > 1 for _, _, n in steps) else out)
+        xs = layout.prepared(x)
+        for layer, (_, i, n) in zip(compiled[layout], steps):
+            target = (n - 1 - i) % 2  # the chain's last input tile writes out
+            layer(xs, buffers[target], buffers[1 - target])
+        return layout.valid(out.reshape(layout.out_shape))
 
     return run
+
+
+def _check_vector_width(width: int) -> None:
+    if not 0 <= width <= CPU_VECTOR or (width and CPU_VECTOR % width):
+        raise ValueError(f"vector_width must be 0 or a divisor of {CPU_VECTOR}, got {width}")
 
 
 def check_input(x: np.ndarray, spec: LayerSpec) -> None:
