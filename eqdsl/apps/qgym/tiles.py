@@ -5,7 +5,7 @@ and input vectors outgrow the L1 cache: (3,3,64,64) Q3's kernel spilled ~900 vec
 group and ran at 0.42–0.60× ONNX Runtime. Cut into 4 tiles of 16 input channels, each tile's
 SumMerge program reads 144 input vectors instead of 576 and its body keeps ~570 values live; the
 four bodies together do 20 % more operations (sharing stops at tile edges, and the partial sums
-are added up) and ran 2.3× faster (BENCHMARKS, "Session 16: kernels over channel tiles").
+are added up) and ran 2.4–2.7× faster (BENCHMARKS, "Session 16: kernels over channel tiles").
 
 Contract: `tile_layer(lang, layer, c_block, k_block)` returns a `Tiling` whose tiles cover every
 (output channel, input channel) pair of the layer exactly once; tile t's program computes, for
