@@ -205,15 +205,15 @@ def kernels_part(lang, cases, size: int, rows: list, programs=KERNEL_PROGRAMS) -
             t["tiled"], compile_s["tiled"] = t["shifted"], compile_s["shifted"]
         ms = " | ".join(f"{1e3 * t[m]:.3f}" if m in t else "not compiled" for m in programs)
         ratio = " | ".join(f"{t['ort'] / t[m]:.2f}×" if m in t else "–" for m in programs)
-        flops = " / ".join(str(res.methods[m].ops.ops) for m in programs if m != "tiled")
-        tiled = tilings.get("tiled") or tile_layer(lang, layer)
-        flops += f" / {tiled.count().ops}" if "tiled" in programs else ""
-        blocks = f"{len(tiled.tiles)} × {tiled.tiles[0].spec.C} in-ch"
+        tiled = tilings.get("tiled")
+        flops = " / ".join(str(tiled.count().ops) if m == "tiled" and tiled else str(res.methods[m].ops.ops)
+                           for m in programs if m != "tiled" or tiled)
+        blocks = f"{len(tiled.tiles)} × {tiled.tiles[0].spec.C} in-ch" if tiled else "–"
         compiled = " / ".join(f"{compile_s[m]:.1f}" if m in compile_s else "–" for m in programs)
         print(f"| {dims} | {q} | {spec.C}×{size}×{size} | {ms} | {1e3 * t['ort']:.3f} | {ratio} | {flops} / "
               f"{res.methods['plain'].ops.ops} | {blocks} | {compiled} |", flush=True)
         rows.append({"layer": dims, "Q": q, "size": size, **{k: v * 1e3 for k, v in t.items()},
-                     "compile_s": compile_s, "tiles": len(tiled.tiles), "tiled_flops": tiled.count().ops})
+                     "compile_s": compile_s, "tiles": len(tiled.tiles) if tiled else None})
 
 
 CRYPTONETS = [("conv 5×5 s2, 5 maps, 29×29 → 13×13", (5, 5, 1, 5), 169),
