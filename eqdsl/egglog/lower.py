@@ -202,7 +202,7 @@ class _RuleLowering:
             self.query.append(fact)
 
     def canonical(self, fact: Sexp) -> Sexp:
-        return rename(fact, self.find)
+        return rename(fact, self.find) if self.same else fact  # nothing equated yet: fact is canonical
 
     def trivially_true(self, req: ir.Expr, env: dict[str, Sexp]) -> bool:
         """broadcasts(x, x): a shape broadcasts to itself."""
