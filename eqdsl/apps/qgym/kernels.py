@@ -354,8 +354,9 @@ def tiled_cpu_kernel(tiling: Tiling, vector_width: int | None = None) -> Conv:
     adding the partial sums of the one before, so that the last one writes `out`."""
     if vector_width is not None:
         _check_vector_width(vector_width)
-    steps = [(tile, i, len(chain)) for k0 in sorted({t.k0 for t in tiling.tiles})
-             for chain in [tiling.input_tiles(k0)] for i, tile in enumerate(chain)]
+    chains = [tiling.input_tiles(k0) for k0 in sorted({t.k0 for t in tiling.tiles})]
+    steps = [(tile, i, len(chain)) for chain in chains for i, tile in enumerate(chain)]
+    needs_scratch = any(len(chain) > 1 for chain in chains)
     compiled: dict[CpuLayout, list[Callable]] = {}
 
     def compile_steps(layout: CpuLayout) -> list[Callable]:
@@ -369,7 +370,7 @@ def tiled_cpu_kernel(tiling: Tiling, vector_width: int | None = None) -> Conv:
         if layout not in compiled:
             compiled[layout] = compile_steps(layout)
         out = np.empty(layout.out_shape, dtype=np.float32).reshape(-1)
-        buffers = (out, np.empty_like(out) if any(n > 1 for _, _, n in steps) else out)
+        buffers = (out, np.empty_like(out) if needs_scratch else out)
         xs = layout.prepared(x)
         for layer, (_, i, n) in zip(compiled[layout], steps):
             target = (n - 1 - i) % 2  # the chain's last input tile writes out

@@ -81,8 +81,6 @@ def tile_layer(lang: ir.Language, layer: QuantizedLayer, c_block: int | None = N
     spec = layer.spec
     c_block = _block("c_block", default_c_block(spec) if c_block is None else c_block, spec.C)
     k_block = _block("k_block", spec.K if k_block is None else k_block, spec.K)
-    if (c_block, k_block) == (spec.C, spec.K):
-        return Tiling.whole(spec, start_program(lang, layer, start))
     tiles = []
     for k0 in range(0, spec.K, k_block):
         for c0 in range(0, spec.C, c_block):
