@@ -2,11 +2,14 @@
 
 For each graph: DAG cost of every extractor relative to the best cost found in this run, its
 status (optimal / feasible / heuristic), CP-SAT's gap, and seconds. CP-SAT variants:
-  cpsat        eqdsl's model: pruned nodes (eqdsl.extract.prune), order variables only on cyclic components
-  cpsat-2w     the same on two CP-SAT workers (default: one worker with the full LP)
+  cpsat        eqdsl's default: pruned nodes and cycle conflicts (eqdsl.extract.prune), `hybrid`
+               acyclicity (no order variables and lazy cycle cuts for a third of the time, then order
+               variables) raced on two threads against `cpsat-order` where cycles remain
+  cpsat-1w     the hybrid model alone on one thread (`workers: 1`)
+  cpsat-order  the model before cycle conflicts: pruned nodes, order variables on cyclic components
   cpsat-unpruned  the model before eqdsl.extract.prune: only unusable nodes removed
   cpsat-plain  the textbook model: order variables on every class, no pruning
-  cpsat-lazy   no order variables; cycles cut lazily and re-solved
+  cpsat-lazy   cycle conflicts, no order variables; cycles cut lazily and re-solved
 Usage: python benchmarks/extract.py [--sizes 20,100,400,1000] [--partners 4] [--time-limit 60]
        [--json out.json]
        python benchmarks/extract.py --real [--models bert,vgg19,...] [--k-multi 1,2,3] [--qgym] ...
@@ -20,6 +23,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import platform
 import sys
 import time
@@ -37,8 +41,9 @@ def extractors(time_limit: float) -> dict:
     return {
         "greedy": GreedyExtractor(),
         "greedy-dag": GreedyDagExtractor(),
-        "cpsat": CpSatExtractor(time_limit, "order"),
-        "cpsat-2w": CpSatExtractor(time_limit, "order", workers=2),
+        "cpsat": CpSatExtractor(time_limit),
+        "cpsat-order": CpSatExtractor(time_limit, "order", conflicts=False),
+        "cpsat-1w": CpSatExtractor(time_limit, workers=1),
         "cpsat-unpruned": CpSatExtractor(time_limit, "order", prune=False),
         "cpsat-plain": CpSatExtractor(time_limit, "order", plain=True),
         "cpsat-lazy": CpSatExtractor(time_limit, "lazy"),
@@ -141,7 +146,8 @@ def main() -> int:
     args = ap.parse_args()
     print(f"# {platform.node()} {platform.processor() or platform.machine()}, python "
           f"{sys.version.split()[0]}, seed {args.seed}, partners {args.partners}, "
-          f"CP-SAT limit {args.time_limit:g} s, {CpSatExtractor().workers} worker(s), linearization 2")
+          f"CP-SAT limit {args.time_limit:g} s, one CP-SAT worker per solve, linearization 2, "
+          f"{os.cpu_count()} cores")
     problems = (real(args.models.split(","), [int(k) for k in args.k_multi.split(",")], args.qgym) if args.real
                 else synthetic([int(s) for s in args.sizes.split(",")], args.partners, args.seed))
     print(HEADER)

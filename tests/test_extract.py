@@ -202,8 +202,8 @@ def test_cpsat_matches_brute_force(data):
         with pytest.raises(EqdslError):
             CpSatExtractor(time_limit_s=5).extract(p)
         return
-    for acyclic in ("lazy", "order"):
-        cp = CpSatExtractor(time_limit_s=5, acyclic=acyclic).extract(p)
+    for acyclic, workers in (("lazy", 1), ("order", 1), ("hybrid", 1), ("hybrid", 2)):
+        cp = CpSatExtractor(time_limit_s=5, acyclic=acyclic, workers=workers).extract(p)
         assert cp.status is ExtractStatus.OPTIMAL
         assert cp.cost == best, acyclic
         assert dag_cost(p, cp.selection) == cp.cost

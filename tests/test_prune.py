@@ -1,6 +1,7 @@
 """Pruning before the CP-SAT model: each step removes what it says, and never the last optimal program."""
 from __future__ import annotations
 
+import itertools
 import math
 import time
 
@@ -8,7 +9,14 @@ from hypothesis import HealthCheck, given, settings
 
 from eqdsl.extract.bound import dag_lower_bound
 from eqdsl.extract.cpsat import CpSatExtractor, cyclic_components
-from eqdsl.extract.egraph import ExtractionProblem, problem_from_json
+from eqdsl.extract.egraph import (
+    CyclicSelection,
+    ExtractionProblem,
+    IncompleteSelection,
+    problem_from_json,
+    reachable,
+    restrict,
+)
 from eqdsl.extract.greedy import GreedyExtractor
 from eqdsl.extract.prune import prune, usable_nodes
 from eqdsl.extract.result import ExtractStatus
@@ -52,6 +60,61 @@ def test_a_spent_budget_is_labelled_and_still_valid():
     assert not pruned.complete and "time budget" in pruned.summary()
     e = CpSatExtractor(time_limit_s=5).extract(p)
     assert e.status is ExtractStatus.OPTIMAL and e.cost == 3 and "pruned" in e.note
+
+
+# the loop again, but the concat's class has a way out (g): nothing closes a cycle, yet split0 and
+# concat exclude each other — every term of either contains the other's class
+OPEN_LOOP = egraph({
+    "x": ("x", "cx", [], 0), "y": ("y", "cy", [], 0), "z": ("z", "cz", [], 0),
+    "f": ("f", "root", ["x"], 5), "back": ("split0", "root", ["s"], 0),
+    "s": ("split", "cs", ["c"], 0), "c": ("concat", "cc", ["f", "y"], 1), "g": ("g", "cc", ["z"], 9),
+}, ["root"])
+
+
+def test_cycle_conflicts_pair_split_with_concat():
+    p = problem_from_json(OPEN_LOOP)
+    pruned = prune(p, incumbent=math.inf, deadline=far_future())
+    assert dict(pruned.steps)["cycle-closing"] == 0
+    assert [{p.nodes[i].op for i in pair} for pair in pruned.conflicts] == [{"split0", "concat"}]
+    assert "1 cycle conflict(s)" in pruned.summary()
+    for acyclic in ("lazy", "hybrid", "order"):
+        e = CpSatExtractor(time_limit_s=5, acyclic=acyclic, workers=1).extract(p)
+        assert e.status is ExtractStatus.OPTIMAL and e.cost == 5  # f, not split0(split(g(z))) at 9
+        assert "raced" not in e.note
+
+# the loop once more, with a second root sharing z (so no bound proves the warm start): the
+# cycle survives pruning, and two workers race the hybrid model against the order model
+SHARED_LOOP = egraph({
+    "x": ("x", "cx", [], 0), "y": ("y", "cy", [], 0), "z": ("z", "cz", [], 1),
+    "f": ("f", "root", ["x"], 5), "back": ("split0", "root", ["s"], 0),
+    "s": ("split", "cs", ["c"], 0), "c": ("concat", "cc", ["f", "y"], 1), "g": ("g", "cc", ["z"], 1),
+    "h": ("h", "r2", ["z"], 10),
+}, ["root", "r2"])
+
+
+def test_two_workers_race_hybrid_against_order():
+    p = problem_from_json(SHARED_LOOP)
+    assert cyclic_components(p, prune(p, incumbent=12, deadline=far_future()).class_nodes)
+    for workers in (1, 2):
+        e = CpSatExtractor(time_limit_s=5, workers=workers).extract(p)
+        assert e.status is ExtractStatus.OPTIMAL and e.cost == 12  # split0(split(g(z))) and h(z)
+        assert ("proved first" in e.note) == (workers == 2)
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(small_egraphs())
+def test_no_acyclic_program_holds_a_conflicting_pair(data):
+    p = problem_from_json(data)
+    if math.isinf(brute_force(p)):
+        return  # no program at all: prune refuses it (tested with the extractors)
+    pairs = prune(p, incumbent=math.inf, deadline=far_future()).conflicts
+    for choice in itertools.product(*p.class_nodes):
+        try:
+            selection = restrict(p, dict(enumerate(choice)))
+        except (CyclicSelection, IncompleteSelection):
+            continue
+        used = {selection[c] for c in reachable(p, selection)}
+        assert not any(a in used and b in used for a, b in pairs)
 
 
 def optimum(data: dict) -> tuple[ExtractionProblem, float]:

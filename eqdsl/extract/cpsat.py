@@ -1,22 +1,30 @@
 """`cpsat`: TENSAT's ILP extraction on OR-Tools CP-SAT, several roots, DAG cost.
 
 Model: one Boolean per usable e-node; each root class picks exactly one node; a picked node makes
-every child class pick one (at most one per class); minimise Σ cost·x. Acyclicity, selectable:
+every child class pick one (at most one per class); pruning's cycle conflicts exclude each other;
+minimise Σ cost·x. Acyclicity, selectable:
 - `order`: an integer topological position per class, `x_n ⇒ t[class] > t[child]` (TENSAT eq. 4);
 - `lazy`: solve without order variables, find the cycles in the chosen program, forbid each
   (Σ x over the cycle's nodes ≤ len − 1), re-solve warm-started, until the program is acyclic;
   two-node cycles are forbidden up front;
+- `hybrid` (default): `lazy` for the first third of the time limit, then order variables are
+  added to the same model (cuts kept) — the cycle conflicts make the model without order
+  variables pick an acyclic program in one round on most TENSAT e-graphs, much faster than `order`;
 - `filter-list`: nodes blocked by a cycle filter are fixed to 0, then `lazy` as a safety net.
 Before the model, `eqdsl.extract.prune` removes what an optimal program provably never needs
 (unusable, dominated, dearer than the warm start, cycle-closing nodes; the result's note says how
 many each step removed), often leaving no cyclic component at all. A greedy solution is the warm
 start and the fallback, so a time limit returns the best valid program found with CP-SAT's proven
-bound; the result is never cyclic or incomplete. One CP-SAT worker with the full LP: two workers
-were slower on every TENSAT e-graph measured (BENCHMARKS.md, extraction at scale).
+bound; the result is never cyclic or incomplete. One CP-SAT worker with the full LP per solve: two
+CP-SAT workers were slower on every TENSAT e-graph measured (BENCHMARKS.md, extraction at scale).
+With `workers` ≥ 2 and `hybrid`, a cyclic model is instead raced on two threads against the
+`order` model without conflicts (neither wins everywhere); the first proof stops the other.
 """
 from __future__ import annotations
 
 import math
+import os
+import threading
 import time
 from dataclasses import dataclass, replace
 
@@ -31,7 +39,7 @@ from eqdsl.extract.greedy import tree_greedy, tree_selection, unreachable_roots_
 from eqdsl.extract.prune import prune, usable_nodes
 from eqdsl.extract.result import Extraction, ExtractStatus
 from eqdsl.graphs import filter_cycles
-from eqdsl.worker import Budget, Stopped, guarded
+from eqdsl.worker import Budget, Done, Stopped, guarded
 
 
 @dataclass(frozen=True)
@@ -40,6 +48,70 @@ class _Model:
     x: dict[int, cp_model.IntVar]  # node index → Boolean
     class_nodes: dict[int, list[int]]  # class → usable nodes
     scale: float
+
+
+@dataclass
+class _Search:
+    """The best acyclic program so far and what the rounds proved."""
+    best: Selection
+    cost: float
+    bound: float
+    proven: bool = False
+    from_solver: bool = False
+    rounds: int = 0
+    cuts: int = 0
+    ordered_late: int = 0  # hybrid: the round after which order variables were added (0: never)
+    overran: bool = False
+
+    winner: str = ""  # a race's first proof
+
+    @staticmethod
+    def merge(searches: list[_Search], winner: str) -> _Search:
+        """A race's outcome: the cheapest program (ties: the first entrant's), the higher bound."""
+        best = min(searches, key=lambda s: s.cost)
+        return _Search(best.best, best.cost, max(s.bound for s in searches), any(s.proven for s in searches),
+                       best.from_solver, sum(s.rounds for s in searches), sum(s.cuts for s in searches),
+                       max(s.ordered_late for s in searches), any(s.overran for s in searches), winner)
+
+    def take(self, problem: ExtractionProblem, choice: Selection, optimal: bool) -> None:
+        selection = restrict(problem, choice)
+        cost = dag_cost(problem, selection)
+        if cost <= self.cost:
+            self.best, self.cost, self.from_solver = selection, cost, True
+        self.proven = optimal
+
+
+RACERS = 2
+DEFAULT_WORKERS = min(RACERS, os.cpu_count() or 1)  # threads racing models (`hybrid` only)
+
+
+class _Race:
+    """Solves on several threads; the first proof ends the race. A solver stopped before its
+    solve began would miss the stop, so stragglers are stopped again until their threads end."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.solvers: list[cp_model.CpSolver] = []
+        self.winner = ""
+
+    def enter(self, solver: cp_model.CpSolver) -> bool:
+        """Register a solver about to solve; False once the race is over."""
+        with self.lock:
+            if self.winner:
+                return False
+            self.solvers.append(solver)
+            return True
+
+    def finish(self, winner: str) -> None:
+        with self.lock:
+            self.winner = self.winner or winner
+        self.stop_late_starters()
+
+    def stop_late_starters(self) -> None:
+        with self.lock:
+            if self.winner:
+                for solver in self.solvers:
+                    solver.StopSearch()
 
 
 def dfs_filter_list(problem: ExtractionProblem, class_nodes: dict[int, list[int]]) -> set[int]:
@@ -90,11 +162,18 @@ def _build(problem: ExtractionProblem, class_nodes: dict[int, list[int]], acycli
         _only_needed(m, problem, class_nodes, x)
     scale = _scale([problem.nodes[i].cost for i in x])
     m.Minimize(sum(round(problem.nodes[i].cost * scale) * var for i, var in x.items()))
-    if acyclic == "order":
+    if acyclic == "order" or plain:
         _add_order(m, problem, class_nodes, x, plain)
     else:
         _forbid_two_cycles(m, problem, class_nodes, x)
     return _Model(m, x, class_nodes, scale)
+
+
+def _forbid_pairs(built: _Model, pairs: tuple[tuple[int, int], ...]) -> None:
+    """`eqdsl.extract.prune`'s cycle conflicts: no acyclic program holds both nodes of a pair."""
+    for a, b in pairs:
+        if a in built.x and b in built.x:
+            built.model.AddBoolOr([built.x[a].Not(), built.x[b].Not()])
 
 
 def _only_needed(m, problem: ExtractionProblem, class_nodes: dict[int, list[int]], x) -> None:
@@ -174,25 +253,28 @@ def _apply_filter(problem: ExtractionProblem, class_nodes: dict[int, list[int]])
 
 
 PRUNE_SHARE = 0.2  # of the time limit, at most, for the cycle-closing test
+LAZY_SHARE = 1 / 3  # hybrid: of the time limit, for rounds without order variables
 
 
 class CpSatExtractor:
     name = "cpsat"
 
-    def __init__(self, time_limit_s: float = 60.0, acyclic: str = "order",
-                 warm_start: str | None = "greedy-dag", workers: int = 1, plain: bool = False,
-                 prune: bool = True) -> None:
+    def __init__(self, time_limit_s: float = 60.0, acyclic: str = "hybrid",
+                 warm_start: str | None = "greedy-dag", workers: int = DEFAULT_WORKERS, plain: bool = False,
+                 prune: bool = True, conflicts: bool = True) -> None:
         """`plain`: the textbook model (no pruning, order variables on every class), the benchmark
         baseline; `prune=False`: only the `usable` step of `eqdsl.extract.prune` and no lower bound
-        (the model before either existed)."""
+        (the model before either existed); `conflicts=False`: pruning without cycle conflicts."""
         self.time_limit_s, self.acyclic = time_limit_s, acyclic
         self.warm_start, self.workers, self.plain, self.prune = warm_start, workers, plain, prune
+        self.conflicts = conflicts
 
     def extract(self, problem: ExtractionProblem) -> Extraction:
         t0 = time.perf_counter()
         deadline = t0 + self.time_limit_s
         warm = self._warm(problem)
-        class_nodes, pruning = self._nodes(problem, warm.cost, time.monotonic() + PRUNE_SHARE * self.time_limit_s)
+        class_nodes, pruning, conflicts = self._nodes(problem, warm.cost,
+                                                      time.monotonic() + PRUNE_SHARE * self.time_limit_s)
         filtered = 0
         if self.acyclic == "filter-list":
             class_nodes, filtered = _apply_filter(problem, class_nodes)
@@ -203,57 +285,123 @@ class CpSatExtractor:
             note = pruning + ("; the warm start meets the DAG lower bound" if warm.cost <= floor else "")
             return self._result(problem, warm.selection, warm.cost, warm.cost, True, False,
                                 time.perf_counter() - t0, 0, 0, note)
-        built = _build(problem, class_nodes, self.acyclic, self.plain)
-        best, best_cost = warm.selection, warm.cost
-        bound, proven, rounds, cuts, from_solver = floor if floor > 0 else -math.inf, False, 0, 0, False
-        overran = False
+        racing = (self.acyclic == "hybrid" and self.workers > 1 and not self.plain
+                  and bool(cyclic_components(problem, class_nodes)))
+        if racing:
+            search = self._race(problem, class_nodes, conflicts, warm, floor, (t0, deadline))
+        else:
+            built = _build(problem, class_nodes, self.acyclic, self.plain)
+            _forbid_pairs(built, conflicts)
+            search = self._search(problem, built, "order" if self.plain else self.acyclic, warm, floor, (t0, deadline))
+        result = self._result(problem, search.best, search.cost, search.bound, search.proven, search.from_solver,
+                              time.perf_counter() - t0, search.rounds, search.cuts, pruning)
+        if racing:
+            result = replace(result, note=f"{result.note}; raced hybrid against order on {RACERS} threads: "
+                                          f"{search.winner or 'neither'} proved first")
+        if search.ordered_late:
+            result = replace(result, note=f"{result.note}; order variables added after {search.ordered_late} "
+                                          "round(s) without them")
+        if search.overran:
+            result = replace(result, note=f"{result.note}; CP-SAT overran its time limit and was stopped")
+        if self.acyclic == "filter-list":
+            result = replace(result, note=f"{result.note}; filtered {filtered} node(s): optimal within the "
+                                          "filtered e-graph")
+        return result
+
+    def _race(self, problem: ExtractionProblem, class_nodes: dict[int, list[int]],
+              conflicts: tuple[tuple[int, int], ...], warm: Extraction, floor: float,
+              window: tuple[float, float]) -> _Search:
+        """The `hybrid` model with cycle conflicts and the `order` model without them, solved at
+        once on two threads (CP-SAT releases the GIL), one CP-SAT worker each: the first proof
+        stops the other; else the best program and the higher bound of the two. Neither model
+        wins everywhere (BENCHMARKS.md: VGG-19 k1 proves faster with order variables)."""
+        hybrid = _build(problem, class_nodes, "hybrid")
+        _forbid_pairs(hybrid, conflicts)
+        entrants = [("hybrid", hybrid), ("order", _build(problem, class_nodes, "order"))]
+        race = _Race()
+        found: list[_Search | Exception] = []
+
+        def run(k: int) -> None:
+            try:
+                search = self._search(problem, entrants[k][1], entrants[k][0], warm, floor, window, race)
+            except Exception as error:  # noqa: BLE001 — raised again in the caller's thread
+                found.append(error)
+                race.finish("an error")
+                return
+            found.append(search)
+            if search.proven:
+                race.finish(entrants[k][0])
+
+        def step() -> list[_Search | Exception]:
+            threads = [threading.Thread(target=run, args=(k,), daemon=True) for k in range(len(entrants))]
+            for thread in threads:
+                thread.start()
+            while any(thread.is_alive() for thread in threads):
+                threads[0].join(0.05)
+                race.stop_late_starters()
+            return found
+
+        remaining = window[1] - time.perf_counter()
+        done = guarded(step, Budget(deadline=time.monotonic() + 1.1 * remaining + 1.0))
+        if isinstance(done, Stopped):
+            return _Search(warm.selection, warm.cost, floor if floor > 0 else -math.inf, overran=True)
+        for outcome in done.value:
+            if isinstance(outcome, Exception):
+                raise outcome
+        return _Search.merge([f for f in done.value if isinstance(f, _Search)], race.winner)
+
+    def _search(self, problem: ExtractionProblem, built: _Model, acyclic: str, warm: Extraction, floor: float,
+                window: tuple[float, float], race: _Race | None = None) -> _Search:
+        """Solve until a proven or time-limited acyclic answer. Without order variables a cyclic
+        answer gets its cycles cut and is solved again (`lazy`); `hybrid` instead adds the order
+        variables once the rounds without them have used `LAZY_SHARE` of the time or one stopped
+        short of optimal. Every round's bound is valid: each model relaxes the acyclic problem."""
+        start, deadline = window
+        s = _Search(warm.selection, warm.cost, floor if floor > 0 else -math.inf)
+        ordered = acyclic == "order"
         while (remaining := deadline - time.perf_counter()) > 0:
             solver = self._solver(remaining)
-            self._hint(built, best)
-            done = guarded(lambda s=solver: _solve(s, built),
-                           Budget(deadline=time.monotonic() + 1.1 * remaining + 1.0))
-            rounds += 1
+            self._hint(built, s.best)
+            if race is None:  # a race is guarded as a whole (no fork beside running threads)
+                done = guarded(lambda solver=solver: _solve(solver, built),
+                               Budget(deadline=time.monotonic() + 1.1 * remaining + 1.0))
+            elif race.enter(solver):
+                done = Done(_solve(solver, built))
+            else:
+                return s
+            s.rounds += 1
             if isinstance(done, Stopped):  # CP-SAT overran its own limit (presolve of huge models)
-                overran = True
-                break
+                s.overran = True
+                return s
             status, found = done.value
             if status not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
                 if status == cp_model.INFEASIBLE:
                     raise EqdslError.one("extraction is unsatisfiable: the roots have no acyclic "
                                          "choice of e-nodes")
-                break
-            bound = max(bound, found[1] / built.scale)
-            choice = found[0]
-            cycles = find_cycles(problem, choice)
-            if cycles:
-                cuts += self._cut(built, cycles)
-                if status == cp_model.OPTIMAL:
-                    continue
-                break
-            selection = restrict(problem, choice)
-            cost = dag_cost(problem, selection)
-            if cost <= best_cost:
-                best, best_cost, from_solver = selection, cost, True
-            proven = status == cp_model.OPTIMAL
-            break
-        result = self._result(problem, best, best_cost, bound, proven, from_solver,
-                              time.perf_counter() - t0, rounds, cuts, pruning)
-        if overran:
-            result = replace(result, note=f"{result.note}; CP-SAT overran its time limit and was stopped")
-        if self.acyclic == "filter-list":
-            note = f"{result.note}; filtered {filtered} node(s): optimal within the filtered e-graph"
-            result = Extraction(result.method, result.selection, result.cost, result.status,
-                                result.seconds, result.bound, note)
-        return result
+                return s
+            s.bound = max(s.bound, found[1] / built.scale)
+            cycles = [] if ordered else find_cycles(problem, found[0])
+            if not cycles:
+                s.take(problem, found[0], status == cp_model.OPTIMAL)
+                return s
+            s.cuts += self._cut(built, cycles)
+            late = status != cp_model.OPTIMAL or time.perf_counter() - start > LAZY_SHARE * self.time_limit_s
+            if acyclic == "hybrid" and late:
+                _add_order(built.model, problem, built.class_nodes, built.x)
+                ordered, s.ordered_late = True, s.rounds
+            elif status != cp_model.OPTIMAL:
+                return s
+        return s
 
-    def _nodes(self, problem: ExtractionProblem, incumbent: float, deadline: float) -> tuple[dict[int, list[int]], str]:
-        """The model's classes and nodes, and a note on what pruning removed."""
+    def _nodes(self, problem: ExtractionProblem, incumbent: float,
+               deadline: float) -> tuple[dict[int, list[int]], str, tuple[tuple[int, int], ...]]:
+        """The model's classes and nodes, a note on what pruning removed, and cycle conflicts."""
         if self.plain:
-            return all_nodes(problem), ""
+            return all_nodes(problem), "", ()
         if not self.prune:
-            return usable_nodes(problem), ""
+            return usable_nodes(problem), "", ()
         pruned = prune(problem, incumbent, deadline)
-        return pruned.class_nodes, pruned.summary()
+        return pruned.class_nodes, pruned.summary(), pruned.conflicts if self.conflicts else ()
 
     def _floor(self, problem: ExtractionProblem, class_nodes: dict[int, list[int]], warm: Extraction) -> float:
         """`eqdsl.extract.bound`'s lower bound where it can be tight: the warm start shares no
@@ -274,7 +422,7 @@ class CpSatExtractor:
     def _solver(self, seconds: float) -> cp_model.CpSolver:
         solver = cp_model.CpSolver()
         solver.parameters.max_time_in_seconds = seconds
-        solver.parameters.num_workers = self.workers
+        solver.parameters.num_workers = 1  # two CP-SAT workers drop the full-LP one: slower here
         solver.parameters.catch_sigint_signal = False  # interrupts are the supervisor's (eqdsl.worker)
         # The bound comes from the LP relaxation, and level 2 puts every constraint of the DAG
         # model in it: TENSAT's BERT/NasRNN e-graphs prove optimal in seconds instead of never.

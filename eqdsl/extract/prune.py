@@ -14,9 +14,16 @@ Steps, each reported with how many nodes it removed (`Pruned.steps`):
   Removing them often breaks the cyclic components up entirely (TENSAT's split/concat loops),
   so the model needs no order variables at all.
 
+Besides removing nodes, the same fixpoint finds **cycle conflicts**: pairs of nodes n (class C) and
+m (class D) where every term of n contains D and every term of m contains C — a program with both
+is cyclic, so the model may add `x_n + x_m ≤ 1`. TENSAT's split/concat loops are the typical case
+(`C = split0(split(concat(C', D)))` beside `concat(C, …)` in D); the model without order variables
+then rarely chooses a cycle at all (BENCHMARKS.md, extraction at scale).
+
 Contract: `prune(problem, incumbent, deadline)` returns the needed classes with their remaining
-nodes; some optimal program of `problem` uses only those nodes (each step keeps one: an optimal
-program is rewritten onto undominated nodes first, and those cannot close cycles).
+nodes, and cycle conflicts among them; some optimal program of `problem` uses only those nodes
+and no conflicting pair (each step keeps one: an optimal program is rewritten onto undominated
+nodes first, and those cannot close cycles; an acyclic program never holds a conflicting pair).
 """
 from __future__ import annotations
 
@@ -24,6 +31,8 @@ import math
 import time
 from collections import deque
 from dataclasses import dataclass
+
+import numpy as np
 
 from eqdsl import graphs
 from eqdsl.extract.egraph import ExtractionProblem
@@ -38,11 +47,13 @@ class Pruned:
     class_nodes: ClassNodes  # needed class → its remaining nodes
     steps: tuple[tuple[str, int], ...]  # (step, nodes removed)
     complete: bool  # False: the cycle-closing test stopped at its time budget or a component's size
+    conflicts: tuple[tuple[int, int], ...] = ()  # node pairs no acyclic program holds together
 
     def summary(self) -> str:
         text = ", ".join(f"{name} −{n}" for name, n in self.steps)
-        return f"pruned {text}" + ("" if self.complete else " (cycle-closing test stopped at its time budget "
-                                                             f"or at a component of over {MAX_COMPONENT} classes)")
+        stopped = "" if self.complete else (" (cycle-closing test stopped at its time budget or at a component "
+                                            f"of over {MAX_COMPONENT} classes)")
+        return f"pruned {text}; {len(self.conflicts)} cycle conflict(s)" + stopped
 
 
 def prune(problem: ExtractionProblem, incumbent: float, deadline: float) -> Pruned:
@@ -62,9 +73,11 @@ def prune(problem: ExtractionProblem, incumbent: float, deadline: float) -> Prun
     if not problem.has_negative_costs:
         remove("dominated", _dominated(problem, class_nodes))
         remove("above-incumbent", _above(problem, class_nodes, incumbent))
-    closing, complete = _closing(problem, class_nodes, deadline)
+    closing, conflicts, complete = _closing(problem, class_nodes, deadline)
     remove("cycle-closing", closing)
-    return Pruned(class_nodes, tuple(steps), complete)
+    kept = {i for nodes in class_nodes.values() for i in nodes}
+    conflicts = {pair for pair in conflicts if pair[0] in kept and pair[1] in kept}
+    return Pruned(class_nodes, tuple(steps), complete, tuple(sorted(conflicts)))
 
 
 def usable_nodes(problem: ExtractionProblem) -> dict[int, list[int]]:
@@ -116,21 +129,26 @@ def _above(problem: ExtractionProblem, class_nodes: ClassNodes, incumbent: float
     return {i for nodes in class_nodes.values() for i in nodes if problem.nodes[i].cost > incumbent}
 
 
-def _closing(problem: ExtractionProblem, class_nodes: ClassNodes, deadline: float) -> tuple[set[int], bool]:
+Found = tuple[set[int], set[tuple[int, int]], bool]  # closing nodes, cycle conflicts, complete
+
+
+def _closing(problem: ExtractionProblem, class_nodes: ClassNodes, deadline: float) -> Found:
     edges = {c: sorted({k for i in nodes for k in problem.nodes[i].children}) for c, nodes in class_nodes.items()}
     members: dict[int, list[int]] = {}
     for c, comp in graphs.cyclic_components(edges).items():
         members.setdefault(comp, []).append(c)
     found: set[int] = set()
+    conflicts: set[tuple[int, int]] = set()
     for classes in sorted(members.values(), key=len):
         if len(classes) > MAX_COMPONENT:  # its class bitsets would take len² / 8 bytes
-            return found, False
+            return found, conflicts, False
         component = _Component(problem, class_nodes, classes)
         unavoidable = component.unavoidable(deadline)
         if unavoidable is None:
-            return found, False
+            return found, conflicts, False
         found |= component.closing_nodes(unavoidable)
-    return found, True
+        conflicts |= component.conflicts(unavoidable)
+    return found, conflicts, True
 
 
 class _Component:
@@ -191,3 +209,67 @@ class _Component:
         """(Problem) ids of the nodes with a child class whose every term contains the node's own class."""
         return {self.node_ids[n] for n, kids in enumerate(self.inside)
                 if any((s := unavoidable[k]) is None or s >> self.node_class[n] & 1 for k in kids)}
+
+    def conflicts(self, unavoidable: list[int | None]) -> set[tuple[int, int]]:
+        """(Problem) id pairs of nodes n, m where every term of n contains m's class and every
+        term of m contains n's class. The classes every term of a node contains: the union of its
+        children's unavoidable sets (a subset of the truth if the sets are: sound either way).
+        Vectorised: (node, class it needs) entries are keyed by their class pair, and a pair of
+        classes needed both ways pairs its nodes (NasNet-A: 2.4 million entries)."""
+        node, needed = self._needs(unavoidable)
+        own = np.asarray(self.node_class, dtype=np.int64)[node]
+        size = len(self.members)
+        low, high = own < needed, own > needed  # n (class c) needs d, with c < d or c > d
+        key_low, key_high = own[low] * size + needed[low], needed[high] * size + own[high]
+        if not len(key_low) or not len(key_high):
+            return set()
+        low_keys = _distinct(key_low)
+        common = low_keys[_member(low_keys, _distinct(key_high))]
+        pairs: set[tuple[int, int]] = set()
+        if not len(common):
+            return pairs
+        sides = [self._by_key(key, node[mask], common) for key, mask in ((key_low, low), (key_high, high))]
+        for k in common.tolist():
+            for n in sides[0][k]:
+                for m in sides[1][k]:
+                    pairs.add((self.node_ids[n], self.node_ids[m]))
+        return pairs
+
+    @staticmethod
+    def _by_key(keys: np.ndarray, nodes: np.ndarray, common: np.ndarray) -> dict[int, list[int]]:
+        keep = _member(keys, common)
+        grouped: dict[int, list[int]] = {}
+        for k, n in zip(keys[keep].tolist(), nodes[keep].tolist()):
+            grouped.setdefault(k, []).append(n)
+        return grouped
+
+    def _needs(self, unavoidable: list[int | None]) -> tuple[np.ndarray, np.ndarray]:
+        """(node, class) entries: the classes every term of each node contains, cycle-closing
+        nodes (removed anyway) and unusable ones (a child without a term) left out."""
+        width = (len(self.members) + 7) // 8
+        unions = []
+        for n, kids in enumerate(self.inside):
+            union = 0
+            for k in kids:
+                child = unavoidable[k]
+                if child is None:
+                    union = 0
+                    break
+                union |= child
+            unions.append(0 if union >> self.node_class[n] & 1 else union)
+        packed = np.frombuffer(b"".join(u.to_bytes(width, "little") for u in unions), dtype=np.uint8)
+        row, byte = np.nonzero(packed.reshape(len(unions), width))  # sparse: few bytes are set
+        bits = np.unpackbits(packed.reshape(len(unions), width)[row, byte][:, None], axis=1, bitorder="little")
+        entry, bit = np.nonzero(bits)
+        return row[entry].astype(np.int64), (byte[entry] * 8 + bit).astype(np.int64)
+
+
+def _distinct(keys: np.ndarray) -> np.ndarray:
+    """Sorted distinct values (np.unique hashes here: 16× slower on millions of int64 keys)."""
+    ordered = np.sort(keys)
+    return ordered[np.concatenate(([True], ordered[1:] != ordered[:-1]))] if len(ordered) else ordered
+
+
+def _member(keys: np.ndarray, table: np.ndarray) -> np.ndarray:
+    """Which `keys` are in the sorted, non-empty `table`."""
+    return table[np.searchsorted(table, keys).clip(max=len(table) - 1)] == keys

@@ -13,7 +13,7 @@ from importlib.metadata import entry_points
 from typing import Callable
 
 from eqdsl.diagnostics import EqdslError
-from eqdsl.extract.cpsat import CpSatExtractor
+from eqdsl.extract.cpsat import DEFAULT_WORKERS, CpSatExtractor
 from eqdsl.extract.dag import GreedyDagExtractor
 from eqdsl.extract.greedy import GreedyExtractor
 from eqdsl.extract.ocf import GreedyOcfExtractor
@@ -56,7 +56,7 @@ def _load_plugins() -> None:
             register_extractor(point.load())
 
 
-ACYCLIC = ("order", "lazy", "filter-list")
+ACYCLIC = ("hybrid", "order", "lazy", "filter-list")
 WARM_STARTS = ("greedy", "greedy-dag")
 
 
@@ -68,13 +68,13 @@ def _extractor_list(v: object) -> bool:
 class ExtractConfig:
     method: str = option("cpsat", one_of(extractor_names), lambda: "one of " + names(extractor_names)())
     time_limit_s: float = option(60.0, positive_number, "a number > 0", float)
-    acyclic: str = option("order", one_of(ACYCLIC), f"one of {', '.join(ACYCLIC)}")
+    acyclic: str = option("hybrid", one_of(ACYCLIC), f"one of {', '.join(ACYCLIC)}")
     warm_start: str | None = option("greedy-dag", lambda v: v is None or v in WARM_STARTS,
                                     "greedy, greedy-dag or null")
     compare: tuple[str, ...] = option(("greedy", "greedy-dag"), lambda v: _extractor_list(v),
                                       lambda: "a list of extractors from " + names(extractor_names)(), tuple)
-    # one CP-SAT worker with the full LP relaxation proves DAG optima fastest here
-    workers: int = option(1, int_at_least(1), "an int ≥ 1")
+    # models raced on threads (`hybrid`: hybrid vs order); each solve is one CP-SAT worker with the full LP
+    workers: int = option(DEFAULT_WORKERS, int_at_least(1), "an int ≥ 1")
 
 
 def make_extractor(method: str, cfg: ExtractConfig, path: str = "extract.method") -> Extractor:
