@@ -103,18 +103,28 @@ def test_two_workers_race_hybrid_against_order():
 
 @settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(small_egraphs())
-def test_no_acyclic_program_holds_a_conflicting_pair(data):
+def test_an_acyclic_program_with_one_of_a_pair_exits_through_the_others_class(data):
+    """The exit clause the model adds: with n in the program, m's class is in it too, through a
+    node not paired with n (so in particular not m)."""
     p = problem_from_json(data)
     if math.isinf(brute_force(p)):
         return  # no program at all: prune refuses it (tested with the extractors)
     pairs = prune(p, incumbent=math.inf, deadline=far_future()).conflicts
+    partners: dict[int, set[int]] = {}
+    for a, b in pairs:
+        partners.setdefault(a, set()).add(b)
+        partners.setdefault(b, set()).add(a)
     for choice in itertools.product(*p.class_nodes):
         try:
             selection = restrict(p, dict(enumerate(choice)))
         except (CyclicSelection, IncompleteSelection):
             continue
-        used = {selection[c] for c in reachable(p, selection)}
-        assert not any(a in used and b in used for a, b in pairs)
+        classes = reachable(p, selection)
+        used = {selection[c] for c in classes}
+        for n in used & partners.keys():
+            for m in partners[n]:
+                d = p.nodes[m].eclass
+                assert d in classes and selection[d] not in partners[n]
 
 
 def optimum(data: dict) -> tuple[ExtractionProblem, float]:

@@ -1,7 +1,8 @@
 """`cpsat`: TENSAT's ILP extraction on OR-Tools CP-SAT, several roots, DAG cost.
 
 Model: one Boolean per usable e-node; each root class picks exactly one node; a picked node makes
-every child class pick one (at most one per class); pruning's cycle conflicts exclude each other;
+every child class pick one (at most one per class); a node of a pruning cycle conflict forces
+the other node's class to pick a node that is in no conflict with it (`_forbid_pairs`);
 minimise Σ cost·x. Acyclicity, selectable:
 - `order`: an integer topological position per class, `x_n ⇒ t[class] > t[child]` (TENSAT eq. 4);
 - `lazy`: solve without order variables, find the cycles in the chosen program, forbid each
@@ -17,13 +18,14 @@ many each step removed), often leaving no cyclic component at all. A greedy solu
 start and the fallback, so a time limit returns the best valid program found with CP-SAT's proven
 bound; the result is never cyclic or incomplete. One CP-SAT worker with the full LP per solve: two
 CP-SAT workers were slower on every TENSAT e-graph measured (BENCHMARKS.md, extraction at scale).
-With `workers` ≥ 2 and `hybrid`, a cyclic model is instead raced on two threads against the
-`order` model without conflicts (neither wins everywhere); the first proof stops the other.
+With `workers` ≥ 2 and `hybrid` (opt-in), a cyclic model is instead raced on two threads against
+the `order` model without conflicts; the first proof stops the other. Since the exit clauses the
+hybrid alone beats or ties `order` on every TENSAT e-graph measured, and the race only costs it
+the second core (BENCHMARKS.md, session 18), so the default is one thread.
 """
 from __future__ import annotations
 
 import math
-import os
 import threading
 import time
 from dataclasses import dataclass, replace
@@ -82,7 +84,7 @@ class _Search:
 
 
 RACERS = 2
-DEFAULT_WORKERS = min(RACERS, os.cpu_count() or 1)  # threads racing models (`hybrid` only)
+DEFAULT_WORKERS = 1  # threads racing models (`hybrid` only); RACERS is the most that help
 
 
 class _Race:
@@ -170,10 +172,21 @@ def _build(problem: ExtractionProblem, class_nodes: dict[int, list[int]], acycli
 
 
 def _forbid_pairs(built: _Model, pairs: tuple[tuple[int, int], ...]) -> None:
-    """`eqdsl.extract.prune`'s cycle conflicts: no acyclic program holds both nodes of a pair."""
+    """`eqdsl.extract.prune`'s cycle conflicts, as exit clauses. A pair (n, m) says every term of
+    n contains m's class D, and every term of m contains n's class C. So in an acyclic program
+    with n, D is present and its node is one whose terms avoid C: `x_n → OR(D's nodes not paired
+    with n)`. With one node per class this implies `x_n + x_m ≤ 1`, and it is stronger: D must
+    be picked (the relaxation without order variables otherwise skips D through a cycle).
+    BENCHMARKS.md: NasNet-A k1's gap after 60 s 13.5 % (pair clauses) → 2.4 %."""
+    eclass = {i: c for c, nodes in built.class_nodes.items() for i in nodes}
+    paired: dict[tuple[int, int], set[int]] = {}
     for a, b in pairs:
         if a in built.x and b in built.x:
-            built.model.AddBoolOr([built.x[a].Not(), built.x[b].Not()])
+            paired.setdefault((a, eclass[b]), set()).add(b)
+            paired.setdefault((b, eclass[a]), set()).add(a)
+    for (n, d), excluded in paired.items():
+        exits = [built.x[j] for j in built.class_nodes[d] if j not in excluded]
+        built.model.AddBoolOr([built.x[n].Not(), *exits])
 
 
 def _only_needed(m, problem: ExtractionProblem, class_nodes: dict[int, list[int]], x) -> None:
