@@ -4,9 +4,8 @@ For each graph: DAG cost of every extractor relative to the best cost found in t
 status (optimal / feasible / heuristic), CP-SAT's gap, and seconds. CP-SAT variants:
   cpsat        eqdsl's default: pruned nodes and cycle conflicts as exit clauses (eqdsl.extract.prune),
                `hybrid` acyclicity (no order variables and lazy cycle cuts for a third of the time,
-               then order variables), one thread
-  cpsat-race   `workers: 2`: the hybrid raced on two threads against `cpsat-order` where cycles
-               remain (session 17's default `cpsat`; its `cpsat-1w` is today's `cpsat`)
+               then order variables), CP-SAT on min(2, cores) threads: the full-LP search + helpers
+  cpsat-1w     the same on one CP-SAT thread (the default before session 18)
   cpsat-order  the model before cycle conflicts: pruned nodes, order variables on cyclic components
   cpsat-unpruned  the model before eqdsl.extract.prune: only unusable nodes removed
   cpsat-plain  the textbook model: order variables on every class, no pruning
@@ -30,7 +29,7 @@ import sys
 import time
 from pathlib import Path
 
-from eqdsl.extract.cpsat import CpSatExtractor
+from eqdsl.extract.cpsat import DEFAULT_WORKERS, CpSatExtractor
 from eqdsl.extract.dag import GreedyDagExtractor
 from eqdsl.extract.egraph import ExtractionProblem, dag_cost, problem_from_json, read_problem
 from eqdsl.extract.greedy import GreedyExtractor
@@ -44,7 +43,7 @@ def extractors(time_limit: float) -> dict:
         "greedy-dag": GreedyDagExtractor(),
         "cpsat": CpSatExtractor(time_limit),
         "cpsat-order": CpSatExtractor(time_limit, "order", conflicts=False),
-        "cpsat-race": CpSatExtractor(time_limit, workers=2),
+        "cpsat-1w": CpSatExtractor(time_limit, workers=1),
         "cpsat-unpruned": CpSatExtractor(time_limit, "order", prune=False),
         "cpsat-plain": CpSatExtractor(time_limit, "order", plain=True),
         "cpsat-lazy": CpSatExtractor(time_limit, "lazy"),
@@ -147,7 +146,7 @@ def main() -> int:
     args = ap.parse_args()
     print(f"# {platform.node()} {platform.processor() or platform.machine()}, python "
           f"{sys.version.split()[0]}, seed {args.seed}, partners {args.partners}, "
-          f"CP-SAT limit {args.time_limit:g} s, one CP-SAT worker per solve, linearization 2, "
+          f"CP-SAT limit {args.time_limit:g} s, {DEFAULT_WORKERS} CP-SAT thread(s) for cpsat, linearization 2, "
           f"{os.cpu_count()} cores")
     problems = (real(args.models.split(","), [int(k) for k in args.k_multi.split(",")], args.qgym) if args.real
                 else synthetic([int(s) for s in args.sizes.split(",")], args.partners, args.seed))

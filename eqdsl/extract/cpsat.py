@@ -16,17 +16,19 @@ Before the model, `eqdsl.extract.prune` removes what an optimal program provably
 (unusable, dominated, dearer than the warm start, cycle-closing nodes; the result's note says how
 many each step removed), often leaving no cyclic component at all. A greedy solution is the warm
 start and the fallback, so a time limit returns the best valid program found with CP-SAT's proven
-bound; the result is never cyclic or incomplete. One CP-SAT worker with the full LP per solve: two
-CP-SAT workers were slower on every TENSAT e-graph measured (BENCHMARKS.md, extraction at scale).
-With `workers` ≥ 2 and `hybrid` (opt-in), a cyclic model is instead raced on two threads against
-the `order` model without conflicts; the first proof stops the other. Since the exit clauses the
-hybrid alone beats or ties `order` on every TENSAT e-graph measured, and the race only costs it
-the second core (BENCHMARKS.md, session 18), so the default is one thread.
+bound; the result is never cyclic or incomplete. `workers` is CP-SAT's thread count (default: 2
+where there are two cores): one thread runs the full-LP search (`max_lp`: every constraint in the
+LP, which is what proves TENSAT e-graphs optimal), the others CP-SAT's neighbourhood searches,
+whose fixings shrink the model the first thread works on (BENCHMARKS.md, session 18: VGG-19 k1
+3.2 → 0.2 s, ResNeXt-50 k1 40 → 20 s; CP-SAT's default portfolio drops the full-LP worker and was
+slower everywhere); models of over 10,000 Booleans get one thread, where the helpers slowed it
+down. With several threads CP-SAT is not deterministic: a proven optimum's cost is
+the same every run, a time-limited result may differ.
 """
 from __future__ import annotations
 
 import math
-import threading
+import os
 import time
 from dataclasses import dataclass, replace
 
@@ -41,7 +43,7 @@ from eqdsl.extract.greedy import tree_greedy, tree_selection, unreachable_roots_
 from eqdsl.extract.prune import prune, usable_nodes
 from eqdsl.extract.result import Extraction, ExtractStatus
 from eqdsl.graphs import filter_cycles
-from eqdsl.worker import Budget, Done, Stopped, guarded
+from eqdsl.worker import Budget, Stopped, guarded
 
 
 @dataclass(frozen=True)
@@ -65,16 +67,6 @@ class _Search:
     ordered_late: int = 0  # hybrid: the round after which order variables were added (0: never)
     overran: bool = False
 
-    winner: str = ""  # a race's first proof
-
-    @staticmethod
-    def merge(searches: list[_Search], winner: str) -> _Search:
-        """A race's outcome: the cheapest program (ties: the first entrant's), the higher bound."""
-        best = min(searches, key=lambda s: s.cost)
-        return _Search(best.best, best.cost, max(s.bound for s in searches), any(s.proven for s in searches),
-                       best.from_solver, sum(s.rounds for s in searches), sum(s.cuts for s in searches),
-                       max(s.ordered_late for s in searches), any(s.overran for s in searches), winner)
-
     def take(self, problem: ExtractionProblem, choice: Selection, optimal: bool) -> None:
         selection = restrict(problem, choice)
         cost = dag_cost(problem, selection)
@@ -83,37 +75,8 @@ class _Search:
         self.proven = optimal
 
 
-RACERS = 2
-DEFAULT_WORKERS = 1  # threads racing models (`hybrid` only); RACERS is the most that help
-
-
-class _Race:
-    """Solves on several threads; the first proof ends the race. A solver stopped before its
-    solve began would miss the stop, so stragglers are stopped again until their threads end."""
-
-    def __init__(self) -> None:
-        self.lock = threading.Lock()
-        self.solvers: list[cp_model.CpSolver] = []
-        self.winner = ""
-
-    def enter(self, solver: cp_model.CpSolver) -> bool:
-        """Register a solver about to solve; False once the race is over."""
-        with self.lock:
-            if self.winner:
-                return False
-            self.solvers.append(solver)
-            return True
-
-    def finish(self, winner: str) -> None:
-        with self.lock:
-            self.winner = self.winner or winner
-        self.stop_late_starters()
-
-    def stop_late_starters(self) -> None:
-        with self.lock:
-            if self.winner:
-                for solver in self.solvers:
-                    solver.StopSearch()
+DEFAULT_WORKERS = min(2, os.cpu_count() or 1)  # CP-SAT threads: one full-LP search, the rest helpers
+HELPERS_MAX_VARIABLES = 10_000  # larger models (after pruning) are solved on one thread
 
 
 def dfs_filter_list(problem: ExtractionProblem, class_nodes: dict[int, list[int]]) -> set[int]:
@@ -298,19 +261,12 @@ class CpSatExtractor:
             note = pruning + ("; the warm start meets the DAG lower bound" if warm.cost <= floor else "")
             return self._result(problem, warm.selection, warm.cost, warm.cost, True, False,
                                 time.perf_counter() - t0, 0, 0, note)
-        racing = (self.acyclic == "hybrid" and self.workers > 1 and not self.plain
-                  and bool(cyclic_components(problem, class_nodes)))
-        if racing:
-            search = self._race(problem, class_nodes, conflicts, warm, floor, (t0, deadline))
-        else:
-            built = _build(problem, class_nodes, self.acyclic, self.plain)
-            _forbid_pairs(built, conflicts)
-            search = self._search(problem, built, "order" if self.plain else self.acyclic, warm, floor, (t0, deadline))
+        built = _build(problem, class_nodes, self.acyclic, self.plain)
+        _forbid_pairs(built, conflicts)
+        search = self._search(problem, built, "order" if self.plain else self.acyclic, warm, floor, (t0, deadline))
         result = self._result(problem, search.best, search.cost, search.bound, search.proven, search.from_solver,
                               time.perf_counter() - t0, search.rounds, search.cuts, pruning)
-        if racing:
-            result = replace(result, note=f"{result.note}; raced hybrid against order on {RACERS} threads: "
-                                          f"{search.winner or 'neither'} proved first")
+        result = replace(result, note=f"{result.note}; CP-SAT threads: {self.threads(len(built.x))}")
         if search.ordered_late:
             result = replace(result, note=f"{result.note}; order variables added after {search.ordered_late} "
                                           "round(s) without them")
@@ -321,50 +277,8 @@ class CpSatExtractor:
                                           "filtered e-graph")
         return result
 
-    def _race(self, problem: ExtractionProblem, class_nodes: dict[int, list[int]],
-              conflicts: tuple[tuple[int, int], ...], warm: Extraction, floor: float,
-              window: tuple[float, float]) -> _Search:
-        """The `hybrid` model with cycle conflicts and the `order` model without them, solved at
-        once on two threads (CP-SAT releases the GIL), one CP-SAT worker each: the first proof
-        stops the other; else the best program and the higher bound of the two. Neither model
-        wins everywhere (BENCHMARKS.md: VGG-19 k1 proves faster with order variables)."""
-        hybrid = _build(problem, class_nodes, "hybrid")
-        _forbid_pairs(hybrid, conflicts)
-        entrants = [("hybrid", hybrid), ("order", _build(problem, class_nodes, "order"))]
-        race = _Race()
-        found: list[_Search | Exception] = []
-
-        def run(k: int) -> None:
-            try:
-                search = self._search(problem, entrants[k][1], entrants[k][0], warm, floor, window, race)
-            except Exception as error:  # noqa: BLE001 — raised again in the caller's thread
-                found.append(error)
-                race.finish("an error")
-                return
-            found.append(search)
-            if search.proven:
-                race.finish(entrants[k][0])
-
-        def step() -> list[_Search | Exception]:
-            threads = [threading.Thread(target=run, args=(k,), daemon=True) for k in range(len(entrants))]
-            for thread in threads:
-                thread.start()
-            while any(thread.is_alive() for thread in threads):
-                threads[0].join(0.05)
-                race.stop_late_starters()
-            return found
-
-        remaining = window[1] - time.perf_counter()
-        done = guarded(step, Budget(deadline=time.monotonic() + 1.1 * remaining + 1.0))
-        if isinstance(done, Stopped):
-            return _Search(warm.selection, warm.cost, floor if floor > 0 else -math.inf, overran=True)
-        for outcome in done.value:
-            if isinstance(outcome, Exception):
-                raise outcome
-        return _Search.merge([f for f in done.value if isinstance(f, _Search)], race.winner)
-
     def _search(self, problem: ExtractionProblem, built: _Model, acyclic: str, warm: Extraction, floor: float,
-                window: tuple[float, float], race: _Race | None = None) -> _Search:
+                window: tuple[float, float]) -> _Search:
         """Solve until a proven or time-limited acyclic answer. Without order variables a cyclic
         answer gets its cycles cut and is solved again (`lazy`); `hybrid` instead adds the order
         variables once the rounds without them have used `LAZY_SHARE` of the time or one stopped
@@ -373,15 +287,10 @@ class CpSatExtractor:
         s = _Search(warm.selection, warm.cost, floor if floor > 0 else -math.inf)
         ordered = acyclic == "order"
         while (remaining := deadline - time.perf_counter()) > 0:
-            solver = self._solver(remaining)
+            solver = self._solver(remaining, len(built.x))
             self._hint(built, s.best)
-            if race is None:  # a race is guarded as a whole (no fork beside running threads)
-                done = guarded(lambda solver=solver: _solve(solver, built),
-                               Budget(deadline=time.monotonic() + 1.1 * remaining + 1.0))
-            elif race.enter(solver):
-                done = Done(_solve(solver, built))
-            else:
-                return s
+            done = guarded(lambda solver=solver: _solve(solver, built),
+                           Budget(deadline=time.monotonic() + 1.1 * remaining + 1.0))
             s.rounds += 1
             if isinstance(done, Stopped):  # CP-SAT overran its own limit (presolve of huge models)
                 s.overran = True
@@ -432,14 +341,22 @@ class CpSatExtractor:
             return Extraction("greedy", selection, dag_cost(problem, selection), ExtractStatus.HEURISTIC, 0.0)
         return best_greedy(problem)
 
-    def _solver(self, seconds: float) -> cp_model.CpSolver:
+    def threads(self, variables: int) -> int:
+        """CP-SAT threads for a model of `variables` Booleans: `workers`, but one above
+        `HELPERS_MAX_VARIABLES` (there the helpers slowed the full-LP search: Inception-v3 k2
+        2.8 → 9.2 s, NasNet-A k1's gap 1.6 → 2.4 %; BENCHMARKS.md, session 18)."""
+        return self.workers if variables <= HELPERS_MAX_VARIABLES else 1
+
+    def _solver(self, seconds: float, variables: int) -> cp_model.CpSolver:
         solver = cp_model.CpSolver()
         solver.parameters.max_time_in_seconds = seconds
-        solver.parameters.num_workers = 1  # two CP-SAT workers drop the full-LP one: slower here
         solver.parameters.catch_sigint_signal = False  # interrupts are the supervisor's (eqdsl.worker)
         # The bound comes from the LP relaxation, and level 2 puts every constraint of the DAG
         # model in it: TENSAT's BERT/NasRNN e-graphs prove optimal in seconds instead of never.
         solver.parameters.linearization_level = 2
+        solver.parameters.num_workers = self.threads(variables)
+        if solver.parameters.num_workers > 1:  # the one full search is the full-LP one; the other threads help it
+            solver.parameters.subsolvers.append("max_lp")
         return solver
 
     @staticmethod

@@ -36,7 +36,7 @@ from __future__ import annotations
 import math
 import random
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import ClassVar
 
 from eqdsl.egglog.session import EGraphSession, StepResult
@@ -258,5 +258,7 @@ class MctsScheduler:
 
 
 def build_mcts(cfg: MctsConfig, context: ScheduleContext) -> MctsScheduler:
-    extractor = make_extractor(cfg.main_extract, context.extract, "schedule.main_extract")
+    # one CP-SAT thread: rollouts price many small e-graphs (helper threads cost more than they
+    # give there) and a seeded search must replay the same rewards
+    extractor = make_extractor(cfg.main_extract, replace(context.extract, workers=1), "schedule.main_extract")
     return MctsScheduler(cfg.limits(cfg.max_steps), cfg, extractor, context.params)
