@@ -4,7 +4,8 @@ For each graph: DAG cost of every extractor relative to the best cost found in t
 status (optimal / feasible / heuristic), CP-SAT's gap, and seconds. CP-SAT variants:
   cpsat        eqdsl's default: pruned nodes and cycle conflicts as exit clauses (eqdsl.extract.prune),
                `hybrid` acyclicity (no order variables and lazy cycle cuts for a third of the time,
-               then order variables), CP-SAT on min(2, cores) threads: the full-LP search + helpers
+               then order variables), CP-SAT on 3 threads (2+ cores): full-LP search, the same on the
+               symmetry-folded LP, neighbourhood search
   cpsat-1w     the same on one CP-SAT thread (the default before session 18)
   cpsat-order  the model before cycle conflicts: pruned nodes, order variables on cyclic components
   cpsat-unpruned  the model before eqdsl.extract.prune: only unusable nodes removed

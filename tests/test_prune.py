@@ -8,7 +8,7 @@ import time
 from hypothesis import HealthCheck, given, settings
 
 from eqdsl.extract.bound import dag_lower_bound
-from eqdsl.extract.cpsat import HELPERS_MAX_VARIABLES, CpSatExtractor, cyclic_components
+from eqdsl.extract.cpsat import CpSatExtractor, cyclic_components
 from eqdsl.extract.egraph import (
     CyclicSelection,
     ExtractionProblem,
@@ -91,14 +91,14 @@ SHARED_LOOP = egraph({
 }, ["root", "r2"])
 
 
-def test_one_or_two_threads_prove_the_shared_loop_optimal():
+def test_one_two_or_three_threads_prove_the_shared_loop_optimal():
     p = problem_from_json(SHARED_LOOP)
     assert cyclic_components(p, prune(p, incumbent=12, deadline=far_future()).class_nodes)
-    for workers in (1, 2):
+    for workers in (1, 2, 3):
         extractor = CpSatExtractor(time_limit_s=5, workers=workers)
-        params = extractor._solver(5, variables=100).parameters
-        assert params.num_workers == workers and list(params.subsolvers) == (["max_lp"] if workers > 1 else [])
-        assert extractor._solver(5, variables=HELPERS_MAX_VARIABLES + 1).parameters.num_workers == 1
+        params = extractor._solver(5).parameters
+        assert params.num_workers == workers
+        assert list(params.subsolvers) == ([] if workers == 1 else ["max_lp", "max_lp_sym"])
         e = extractor.extract(p)
         assert e.status is ExtractStatus.OPTIMAL and e.cost == 12  # split0(split(g(z))) and h(z)
 

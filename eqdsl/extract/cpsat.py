@@ -16,14 +16,11 @@ Before the model, `eqdsl.extract.prune` removes what an optimal program provably
 (unusable, dominated, dearer than the warm start, cycle-closing nodes; the result's note says how
 many each step removed), often leaving no cyclic component at all. A greedy solution is the warm
 start and the fallback, so a time limit returns the best valid program found with CP-SAT's proven
-bound; the result is never cyclic or incomplete. `workers` is CP-SAT's thread count (default: 2
-where there are two cores): one thread runs the full-LP search (`max_lp`: every constraint in the
-LP, which is what proves TENSAT e-graphs optimal), the others CP-SAT's neighbourhood searches,
-whose fixings shrink the model the first thread works on (BENCHMARKS.md, session 18: VGG-19 k1
-3.2 → 0.2 s, ResNeXt-50 k1 40 → 20 s; CP-SAT's default portfolio drops the full-LP worker and was
-slower everywhere); models of over 10,000 Booleans get one thread, where the helpers slowed it
-down. With several threads CP-SAT is not deterministic: a proven optimum's cost is
-the same every run, a time-limited result may differ.
+bound; the result is never cyclic or incomplete. `workers` is CP-SAT's thread count
+(`DEFAULT_WORKERS`: 3 where there are two cores or more, else 1): a portfolio of two complete
+full-LP searches, one of them on the LP folded by the model's symmetries, plus neighbourhood
+searches; one thread runs the full-LP search alone. With several threads CP-SAT is not
+deterministic: a proven optimum's cost is the same every run, a time-limited result may differ.
 """
 from __future__ import annotations
 
@@ -75,8 +72,13 @@ class _Search:
         self.proven = optimal
 
 
-DEFAULT_WORKERS = min(2, os.cpu_count() or 1)  # CP-SAT threads: one full-LP search, the rest helpers
-HELPERS_MAX_VARIABLES = 10_000  # larger models (after pruning) are solved on one thread
+# CP-SAT threads. With two or more, two complete searches, both with every constraint in the LP:
+# as is, and folded by the model's symmetries (the repeated blocks of CNNs: NasNet-A k1 proves
+# optimal; alone it never closes BERT's last unit of gap); threads past two run CP-SAT's
+# neighbourhood searches, whose fixings shrink the model (VGG-19 k1 3.3 → 0.1 s). Three threads
+# on two cores beat two (BENCHMARKS.md, session 18).
+DEFAULT_WORKERS = 3 if (os.cpu_count() or 1) >= 2 else 1
+FULL_SEARCHES = ("max_lp", "max_lp_sym")
 
 
 def dfs_filter_list(problem: ExtractionProblem, class_nodes: dict[int, list[int]]) -> set[int]:
@@ -266,7 +268,7 @@ class CpSatExtractor:
         search = self._search(problem, built, "order" if self.plain else self.acyclic, warm, floor, (t0, deadline))
         result = self._result(problem, search.best, search.cost, search.bound, search.proven, search.from_solver,
                               time.perf_counter() - t0, search.rounds, search.cuts, pruning)
-        result = replace(result, note=f"{result.note}; CP-SAT threads: {self.threads(len(built.x))}")
+        result = replace(result, note=f"{result.note}; CP-SAT threads: {self.workers}")
         if search.ordered_late:
             result = replace(result, note=f"{result.note}; order variables added after {search.ordered_late} "
                                           "round(s) without them")
@@ -287,7 +289,7 @@ class CpSatExtractor:
         s = _Search(warm.selection, warm.cost, floor if floor > 0 else -math.inf)
         ordered = acyclic == "order"
         while (remaining := deadline - time.perf_counter()) > 0:
-            solver = self._solver(remaining, len(built.x))
+            solver = self._solver(remaining)
             self._hint(built, s.best)
             done = guarded(lambda solver=solver: _solve(solver, built),
                            Budget(deadline=time.monotonic() + 1.1 * remaining + 1.0))
@@ -341,22 +343,17 @@ class CpSatExtractor:
             return Extraction("greedy", selection, dag_cost(problem, selection), ExtractStatus.HEURISTIC, 0.0)
         return best_greedy(problem)
 
-    def threads(self, variables: int) -> int:
-        """CP-SAT threads for a model of `variables` Booleans: `workers`, but one above
-        `HELPERS_MAX_VARIABLES` (there the helpers slowed the full-LP search: Inception-v3 k2
-        2.8 → 9.2 s, NasNet-A k1's gap 1.6 → 2.4 %; BENCHMARKS.md, session 18)."""
-        return self.workers if variables <= HELPERS_MAX_VARIABLES else 1
-
-    def _solver(self, seconds: float, variables: int) -> cp_model.CpSolver:
+    def _solver(self, seconds: float) -> cp_model.CpSolver:
         solver = cp_model.CpSolver()
         solver.parameters.max_time_in_seconds = seconds
         solver.parameters.catch_sigint_signal = False  # interrupts are the supervisor's (eqdsl.worker)
         # The bound comes from the LP relaxation, and level 2 puts every constraint of the DAG
         # model in it: TENSAT's BERT/NasRNN e-graphs prove optimal in seconds instead of never.
         solver.parameters.linearization_level = 2
-        solver.parameters.num_workers = self.threads(variables)
-        if solver.parameters.num_workers > 1:  # the one full search is the full-LP one; the other threads help it
-            solver.parameters.subsolvers.append("max_lp")
+        solver.parameters.num_workers = self.workers
+        if self.workers > 1:
+            solver.parameters.subsolvers.extend(FULL_SEARCHES)
+            solver.parameters.num_full_subsolvers = min(self.workers, len(FULL_SEARCHES))
         return solver
 
     @staticmethod

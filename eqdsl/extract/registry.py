@@ -73,7 +73,7 @@ class ExtractConfig:
                                     "greedy, greedy-dag or null")
     compare: tuple[str, ...] = option(("greedy", "greedy-dag"), lambda v: _extractor_list(v),
                                       lambda: "a list of extractors from " + names(extractor_names)(), tuple)
-    # CP-SAT threads: one full-LP search, the others its neighbourhood-search helpers
+    # CP-SAT threads: two full-LP searches (plain, symmetry-folded), the rest neighbourhood search
     workers: int = option(DEFAULT_WORKERS, int_at_least(1), "an int ≥ 1")
 
 
