@@ -142,7 +142,7 @@ def _forbid_pairs(built: _Model, pairs: tuple[tuple[int, int], ...]) -> None:
     with n, D is present and its node is one whose terms avoid C: `x_n → OR(D's nodes not paired
     with n)`. With one node per class this implies `x_n + x_m ≤ 1`, and it is stronger: D must
     be picked (the relaxation without order variables otherwise skips D through a cycle).
-    BENCHMARKS.md: NasNet-A k1's gap after 60 s 13.5 % (pair clauses) → 2.4 %."""
+    BENCHMARKS.md: NasNet-A k1's gap after 60 s on one thread 13.5 % (pair clauses) → 1.6–2.2 %."""
     eclass = {i: c for c, nodes in built.class_nodes.items() for i in nodes}
     paired: dict[tuple[int, int], set[int]] = {}
     for a, b in pairs:
