@@ -6,7 +6,7 @@ status (optimal / feasible / heuristic), CP-SAT's gap, and seconds. CP-SAT varia
                `hybrid` acyclicity (no order variables and lazy cycle cuts for a third of the time,
                then order variables), CP-SAT on 3 threads (2+ cores): full-LP search, the same on the
                symmetry-folded LP, neighbourhood search
-  cpsat-1w     the same on one CP-SAT thread (the default before session 18)
+  cpsat-1w     the same on one CP-SAT thread (session 17's default raced this against cpsat-order)
   cpsat-order  the model before cycle conflicts: pruned nodes, order variables on cyclic components
   cpsat-unpruned  the model before eqdsl.extract.prune: only unusable nodes removed
   cpsat-plain  the textbook model: order variables on every class, no pruning
