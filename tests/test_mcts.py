@@ -82,3 +82,25 @@ def test_bad_mcts_settings_name_the_key(tmp_path, schedule, path, message):
         load_config(cfg)
     d = info.value.diagnostics[0]
     assert d.path.endswith(path) and message in d.message, (d.path, d.message)
+
+
+def test_an_exact_main_extractor_prices_only_each_rollouts_last_state(monkeypatch):
+    """cpsat's minimum costs never rise as the e-graph grows, so a rollout's cost decreases sum to
+    its first cost minus its last: pricing the last state alone gives the same search."""
+    from eqdsl.extract.cpsat import CpSatExtractor
+    from eqdsl.schedule import mcts
+
+    priced = []
+    extract = CpSatExtractor.extract
+    monkeypatch.setattr(CpSatExtractor, "extract", lambda self, p: priced.append(1) or extract(self, p))
+    config = MctsConfig(budget=6, max_sim_steps=4, node_limit=600, seed=2, main_extract="cpsat")
+    last_only = _nasrnn(config)
+    fewer = len(priced)
+    monkeypatch.setattr(mcts, "is_exact", lambda name: False)
+    priced.clear()
+    every_step = _nasrnn(config)
+    assert [(s.rule, s.visits, s.cost) for s in last_only.outcome.steps] == \
+        [(s.rule, s.visits, s.cost) for s in every_step.outcome.steps]
+    assert [s.mean_reward for s in last_only.outcome.steps] == \
+        pytest.approx([s.mean_reward for s in every_step.outcome.steps])
+    assert last_only.best.cost == every_step.best.cost and fewer < len(priced)

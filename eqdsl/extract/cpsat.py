@@ -6,8 +6,9 @@ the other node's class to pick a node that is in no conflict with it (`_forbid_p
 minimise Σ cost·x. Acyclicity, selectable:
 - `order`: an integer topological position per class, `x_n ⇒ t[class] > t[child]` (TENSAT eq. 4);
 - `lazy`: solve without order variables, find the cycles in the chosen program, forbid each
-  (Σ x over the cycle's nodes ≤ len − 1), re-solve warm-started, until the program is acyclic;
-  two-node cycles are forbidden up front;
+  cycle of classes (`_forbid_class_cycle`: not all of its k edges, ≤ k − 1, whichever nodes
+  make them), re-solve warm-started, until the program is acyclic; two-node cycles are
+  forbidden up front;
 - `hybrid` (default): `lazy` for the first third of the time limit, then order variables are
   added to the same model (cuts kept) — the cycle conflicts make the model without order
   variables pick an acyclic program in one round on most TENSAT e-graphs, much faster than `order`;
@@ -187,6 +188,18 @@ def cyclic_components(problem: ExtractionProblem, class_nodes: dict[int, list[in
     return graphs.cyclic_components(edges)
 
 
+def _forbid_class_cycle(problem: ExtractionProblem, built: _Model, classes: list[int]) -> None:
+    """A cycle of classes c0 → c1 → … → c0 (each c_{i+1} a child of c_i's chosen node) cannot
+    have all its edges in an acyclic program: Σ_i Σ_{n in c_i with child c_{i+1}} x_n ≤ k − 1.
+    Each class picks at most one node, so each inner sum is 0 or 1 — the cut forbids every
+    node-level cycle through these classes at once (a class with 56 alternatives would otherwise
+    need one cut per combination)."""
+    edges = []
+    for a, b in zip(classes, classes[1:] + classes[:1]):
+        edges += [built.x[n] for n in built.class_nodes[a] if b in problem.nodes[n].children]
+    built.model.Add(sum(edges) <= len(classes) - 1)
+
+
 def _forbid_two_cycles(m, problem, class_nodes, x) -> None:
     points_to: dict[tuple[int, int], list[int]] = {}
     for i in x:
@@ -259,10 +272,13 @@ class CpSatExtractor:
         floor = self._floor(problem, class_nodes, warm)
         # one acyclic program only (every needed class has one usable node), or the warm start
         # meets the lower bound: nothing to solve
-        if (self.acyclic != "filter-list" and all(len(n) == 1 for n in class_nodes.values())) or warm.cost <= floor:
-            note = pruning + ("; the warm start meets the DAG lower bound" if warm.cost <= floor else "")
-            return self._result(problem, warm.selection, warm.cost, warm.cost, True, False,
-                                time.perf_counter() - t0, 0, 0, note)
+        if self.acyclic != "filter-list" and all(len(n) == 1 for n in class_nodes.values()):
+            only = restrict(problem, {c: nodes[0] for c, nodes in class_nodes.items()})
+            cost = dag_cost(problem, only)
+            return self._result(problem, only, cost, cost, True, False, time.perf_counter() - t0, 0, 0, pruning)
+        if warm.cost <= floor:
+            return self._result(problem, warm.selection, warm.cost, warm.cost, True, False, time.perf_counter() - t0,
+                                0, 0, pruning + "; the warm start meets the DAG lower bound")
         built = _build(problem, class_nodes, self.acyclic, self.plain)
         _forbid_pairs(built, conflicts)
         search = self._search(problem, built, "order" if self.plain else self.acyclic, warm, floor, (t0, deadline))
@@ -308,7 +324,7 @@ class CpSatExtractor:
             if not cycles:
                 s.take(problem, found[0], status == cp_model.OPTIMAL)
                 return s
-            s.cuts += self._cut(built, cycles)
+            s.cuts += self._cut(problem, built, cycles)
             late = status != cp_model.OPTIMAL or time.perf_counter() - start > LAZY_SHARE * self.time_limit_s
             if acyclic == "hybrid" and late:
                 _add_order(built.model, problem, built.class_nodes, built.x)
@@ -364,9 +380,9 @@ class CpSatExtractor:
             built.model.AddHint(var, i in chosen)
 
     @staticmethod
-    def _cut(built: _Model, cycles: list[list[int]]) -> int:
+    def _cut(problem: ExtractionProblem, built: _Model, cycles: list[list[int]]) -> int:
         for cycle in cycles:
-            built.model.Add(sum(built.x[i] for i in cycle) <= len(cycle) - 1)
+            _forbid_class_cycle(problem, built, [problem.nodes[i].eclass for i in cycle])
         return len(cycles)
 
     def _result(self, problem, best, best_cost, bound, proven, from_solver, seconds, rounds, cuts, pruning):

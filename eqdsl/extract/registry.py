@@ -27,6 +27,7 @@ class ExtractorKind:
     make: Callable[[ExtractConfig], Extractor]
     summary: str
     dag_cost: bool = True  # minimises DAG cost (shared subterms counted once), not tree cost
+    exact: bool = False  # returns the minimum, where it proves it (so costs never rise as an e-graph grows)
 
 
 EXTRACTORS: dict[str, ExtractorKind] = {}
@@ -43,6 +44,12 @@ def extractor_names() -> list[str]:
 
 def dag_extractor_names() -> list[str]:
     return [name for name in extractor_names() if EXTRACTORS[name].dag_cost]
+
+
+def is_exact(name: str) -> bool:
+    """`name` (a registered extractor) returns the minimum DAG cost wherever it proves it."""
+    _load_plugins()
+    return EXTRACTORS[name].exact
 
 
 _plugins_loaded = False
@@ -94,4 +101,4 @@ register_extractor(ExtractorKind("greedy-ocf", lambda cfg: GreedyOcfExtractor(),
                                  "PACT 2024's OCF: greedy with node sets, iterated to a fixpoint (DAG cost)"))
 register_extractor(ExtractorKind(
     "cpsat", lambda cfg: CpSatExtractor(cfg.time_limit_s, cfg.acyclic, cfg.warm_start, cfg.workers),
-    "OR-Tools CP-SAT: proven-optimal DAG cost, or a labelled feasible result at the time limit"))
+    "OR-Tools CP-SAT: proven-optimal DAG cost, or a labelled feasible result at the time limit", exact=True))
