@@ -151,6 +151,34 @@ def test_dag_lower_bound_never_exceeds_the_optimum(data):
         assert dag_lower_bound(p, usable_nodes(p)) <= best + 1e-9
 
 
+# Two layers of a chain whose classes can also be cut out of a concat of both (TENSAT's
+# split/concat identities): L1 = split0(split(concat(L1, L2))) loops through L2 and back.
+LAYERS = egraph({
+    "in": ("in", "cin", [], 0), "pad": ("pad", "cpad", [], 0),
+    "conv1": ("conv", "L1", ["in"], 100), "cut1": ("split0", "L1", ["s"], 0),
+    "conv2": ("conv", "L2", ["conv1"], 100), "cut2": ("split1", "L2", ["s"], 0),
+    "s": ("split", "S", ["cat"], 0),
+    "cat": ("concat", "C", ["conv1", "conv2"], 1), "both": ("both", "C", ["pad"], 500),
+}, ["L2"])
+
+
+def test_dag_lower_bound_settles_a_loop_at_its_real_cost():
+    """Iterated from 0 (session 19's bound) the loop priced L2 at 3 through itself; settled
+    cheapest-first, a class is never priced through itself."""
+    p = problem_from_json(LAYERS)
+    assert dag_lower_bound(p, usable_nodes(p)) == brute_force(p) == 200
+
+
+def test_dag_lower_bound_is_below_cpsats_optimum_on_cyclic_egraphs():
+    from synthetic import tensat_like
+
+    for seed in range(1, 5):
+        p = problem_from_json(tensat_like(80, seed=seed, partners=4))
+        e = CpSatExtractor(time_limit_s=20, workers=1).extract(p)
+        assert e.status is ExtractStatus.OPTIMAL
+        assert dag_lower_bound(p, usable_nodes(p)) <= e.cost + 1e-9
+
+
 def test_matrix_chain_is_proven_optimal_by_the_bound_without_a_solve():
     from synthetic import matrix_chain
 

@@ -7,8 +7,16 @@ class sets (in the e-graph, over the usable nodes) are disjoint. So
     lb(c) = min over c's nodes of lb(n),
 and the roots combine the same way. Without sharing (a matrix chain) this is the tree-cost
 optimum, so a greedy solution that meets it is proven optimal at once; with sharing everywhere
-it degrades gracefully to a longest-path bound. Iterated from 0 upwards, every iterate is valid
-(cycles included); reach sets are int bitsets.
+it degrades gracefully to a longest-path bound. Reach sets are int bitsets.
+
+The bound is the least solution of these equations, computed in Knuth's generalisation of
+Dijkstra's algorithm: lb(n) ≥ cost(n) + max over its children ≥ each child's lb, so classes are
+settled cheapest first, a node is priced once its children are settled, and a class keeps the
+first price it gets. Valid: for any acyclic program and any class c in it, the program's part
+below c costs ≥ lb(c) (by induction children first: disjoint reach means disjoint parts, and c's
+node there was priced no lower than c's bound), cycles included — a cycle never settles a class
+(iterating from 0 instead crept up by one loop per pass: VGG-19 k2's split/concat loops held it
+at 25 % of the optimum; settled exactly, it equals the optimum: BENCHMARKS.md, session 20).
 
 Contract: `dag_lower_bound(problem, class_nodes, max_classes)` returns a bound ≤ the optimal DAG
 cost of the program restricted to `class_nodes`, or 0.0 for negative costs or more than
@@ -16,31 +24,51 @@ cost of the program restricted to `class_nodes`, or 0.0 for negative costs or mo
 """
 from __future__ import annotations
 
+import heapq
+
 from eqdsl import graphs
 from eqdsl.extract.egraph import ExtractionProblem
 
 ClassNodes = dict[int, list[int]]
 MAX_CLASSES = 30_000
-MAX_PASSES = 8
 
 
 def dag_lower_bound(problem: ExtractionProblem, class_nodes: ClassNodes, max_classes: int = MAX_CLASSES) -> float:
     if problem.has_negative_costs or len(class_nodes) > max_classes:
         return 0.0
     kids = {c: sorted({k for i in nodes for k in problem.nodes[i].children}) for c, nodes in class_nodes.items()}
-    components = _components(kids)
-    order = [c for group in components for c in group]
-    reach = _reach(components, kids)
-    lb = dict.fromkeys(class_nodes, 0.0)
-    for _ in range(MAX_PASSES if any(len(g) > 1 for g in components) else 1):
-        changed = False
-        for c in order:
-            best = min(problem.nodes[i].cost + _combine(problem.nodes[i].children, lb, reach) for i in class_nodes[c])
-            if best > lb[c]:
-                lb[c], changed = best, True
-        if not changed:
-            break
+    reach = _reach(_components(kids), kids)
+    lb = _settle(problem, class_nodes, reach)
+    if any(r not in lb for r in problem.roots):
+        return 0.0  # no acyclic program (the extractor reports that itself)
     return _combine(problem.roots, lb, reach)
+
+
+def _settle(problem: ExtractionProblem, class_nodes: ClassNodes, reach: dict[int, int]) -> dict[int, float]:
+    """Each class with an acyclic term → its bound, cheapest classes settled first."""
+    users: dict[int, list[int]] = {c: [] for c in class_nodes}
+    waiting: dict[int, int] = {}
+    heap: list[tuple[float, int]] = []
+    for c, nodes in class_nodes.items():
+        for i in nodes:
+            children = set(problem.nodes[i].children)
+            waiting[i] = len(children)
+            for k in children:
+                users[k].append(i)
+            if not children:
+                heapq.heappush(heap, (problem.nodes[i].cost, c))
+    lb: dict[int, float] = {}
+    while heap:
+        value, c = heapq.heappop(heap)
+        if c in lb:
+            continue
+        lb[c] = value
+        for i in users[c]:
+            waiting[i] -= 1
+            node = problem.nodes[i]
+            if waiting[i] == 0 and node.eclass not in lb:
+                heapq.heappush(heap, (node.cost + _combine(node.children, lb, reach), node.eclass))
+    return lb
 
 
 def _components(kids: dict[int, list[int]]) -> list[list[int]]:
