@@ -154,6 +154,7 @@ def test_cli_extract_prints_status_and_writes_choices(tmp_path, run_cli):
     code, out, err = run_cli("extract", f, "--extractor", "cpsat", "--time-limit", "5", "--out", out_file)
     assert code == 0, err
     assert "cost 10, status optimal, bound 10" in out
+    assert "acyclic=hybrid" in out  # the config's default, not a CLI-only one
     assert json.loads(out_file.read_text())["choices"] == {"r1": "p1", "r2": "p2", "cs": "s", "cx": "x"}
 
 

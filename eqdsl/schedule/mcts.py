@@ -18,9 +18,10 @@ iteration each (`path`); an action is one rule (single- or multi-pattern). One s
   visit (from the expanded node, a rule that lowers the cost at once scored 0.015 against 0.107
   for one that merely let later rollouts find that rule: measured on NasRNN). Costs are the
   main extractor's (`main_extract`), cached by e-graph state (the rules applied since the
-  input, in order; a child whose rule changed nothing has its parent's). An exact main extractor (cpsat) gives minimum costs, which never rise as
-  the e-graph grows, so the rollout's decreases sum to its first cost minus its last: only the
-  last state is priced (the same reward wherever each pricing proves optimal; BENCHMARKS.md);
+  input, in order; a child whose rule changed nothing has its parent's). An exact main
+  extractor (cpsat) gives minimum costs, which never rise as the e-graph grows, so the
+  rollout's decreases sum to its first cost minus its last: only the last state is priced
+  (the same reward wherever each pricing proves optimal; BENCHMARKS.md);
 - backpropagation of visits and rewards to the root.
 Every state is reached with egglog push, replay of its path, pop. After `budget` iterations the
 root's child of best mean reward is applied to the real e-graph (an iteration of `LimitedLoop`:
