@@ -19,8 +19,9 @@ node there was priced no lower than c's bound), cycles included — a cycle neve
 at 25 % of the optimum; settled exactly, it equals the optimum: BENCHMARKS.md, session 20).
 
 Contract: `dag_lower_bound(problem, class_nodes, max_classes)` returns a bound ≤ the optimal DAG
-cost of the program restricted to `class_nodes`, or 0.0 for negative costs or more than
-`max_classes` classes (the reach sets would take too much memory).
+cost of the program restricted to `class_nodes`, or 0.0 for negative costs, more than
+`max_classes` classes (the reach sets would take too much memory) or a root without an acyclic
+program there.
 """
 from __future__ import annotations
 
