@@ -188,7 +188,8 @@ def cyclic_components(problem: ExtractionProblem, class_nodes: dict[int, list[in
     return graphs.cyclic_components(edges)
 
 
-def _forbid_class_cycle(problem: ExtractionProblem, built: _Model, classes: list[int]) -> None:
+def _forbid_class_cycle(m, problem: ExtractionProblem, class_nodes: dict[int, list[int]], x,
+                        classes: list[int]) -> None:
     """A cycle of classes c0 → c1 → … → c0 (each c_{i+1} a child of c_i's chosen node) cannot
     have all its edges in an acyclic program: Σ_i Σ_{n in c_i with child c_{i+1}} x_n ≤ k − 1.
     Each class picks at most one node, so each inner sum is 0 or 1 — the cut forbids every
@@ -196,20 +197,16 @@ def _forbid_class_cycle(problem: ExtractionProblem, built: _Model, classes: list
     need one cut per combination)."""
     edges = []
     for a, b in zip(classes, classes[1:] + classes[:1]):
-        edges += [built.x[n] for n in built.class_nodes[a] if b in problem.nodes[n].children]
-    built.model.Add(sum(edges) <= len(classes) - 1)
+        edges += [x[n] for n in class_nodes[a] if b in problem.nodes[n].children]
+    m.Add(sum(edges) <= len(classes) - 1)
 
 
 def _forbid_two_cycles(m, problem, class_nodes, x) -> None:
-    points_to: dict[tuple[int, int], list[int]] = {}
-    for i in x:
-        for child in set(problem.nodes[i].children):
-            points_to.setdefault((problem.nodes[i].eclass, child), []).append(i)
-    for (a, b), nodes in points_to.items():
-        if a < b:
-            for back in points_to.get((b, a), []):
-                for i in nodes:
-                    m.AddBoolOr([x[i].Not(), x[back].Not()])
+    """Every two classes that point at each other: one class-cycle cut (`_forbid_class_cycle`)."""
+    edges = {(problem.nodes[i].eclass, child) for i in x for child in problem.nodes[i].children}
+    for a, b in sorted(edges):
+        if a < b and (b, a) in edges:
+            _forbid_class_cycle(m, problem, class_nodes, x, [a, b])
 
 
 def _solve(solver: cp_model.CpSolver, built: _Model) -> tuple[int, tuple[Selection, float] | None]:
@@ -383,7 +380,8 @@ class CpSatExtractor:
     @staticmethod
     def _cut(problem: ExtractionProblem, built: _Model, cycles: list[list[int]]) -> int:
         for cycle in cycles:
-            _forbid_class_cycle(problem, built, [problem.nodes[i].eclass for i in cycle])
+            _forbid_class_cycle(built.model, problem, built.class_nodes, built.x,
+                                [problem.nodes[i].eclass for i in cycle])
         return len(cycles)
 
     def _result(self, problem, best, best_cost, bound, proven, from_solver, seconds, rounds, cuts, pruning):

@@ -109,10 +109,14 @@ class MctsScheduler:
     costs: dict[tuple[str, ...], float] = field(default_factory=dict)  # state (rules since the input) → cost
     applied: tuple[str, ...] = ()
     rules: tuple[str, ...] = ()  # every rule of the language: the actions (set by `run`)
-    telescopes: bool = False  # the main extractor is exact: a rollout prices only its last state
 
     def __post_init__(self) -> None:
         self.rng = random.Random(self.cfg.seed)
+
+    @property
+    def telescopes(self) -> bool:
+        """The main extractor is exact: a rollout prices only its last state."""
+        return is_exact(self.cfg.main_extract)
 
     def run(self, session: EGraphSession, progress: ProgressFn | None = None) -> ScheduleOutcome:
         loop = LimitedLoop(session, self.limits, count_classes=False)
@@ -276,5 +280,4 @@ def build_mcts(cfg: MctsConfig, context: ScheduleContext) -> MctsScheduler:
     # one CP-SAT thread: rollouts price many small e-graphs (helper threads cost more than they
     # give there) and a seeded search must replay the same rewards
     extractor = make_extractor(cfg.main_extract, replace(context.extract, workers=1), "schedule.main_extract")
-    return MctsScheduler(cfg.limits(cfg.max_steps), cfg, extractor, context.params,
-                         telescopes=is_exact(cfg.main_extract))
+    return MctsScheduler(cfg.limits(cfg.max_steps), cfg, extractor, context.params)
