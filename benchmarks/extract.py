@@ -4,9 +4,11 @@ For each graph: DAG cost of every extractor relative to the best cost found in t
 status (optimal / feasible / heuristic), CP-SAT's gap, and seconds. CP-SAT variants:
   cpsat        eqdsl's default: pruned nodes and cycle conflicts as exit clauses (eqdsl.extract.prune),
                `hybrid` acyclicity (no order variables and lazy cycle cuts for a third of the time,
-               then order variables), CP-SAT on 3 threads (2+ cores): full-LP search, the same on the
-               symmetry-folded LP, neighbourhood search
+               then order variables), CP-SAT on 2 threads (2+ cores): full-LP search on the
+               symmetry-folded LP, the same on the plain LP
   cpsat-1w     the same on one CP-SAT thread (session 17's default raced this against cpsat-order)
+  cpsat-3w     the same on three threads, the third running neighbourhood searches (the default
+               of sessions 18–20, then with the plain-LP search listed first)
   cpsat-order  the model before cycle conflicts: pruned nodes, order variables on cyclic components
   cpsat-unpruned  the model before eqdsl.extract.prune: only unusable nodes removed
   cpsat-plain  the textbook model: order variables on every class, no pruning
@@ -45,6 +47,7 @@ def extractors(time_limit: float) -> dict:
         "cpsat": CpSatExtractor(time_limit),
         "cpsat-order": CpSatExtractor(time_limit, "order", conflicts=False),
         "cpsat-1w": CpSatExtractor(time_limit, workers=1),
+        "cpsat-3w": CpSatExtractor(time_limit, workers=3),
         "cpsat-unpruned": CpSatExtractor(time_limit, "order", prune=False),
         "cpsat-plain": CpSatExtractor(time_limit, "order", plain=True),
         "cpsat-lazy": CpSatExtractor(time_limit, "lazy"),

@@ -98,7 +98,7 @@ def test_one_two_or_three_threads_prove_the_shared_loop_optimal():
         extractor = CpSatExtractor(time_limit_s=5, workers=workers)
         params = extractor._solver(5).parameters
         assert params.num_workers == workers
-        assert list(params.subsolvers) == ([] if workers == 1 else ["max_lp", "max_lp_sym"])
+        assert list(params.subsolvers) == ([] if workers == 1 else ["max_lp_sym", "max_lp"])
         e = extractor.extract(p)
         assert e.status is ExtractStatus.OPTIMAL and e.cost == 12  # split0(split(g(z))) and h(z)
 

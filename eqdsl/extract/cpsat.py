@@ -18,9 +18,9 @@ Before the model, `eqdsl.extract.prune` removes what an optimal program provably
 many each step removed), often leaving no cyclic component at all. A greedy solution is the warm
 start and the fallback, so a time limit returns the best valid program found with CP-SAT's proven
 bound; the result is never cyclic or incomplete. `workers` is CP-SAT's thread count
-(`DEFAULT_WORKERS`: 3 where there are two cores or more, else 1): a portfolio of two complete
-full-LP searches, one of them on the LP folded by the model's symmetries, plus neighbourhood
-searches; one thread runs the full-LP search alone. With several threads CP-SAT is not
+(`DEFAULT_WORKERS`: 2 where there are two cores or more, else 1): a portfolio of two complete
+full-LP searches, the first on the LP folded by the model's symmetries; threads past two run
+neighbourhood searches; one thread runs the full-LP search alone. With several threads CP-SAT is not
 deterministic: a proven optimum's cost is the same every run, a time-limited result may differ.
 """
 from __future__ import annotations
@@ -74,12 +74,13 @@ class _Search:
 
 
 # CP-SAT threads. With two or more, two complete searches, both with every constraint in the LP:
-# as is, and folded by the model's symmetries (the repeated blocks of CNNs: NasNet-A k1 proves
-# optimal; alone it never closes BERT's last unit of gap); threads past two run CP-SAT's
-# neighbourhood searches, whose fixings shrink the model (VGG-19 k1 3.3 → 0.1 s). Three threads
-# on two cores beat two (BENCHMARKS.md, session 18).
-DEFAULT_WORKERS = 3 if (os.cpu_count() or 1) >= 2 else 1
-FULL_SEARCHES = ("max_lp", "max_lp_sym")
+# on the LP folded by the model's symmetries (the repeated blocks of CNNs: NasNet-A k1 proves
+# optimal; alone it never closes BERT's last unit of gap) and as is. Listed in that order: the
+# order alone took ResNeXt-50 k1 from 19–20 s to 10–13 s. A third thread (CP-SAT's neighbourhood
+# searches) shared the two cores and slowed both; its one gain, VGG-19 k1 (3.3 → 0.1 s), is now
+# the lower bound's without a solve (BENCHMARKS.md, sessions 18 and 21).
+DEFAULT_WORKERS = 2 if (os.cpu_count() or 1) >= 2 else 1
+FULL_SEARCHES = ("max_lp_sym", "max_lp")
 
 
 def dfs_filter_list(problem: ExtractionProblem, class_nodes: dict[int, list[int]]) -> set[int]:
