@@ -161,18 +161,21 @@ def test_small_nasrnn_end_to_end(tmp_path, run_cli):
     assert report["schedule"]["iterations"][0]["matches"]
 
 
-def test_weight_only_subterms_cost_nothing(tmp_path):
+@pytest.mark.parametrize("weights", [
+    'concat(1, weight("a", [4, 3]), weight("b", [4, 5]))',
+    'concat(1, weight("a", [4, 3]), concat(1, weight("b", [4, 2]), weight("c", [4, 3])))',  # folded in turn
+])
+def test_weight_only_subterms_cost_nothing(tmp_path, weights):
     from eqdsl.config import load_config
     from eqdsl.pipeline import run_pipeline
 
     (tmp_path / "unit.yaml").write_text("name: unit\nparams: {gflops: 1, gbps: 1, launch_ns: 1}\n")
     cfg = tmp_path / "c.yaml"
     cfg.write_text("ruleset: tensat\ntarget: unit.yaml\n"
-                   "program: {text: 'program p: root matmul(0, input(\"x\", [2, 4]), "
-                   "concat(1, weight(\"a\", [4, 3]), weight(\"b\", [4, 5])))'}\n"
+                   f"program: {{text: 'program p: root matmul(0, input(\"x\", [2, 4]), {weights})'}}\n"
                    "schedule: {iter_limit: 0}\nextract: {method: greedy, compare: []}\n")
     result = run_pipeline(load_config(cfg))
-    # only the matmul is paid for (the weights' concat is folded): launch + max(flops, bytes)
+    # only the matmul is paid for (the weights' concats are folded): launch + max(flops, bytes)
     assert result.original_cost == 1 + max(2 * 16 * 4, 4 * (8 + 32 + 16))
 
 

@@ -54,6 +54,7 @@ def live_problem(data: dict, lowered: Lowered, params: dict[str, int] | None = N
     roots: list[tuple[int, str]] = []
     shapes: dict[str, Value] = {}
     values: dict[str, Value] = {}
+    decoded: dict[str, Value] = {}  # value class → its value
     rows = []
     value_nodes = {n["eclass"]: nid for nid, n in nodes.items() if _is_value(n["op"])}
     for nid, node in nodes.items():
@@ -62,8 +63,11 @@ def live_problem(data: dict, lowered: Lowered, params: dict[str, int] | None = N
             continue
         if op in lowered.root_rels:
             roots.append((_decode_value(kids[1], nodes), nodes[kids[0]]["eclass"]))
-        elif op in lowered.analysis_fns:
-            shapes[nodes[kids[0]]["eclass"]] = _decode_value(value_nodes[node["eclass"]], nodes)
+        elif op in lowered.analysis_fns:  # many classes share one shape value: decode it once
+            shape = decoded.get(node["eclass"])
+            if shape is None:
+                shape = decoded[node["eclass"]] = _decode_value(value_nodes[node["eclass"]], nodes)
+            shapes[nodes[kids[0]]["eclass"]] = shape
         elif op in lowered.op_of_egg:
             rows.append([nid, lowered.op_of_egg[op], node["eclass"], kids, 0.0, node.get("subsumed", False)])
         else:
@@ -108,18 +112,31 @@ def _operand_classes(lang: ir.Language, row, nodes: dict) -> list[str]:
 
 def constant_classes(lang: ir.Language, rows, nodes: dict) -> set[str]:
     """Classes computable before the program runs: a `const` operator's, or any class with a node
-    whose operands are all constant (TENSAT/TASO fold such subgraphs at inference time)."""
+    whose operands are all constant (TENSAT/TASO fold such subgraphs at inference time). One pass:
+    each row waits on its operand classes and is counted down as they become constant."""
+    known: list[str] = []  # classes found constant, not yet propagated
+    waiting: dict[str, list[int]] = {}  # operand class → rows that need it
+    missing: dict[int, int] = {}  # row → operand classes not yet known constant
+    for k, row in enumerate(rows):
+        if row[1] not in lang.ops:
+            continue
+        operands = set(_operand_classes(lang, row, nodes))
+        if lang.ops[row[1]].const:
+            known.append(row[2])
+        elif operands:
+            missing[k] = len(operands)
+            for c in operands:
+                waiting.setdefault(c, []).append(k)
     constant: set[str] = set()
-    changed = True
-    while changed:
-        changed = False
-        for row in rows:
-            if row[1] not in lang.ops or row[2] in constant:
-                continue
-            operands = _operand_classes(lang, row, nodes)
-            if lang.ops[row[1]].const or (operands and all(c in constant for c in operands)):
-                constant.add(row[2])
-                changed = True
+    while known:
+        c = known.pop()
+        if c in constant:
+            continue
+        constant.add(c)
+        for k in waiting.get(c, ()):
+            missing[k] -= 1
+            if missing[k] == 0:
+                known.append(rows[k][2])
     return constant
 
 
