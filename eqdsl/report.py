@@ -124,6 +124,34 @@ SHOWN_LINES = 40
 
 
 def print_summary(result: RunResult, console: Console) -> None:
+    _print_search(result, console)
+    if result.baselines is not None:
+        _print_baselines(result.baselines, result.best.cost, console)
+        _print_units(result, console)
+    lines = result.optimized_text.rstrip().splitlines()
+    console.print("\n".join(lines[:SHOWN_LINES]), markup=False)
+    if len(lines) > SHOWN_LINES:
+        console.print(f"… {len(lines) - SHOWN_LINES} more line(s): the whole program is in the output folder")
+    if result.measured is not None:
+        m = result.measured
+        rules = ", ".join(sorted(m.stats.rule_priced)) or "none"
+        console.print(f"costs measured on {m.device}: {len(m.stats.timed)} operator configuration(s) timed in "
+                      f"this run, {m.stats.cached} by earlier runs ({m.cache.path}); priced by cost rules (no "
+                      f"kernel): {rules}", markup=False)
+    if result.validation is not None:
+        style = "green" if result.validation.ok else "bold red"
+        console.print(f"[{style}]validation: {result.validation.message}[/]")
+    if result.execution is not None:
+        _print_execution(result, console)
+    if result.export is not None:
+        style = "green" if result.export.ok else "bold red"
+        console.print(f"export: {', '.join(result.export.files)}")
+        for line in result.export.summary:
+            console.print(f"[{style}]{line}[/]", markup=True, highlight=False)
+
+
+def _print_search(result: RunResult, console: Console) -> None:
+    """The schedule's outcome, every extractor's result, and the best program's gain."""
     outcome, best = _finished(result)[0], result.best
     console.print(f"[bold]{result.language.name}[/] / program [bold]{result.program.name}[/]: "
                   f"{outcome.start_nodes} → {outcome.nodes} e-nodes in {len(outcome.iterations)} "
@@ -142,41 +170,22 @@ def print_summary(result: RunResult, console: Console) -> None:
     console.print(f"original cost {result.original_cost:.12g} → best {best.cost:.12g} "
                   f"({_improvement(result.original_cost, best.cost):.2f} % cheaper, {best.method}, "
                   f"{best.status.value})")
-    if result.baselines is not None:
-        _print_baselines(result.baselines, best.cost, console)
-        _print_units(result, console)
-    lines = result.optimized_text.rstrip().splitlines()
-    console.print("\n".join(lines[:SHOWN_LINES]), markup=False)
-    if len(lines) > SHOWN_LINES:
-        console.print(f"… {len(lines) - SHOWN_LINES} more line(s): the whole program is in the output folder")
-    if result.measured is not None:
-        m = result.measured
-        rules = ", ".join(sorted(m.stats.rule_priced)) or "none"
-        console.print(f"costs measured on {m.device}: {len(m.stats.timed)} operator configuration(s) timed in "
-                      f"this run, {m.stats.cached} by earlier runs ({m.cache.path}); priced by cost rules (no "
-                      f"kernel): {rules}", markup=False)
-    if result.validation is not None:
-        style = "green" if result.validation.ok else "bold red"
-        console.print(f"[{style}]validation: {result.validation.message}[/]")
-    if result.execution is not None:
-        run = result.execution
-        style = "green" if run.ok else "bold red"
-        verdict = "agree" if run.ok else "DISAGREE"
-        console.print(f"[{style}]executed with eqdsl's {run.device} kernels: outputs {verdict} (largest relative "
-                      f"difference {run.max_error:.3g}); {run.original_ms:.2f} ms → {run.optimized_ms:.2f} ms "
-                      f"({run.speedup:.2f}×; cost model predicted {result.predicted_speedup:.2f}×), "
-                      f"median of {run.runs}[/]", highlight=False)
-        if run.fallback_ops:
-            console.print(f"  reference semantics (no kernel) for: {', '.join(run.fallback_ops)}", markup=False)
-        if run.input_scale < 1:
-            console.print(f"  inputs scaled by {run.input_scale:g}: unit-variance ones overflow float32 in the input "
-                          "program", markup=False)
-    if result.export is not None:
-        style = "green" if result.export.ok else "bold red"
-        console.print(f"export: {', '.join(result.export.files)}")
-        for line in result.export.summary:
-            console.print(f"[{style}]{line}[/]", markup=True, highlight=False)
 
+
+def _print_execution(result: RunResult, console: Console) -> None:
+    run = result.execution
+    assert run is not None
+    style = "green" if run.ok else "bold red"
+    verdict = "agree" if run.ok else "DISAGREE"
+    console.print(f"[{style}]executed with eqdsl's {run.device} kernels: outputs {verdict} (largest relative "
+                  f"difference {run.max_error:.3g}); {run.original_ms:.2f} ms → {run.optimized_ms:.2f} ms "
+                  f"({run.speedup:.2f}×; cost model predicted {result.predicted_speedup:.2f}×), "
+                  f"median of {run.runs}[/]", highlight=False)
+    if run.fallback_ops:
+        console.print(f"  reference semantics (no kernel) for: {', '.join(run.fallback_ops)}", markup=False)
+    if run.input_scale < 1:
+        console.print(f"  inputs scaled by {run.input_scale:g}: unit-variance ones overflow float32 in the input "
+                      "program", markup=False)
 
 RUN = "this run"
 
