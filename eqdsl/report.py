@@ -14,6 +14,7 @@ from pathlib import Path
 from rich.console import Console
 from rich.table import Table
 
+from eqdsl.execute.executor import ExecutionCheck
 from eqdsl.extract.egraph import ExtractionProblem
 from eqdsl.extract.result import Extraction
 from eqdsl.output import Scratch
@@ -142,7 +143,7 @@ def print_summary(result: RunResult, console: Console) -> None:
         style = "green" if result.validation.ok else "bold red"
         console.print(f"[{style}]validation: {result.validation.message}[/]")
     if result.execution is not None:
-        _print_execution(result, console)
+        _print_execution(result.execution, result.predicted_speedup, console)
     if result.export is not None:
         style = "green" if result.export.ok else "bold red"
         console.print(f"export: {', '.join(result.export.files)}")
@@ -172,14 +173,12 @@ def _print_search(result: RunResult, console: Console) -> None:
                   f"{best.status.value})")
 
 
-def _print_execution(result: RunResult, console: Console) -> None:
-    run = result.execution
-    assert run is not None
+def _print_execution(run: ExecutionCheck, predicted_speedup: float, console: Console) -> None:
     style = "green" if run.ok else "bold red"
     verdict = "agree" if run.ok else "DISAGREE"
     console.print(f"[{style}]executed with eqdsl's {run.device} kernels: outputs {verdict} (largest relative "
                   f"difference {run.max_error:.3g}); {run.original_ms:.2f} ms → {run.optimized_ms:.2f} ms "
-                  f"({run.speedup:.2f}×; cost model predicted {result.predicted_speedup:.2f}×), "
+                  f"({run.speedup:.2f}×; cost model predicted {predicted_speedup:.2f}×), "
                   f"median of {run.runs}[/]", highlight=False)
     if run.fallback_ops:
         console.print(f"  reference semantics (no kernel) for: {', '.join(run.fallback_ops)}", markup=False)
