@@ -5,9 +5,8 @@ filter, node limit 50000, 15 iterations) and the MCTS variants main/final extrac
 ILP/ILP (budget, sim depth, node limit 2000, c = 2·√2 as in the study), over `--seeds`. Prints the
 predicted speedup in TENSAT's and the study's convention (`tensat_speedup`: input cost ÷
 optimized cost − 1, in %) as mean ± sd over seeds, the points above TENSAT (mean and worst seed: the
-issue's goals), optimization seconds (schedule + extraction),
-and the paper's Table 2 numbers where the issue quotes them (A100, measured there on the GPU; ours
-are the A100 roofline).
+issue's goals), optimization seconds (schedule + extraction), and the paper's Table 2 numbers where
+the issue quotes them (A100, measured there on the GPU; ours are the A100 roofline).
 With `--sweep`, the runs go through eqdsl's sweep runner instead (one sweep per model under
 results/bench/mcts/<model>: `--workers` tasks at once, finished tasks kept across re-runs, the
 sweep's CSV, markdown and plots); the table is the same.
