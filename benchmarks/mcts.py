@@ -136,13 +136,13 @@ def through_sweeps(args) -> None:
         write_tables(sweep.output, sweep, results)
         write_plots(sweep.output, sweep, results)
         groups = _by_schedule(sweep, results)
-        tensat = next((statistics.mean(_speedups(runs)) for label, runs in groups.items() if label.startswith("TENSAT")),
-                      None)
+        gains = {label: _speedups(runs) for label, runs in groups.items()}
+        tensat = next((statistics.mean(g) for label, g in gains.items() if label.startswith("TENSAT")), None)
+        paper = PAPER.get(name)
         for label, runs in groups.items():
-            paper = PAPER.get(name)
             ref = "" if paper is None else (paper[0] if label.startswith("TENSAT") else paper[1] if "ILP/ILP" in label else "")
-            vs = "" if tensat is None or label.startswith("TENSAT") else versus(_speedups(runs), tensat)
-            print(f"| {name} | {label} | {stats(_speedups(runs))} | {vs} | "
+            vs = "" if tensat is None or label.startswith("TENSAT") else versus(gains[label], tensat)
+            print(f"| {name} | {label} | {stats(gains[label])} | {vs} | "
                   f"{statistics.mean(r['optimization_seconds'] for r in runs):.1f} | "
                   f"{statistics.mean(len(r['steps']) for r in runs):.1f} | {ref} |", flush=True)
 
