@@ -1,12 +1,14 @@
 """End to end: `eqdsl run` on the examples, the report, and bad configs."""
 from __future__ import annotations
 
+import gc
 import json
 import shutil
 
 import pytest
 
 from eqdsl.config import load_config
+from eqdsl.diagnostics import EqdslError
 from eqdsl.pipeline import run_pipeline
 
 from conftest import EXAMPLES
@@ -43,6 +45,19 @@ def test_optimized_program_reloads_and_costs_the_same(tmp_path):
                    "extract: {method: greedy, compare: []}\n")
     again = run_pipeline(load_config(cfg))
     assert again.original_cost == result.best.cost
+
+
+def test_a_run_leaves_the_garbage_collector_as_it_found_it(tmp_path):
+    """A run keeps full collections off while it works (see pipeline._no_full_collections) and
+    puts the thresholds back, also when the run fails."""
+    before = gc.get_threshold()
+    run_pipeline(load_config(EXAMPLES / "sharing" / "config.yaml"))
+    assert gc.get_threshold() == before
+    (tmp_path / "c.yaml").write_text("ruleset: arith\nprogram: {text: 'program p: root num(1)'}\n"
+                                     "schedule: {node_limit: 1}\n")
+    with pytest.raises(EqdslError):
+        run_pipeline(load_config(tmp_path / "c.yaml"))
+    assert gc.get_threshold() == before
 
 
 @pytest.mark.parametrize("yaml_text, message", [
