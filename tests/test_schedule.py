@@ -7,6 +7,7 @@ from eqdsl.diagnostics import EqdslError
 from eqdsl.egglog.lower import lower_language
 from eqdsl.egglog.session import EGraphSession
 from eqdsl.frontend import load_language, load_program_file
+from eqdsl.schedule import runner
 from eqdsl.schedule.runner import Limits, StopReason
 from eqdsl.schedule.saturate import SaturateScheduler
 
@@ -53,6 +54,31 @@ def test_node_limit_is_hard(node_limit):
     assert outcome.iterations[-1].rolled_back
     assert outcome.iterations[-1].nodes > node_limit
     assert session.size() == outcome.nodes <= node_limit
+
+
+@pytest.mark.parametrize("margin", [0, runner.PUSH_MARGIN])
+@pytest.mark.parametrize("cycle_filter, node_limit", [("none", 20), ("none", 40), ("none", 100),
+                                                     ("efficient", 14), ("vanilla", 14)])
+def test_node_limit_rollback_gives_the_e_graph_of_the_kept_iterations(monkeypatch, margin, cycle_filter, node_limit):
+    """An overshooting iteration is undone exactly: by its own push/pop, or (margin 0: no push
+    after the first iteration) by popping to the first push and replaying the steps since."""
+    monkeypatch.setattr(runner, "PUSH_MARGIN", margin)
+    session = arith()
+    pushes = []
+    session.push = lambda push=session.push: pushes.append(1) or push()
+    outcome = SaturateScheduler(Limits(50, node_limit, 60), cycle_filter=cycle_filter).run(session)
+    kept = [r for r in outcome.iterations if not r.rolled_back]
+    assert outcome.stop is StopReason.NODE_LIMIT and kept
+    if margin == 0:
+        assert len(pushes) == 2  # the first iteration's, and the one made again after the replay
+    again = arith()
+    SaturateScheduler(Limits(len(kept), 10**9, 60), cycle_filter=cycle_filter).run(again)
+    assert session.serialize() == again.serialize()
+    assert [r.filtered for r in kept] == [r.filtered for r in again_reports(cycle_filter, len(kept))]
+
+
+def again_reports(cycle_filter, iterations):
+    return SaturateScheduler(Limits(iterations, 10**9, 60), cycle_filter=cycle_filter).run(arith()).iterations
 
 
 def test_time_limit():

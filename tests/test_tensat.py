@@ -4,9 +4,14 @@ from __future__ import annotations
 import pytest
 
 from eqdsl.diagnostics import EqdslError
+from eqdsl.egglog.lower import lower_language
+from eqdsl.egglog.session import EGraphSession
 from eqdsl.frontend import load_language
 from eqdsl.importers.taso import import_rules
 from eqdsl.languages.tensat.models import MODELS, build_model
+from eqdsl.schedule import runner
+from eqdsl.schedule.runner import Limits, StopReason
+from eqdsl.schedule.saturate import SaturateScheduler
 
 from conftest import ROOT
 
@@ -145,6 +150,26 @@ def g_arg(built, a):
     from eqdsl.ir import Child
 
     return built[a.index] if isinstance(a, Child) else a
+
+
+@pytest.mark.parametrize("cycle_filter", ["efficient", "vanilla"])
+def test_rollback_by_replay_repeats_the_cycle_filter(tensat, monkeypatch, cycle_filter):
+    """Iteration 2 overshoots and did not push (margin 0): the e-graph goes back to the first
+    push and iteration 1 is replayed, its filter pass (16 nodes subsumed) included."""
+    monkeypatch.setattr(runner, "PUSH_MARGIN", 0)
+    lowered = lower_language(tensat)
+
+    def run(node_limit, iterations):
+        session = EGraphSession(lowered)
+        session.load(build_model(tensat, "nasrnn", steps=2, hidden=16))
+        outcome = SaturateScheduler(Limits(iterations, node_limit, 60), cycle_filter=cycle_filter).run(session)
+        return session, outcome
+
+    session, outcome = run(1420, 4)
+    assert outcome.stop is StopReason.NODE_LIMIT and len(outcome.iterations) == 2
+    assert outcome.iterations[0].filtered == 16
+    again, _ = run(10**6, 1)
+    assert session.serialize() == again.serialize()
 
 
 def test_small_nasrnn_end_to_end(tmp_path, run_cli):

@@ -38,6 +38,13 @@ class CycleFilter:
     first_seen: dict[tuple, int] = field(default_factory=dict)
     passes: int = 0
 
+    def snapshot(self) -> "CycleFilter":
+        return CycleFilter(self.vanilla, dict(self.first_seen), self.passes)
+
+    def restore(self, state: "CycleFilter") -> None:
+        """Back to `state` (a `snapshot()`), which stays as it is."""
+        self.first_seen, self.passes = dict(state.first_seen), state.passes
+
     def apply(self, session: EGraphSession) -> FilterReport:
         graph = session.frozen()
         self.passes += 1

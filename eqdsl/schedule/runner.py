@@ -2,7 +2,7 @@
 
 Contract: a `Scheduler` grows the e-graph of an `EGraphSession` and returns a `ScheduleOutcome`.
 The node limit is hard: the e-graph left in the session never has more than `node_limit`
-e-nodes (an iteration that overshoots is rolled back with push/pop). Memory and time are hard
+e-nodes (an iteration that overshoots is rolled back; see `LimitedLoop`). Memory and time are hard
 limits too inside an `eqdsl` command's worker process (`eqdsl.worker.guarded`): an iteration that
 passes `memory_bytes` or the time limit is stopped and the e-graph is the one before it. In a
 library caller's own process an iteration cannot be stopped, so there the time limit is checked
@@ -135,10 +135,31 @@ class Scheduler(Protocol):
 
 
 @dataclass
+class _Anchor:
+    """An egglog push `LimitedLoop` made, the cycle filter's state then, and the plain ruleset
+    steps run since (the pushing iteration's first; each followed by a filter pass if it changed
+    the e-graph), in order: replaying them after a pop gives the same e-graph again (egglog is
+    deterministic)."""
+
+    filter_state: CycleFilter | None
+    redo: list[str] = field(default_factory=list)
+    replayable: bool = True  # False once an `apply` step (not a plain ruleset) ran since the push
+
+
+# An iteration pushes (to be undone by a pop) unless the e-graph, grown by this many times the
+# largest growth of an iteration so far, stays within the node limit. A push costs ~20 ms with
+# TENSAT's rules (egglog copies every compiled rule), more than a NasRNN iteration.
+PUSH_MARGIN = 4
+
+
+@dataclass
 class LimitedLoop:
     """Runs iterations of chosen rulesets under `Limits`, with rollback on node overshoot.
 
-    Schedules (saturate, pulsed epochs, MCTS rollouts) drive it one `iterate` at a time.
+    Schedules (saturate, pulsed epochs, MCTS rollouts) drive it one `iterate` at a time. Rollback:
+    an iteration pushes first when it might overshoot (the first one always, one given `apply`
+    always); one that did not push and overshoots is undone by popping to the last push and
+    replaying the plain steps run since.
     """
 
     session: EGraphSession
@@ -146,6 +167,8 @@ class LimitedLoop:
     count_classes: bool = True
     started: float = field(default_factory=time.perf_counter)
     reports: list[IterationReport] = field(default_factory=list)
+    anchors: list[_Anchor] = field(default_factory=list)
+    largest_growth: int = 0
 
     def elapsed(self) -> float:
         return time.perf_counter() - self.started
@@ -180,36 +203,66 @@ class LimitedLoop:
     def iterate(self, ruleset: str, cycle_filter: CycleFilter | None = None,
                 apply: Callable[[], StepResult] | None = None) -> StopReason | None:
         """One iteration of `ruleset` (or of `apply`, reported under that name; then a cycle-filter
-        pass, if given); returns why the loop must stop now, or None to go on."""
+        pass, if given, unless the e-graph did not change); returns why the loop must stop now, or
+        None to go on."""
         t0 = time.perf_counter()
-        self.session.push()
+        before = self.session.size()
+        pushed = apply is not None or self._might_overshoot(before)
+        if pushed:
+            self.session.push()
+            self.anchors.append(_Anchor(None if cycle_filter is None else cycle_filter.snapshot()))
         budget = Budget(self.limits.memory_bytes,
                         time.monotonic() + self.limits.time_limit_s - self.elapsed())
         try:
             done = guarded(apply or (lambda: self.session.step(ruleset)), budget)
         except EqdslError as err:
-            self.session.pop()
+            self._undo(pushed, cycle_filter)
             if "Illegal merge" in str(err):
                 raise self._unsound_rule(err) from None
             raise
-        if isinstance(done, Stopped):
-            self.session.pop()
+        if isinstance(done, Stopped):  # the state is the one before the step, push included
+            self._undo(pushed, cycle_filter, replay=False)
             return self._rolled_back(ruleset, t0, _STOPS[done.cause], {})
         step = done.value
         nodes = self.session.size()  # subsumed nodes still count: filtering cannot change it
         if nodes > self.limits.node_limit:
-            self.session.pop()
+            self._undo(pushed, cycle_filter)
             return self._rolled_back(ruleset, t0, StopReason.NODE_LIMIT, step.matches, nodes)
+        self.largest_growth = max(self.largest_growth, nodes - before)
         filtered, filter_s = 0, 0.0
-        if cycle_filter is not None:
+        if cycle_filter is not None and step.updated:
             t1 = time.perf_counter()
             filtered = cycle_filter.apply(self.session).removed
             filter_s = time.perf_counter() - t1
+        self.anchors[-1].redo.append(ruleset)
+        self.anchors[-1].replayable &= apply is None
         classes = self.session.count_classes() if self.count_classes else None
         self.reports.append(IterationReport(len(self.reports) + 1, ruleset, nodes, classes,
                                             step.matches, time.perf_counter() - t0, None,
                                             filtered, filter_s))
         return None if step.updated else StopReason.SATURATED
+
+    def _might_overshoot(self, nodes: int) -> bool:
+        return (not self.anchors or not self.anchors[-1].replayable
+                or nodes + PUSH_MARGIN * self.largest_growth > self.limits.node_limit)
+
+    def _undo(self, pushed: bool, cycle_filter: CycleFilter | None, replay: bool = True) -> None:
+        """Back to the e-graph before this iteration: pop its push, or (`replay`) pop to the last
+        push, push again and redo the plain steps since."""
+        if pushed:
+            self.session.pop()
+            self.anchors.pop()
+            return
+        if not replay:
+            return
+        anchor = self.anchors[-1]
+        self.session.pop()
+        self.session.push()
+        if cycle_filter is not None and anchor.filter_state is not None:
+            cycle_filter.restore(anchor.filter_state)
+        for ruleset in anchor.redo:
+            if self.session.step(ruleset).updated and cycle_filter is not None:
+                cycle_filter.apply(self.session)
 
     def _unsound_rule(self, err: EqdslError) -> EqdslError:
         """egglog says only that two shapes met in one class: find the rule, by running each

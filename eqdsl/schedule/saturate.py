@@ -3,7 +3,8 @@
 Multi-pattern rules run only in the first `k_multi` iterations (TENSAT: they keep firing on
 their own output and blow the e-graph up).
 
-Cycle filtering (`cycle_filter`: none | efficient | vanilla) runs after every iteration; see
+Cycle filtering (`cycle_filter`: none | efficient | vanilla) runs after every iteration that changed
+the e-graph; see
 `eqdsl.schedule.cycles` for the two algorithms.
 """
 from __future__ import annotations
