@@ -7,6 +7,7 @@ import time
 
 from hypothesis import HealthCheck, given, settings
 
+from eqdsl.diagnostics import EqdslError
 from eqdsl.extract.bound import dag_lower_bound
 from eqdsl.extract.cpsat import CpSatExtractor, cyclic_components
 from eqdsl.extract.egraph import (
@@ -140,6 +141,25 @@ def test_some_optimal_program_survives_pruning(data):
     p, best = optimum(data)
     if not math.isinf(best):
         assert brute_force(p, prune(p, incumbent=best, deadline=far_future()).class_nodes) == best
+
+
+@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(small_egraphs())
+def test_pruned_says_acyclic_only_when_no_class_cycle_is_left(data):
+    """CP-SAT drops the acyclicity constraints when `acyclic` says so: it must never be wrong."""
+    p = problem_from_json(data)
+    try:
+        pruned = prune(p, incumbent=math.inf, deadline=far_future())
+    except EqdslError:
+        return  # no program at all
+    if pruned.acyclic:
+        assert cyclic_components(p, pruned.class_nodes) == {}
+
+
+def test_pruned_acyclic_flag_on_a_loop_and_a_chain():
+    assert not prune(problem_from_json(LOOP), incumbent=math.inf, deadline=far_future()).acyclic
+    chain = egraph({"x": ("x", "cx", [], 1), "f": ("f", "r", ["x"], 1)}, ["r"])
+    assert prune(problem_from_json(chain), incumbent=math.inf, deadline=far_future()).acyclic
 
 
 # ---- the DAG lower bound (eqdsl.extract.bound) ----

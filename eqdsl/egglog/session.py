@@ -191,10 +191,7 @@ class FrozenNode:
     args: tuple[tuple[str, Any], ...]  # (egglog sort, raw value) per argument
     children: tuple[str, ...]  # class keys of the arguments of user sorts
     subsumed: bool
-
-    @property
-    def key(self) -> tuple:
-        return (self.fn, tuple(f"{s}:{v}" for s, v in self.args))
+    key: tuple  # (fn, `sort:value` per argument): the same node in every freeze of one e-graph
 
 
 @dataclass(frozen=True)
@@ -205,9 +202,11 @@ class FrozenGraph:
 
 
 def _frozen_node(fn: str, sorts: list[str], out_sort: str, row, class_sorts: frozenset[str]) -> FrozenNode:
-    args = tuple(zip(sorts, row.inputs))
-    kids = tuple(f"{s}:{v}" for s, v in args if s in class_sorts)
-    return FrozenNode(fn, f"{out_sort}:{row.output}", args, kids, bool(row.subsumed))
+    values = row.inputs  # each read of `inputs` converts the row again
+    cells = tuple([f"{s}:{v}" for s, v in zip(sorts, values)])
+    kids = tuple([cell for s, cell in zip(sorts, cells) if s in class_sorts])
+    return FrozenNode(fn, f"{out_sort}:{row.output}", tuple(zip(sorts, values)), kids, bool(row.subsumed),
+                      (fn, cells))
 
 
 class _HandleWriter:

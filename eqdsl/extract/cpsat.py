@@ -38,7 +38,7 @@ from eqdsl.extract.bound import dag_lower_bound
 from eqdsl.extract.dag import best_greedy
 from eqdsl.extract.egraph import ExtractionProblem, Selection, dag_cost, restrict, tree_cost
 from eqdsl.extract.greedy import tree_greedy, tree_selection, unreachable_roots_error
-from eqdsl.extract.prune import prune, usable_nodes
+from eqdsl.extract.prune import Pruned, prune, usable_nodes
 from eqdsl.extract.result import Extraction, ExtractStatus
 from eqdsl.graphs import filter_cycles
 from eqdsl.worker import Budget, Stopped, guarded
@@ -116,7 +116,9 @@ def _scale(costs: list[float]) -> float:
 
 
 def _build(problem: ExtractionProblem, class_nodes: dict[int, list[int]], acyclic: str,
-           plain: bool = False) -> _Model:
+           plain: bool = False, cycle_free: bool = False) -> _Model:
+    """`cycle_free`: the class graph of `class_nodes` is known to have no cycle (no order
+    variables or cycle cuts are needed, whatever `acyclic` says)."""
     m = cp_model.CpModel()
     x = {i: m.NewBoolVar(f"n{i}") for nodes in class_nodes.values() for i in nodes}
     for c, nodes in class_nodes.items():
@@ -131,8 +133,12 @@ def _build(problem: ExtractionProblem, class_nodes: dict[int, list[int]], acycli
         _only_needed(m, problem, class_nodes, x)
     scale = _scale([problem.nodes[i].cost for i in x])
     m.Minimize(sum(round(problem.nodes[i].cost * scale) * var for i, var in x.items()))
-    if acyclic == "order" or plain:
+    if plain:
         _add_order(m, problem, class_nodes, x, plain)
+    elif cycle_free:
+        pass
+    elif acyclic == "order":
+        _add_order(m, problem, class_nodes, x)
     else:
         _forbid_two_cycles(m, problem, class_nodes, x)
     return _Model(m, x, class_nodes, scale)
@@ -262,8 +268,8 @@ class CpSatExtractor:
         t0 = time.perf_counter()
         deadline = t0 + self.time_limit_s
         warm = self._warm(problem)
-        class_nodes, pruning, conflicts = self._nodes(problem, warm.cost,
-                                                      time.monotonic() + PRUNE_SHARE * self.time_limit_s)
+        pruned = self._nodes(problem, warm.cost, time.monotonic() + PRUNE_SHARE * self.time_limit_s)
+        class_nodes, pruning = pruned.class_nodes, pruned.summary() if pruned.steps else ""
         filtered = 0
         if self.acyclic == "filter-list":
             class_nodes, filtered = _apply_filter(problem, class_nodes)
@@ -277,8 +283,8 @@ class CpSatExtractor:
         if warm.cost <= floor:
             return self._result(problem, warm.selection, warm.cost, warm.cost, True, False, time.perf_counter() - t0,
                                 0, 0, pruning + "; the warm start meets the DAG lower bound")
-        built = _build(problem, class_nodes, self.acyclic, self.plain)
-        _forbid_pairs(built, conflicts)
+        built = _build(problem, class_nodes, self.acyclic, self.plain, pruned.acyclic)
+        _forbid_pairs(built, pruned.conflicts if self.conflicts else ())
         search = self._search(problem, built, "order" if self.plain else self.acyclic, warm, floor, (t0, deadline))
         result = self._result(problem, search.best, search.cost, search.bound, search.proven, search.from_solver,
                               time.perf_counter() - t0, search.rounds, search.cuts, pruning)
@@ -331,15 +337,14 @@ class CpSatExtractor:
                 return s
         return s
 
-    def _nodes(self, problem: ExtractionProblem, incumbent: float,
-               deadline: float) -> tuple[dict[int, list[int]], str, tuple[tuple[int, int], ...]]:
-        """The model's classes and nodes, a note on what pruning removed, and cycle conflicts."""
+    def _nodes(self, problem: ExtractionProblem, incumbent: float, deadline: float) -> Pruned:
+        """The model's classes and nodes, what pruning removed (no steps: not pruned), cycle
+        conflicts, and whether the class graph is known to be acyclic."""
         if self.plain:
-            return all_nodes(problem), "", ()
+            return Pruned(all_nodes(problem), (), True)
         if not self.prune:
-            return usable_nodes(problem), "", ()
-        pruned = prune(problem, incumbent, deadline)
-        return pruned.class_nodes, pruned.summary(), pruned.conflicts if self.conflicts else ()
+            return Pruned(usable_nodes(problem), (), True)
+        return prune(problem, incumbent, deadline)
 
     def _floor(self, problem: ExtractionProblem, class_nodes: dict[int, list[int]], warm: Extraction) -> float:
         """`eqdsl.extract.bound`'s lower bound where it can be tight: the warm start shares no

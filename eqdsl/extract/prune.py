@@ -48,6 +48,7 @@ class Pruned:
     steps: tuple[tuple[str, int], ...]  # (step, nodes removed)
     complete: bool  # False: the cycle-closing test stopped at its time budget or a component's size
     conflicts: tuple[tuple[int, int], ...] = ()  # node pairs no acyclic program holds together
+    acyclic: bool = False  # known: no cycle among `class_nodes` (every program of them is acyclic)
 
     def summary(self) -> str:
         text = ", ".join(f"{name} −{n}" for name, n in self.steps)
@@ -73,11 +74,11 @@ def prune(problem: ExtractionProblem, incumbent: float, deadline: float) -> Prun
     if not problem.has_negative_costs:
         remove("dominated", _dominated(problem, class_nodes))
         remove("above-incumbent", _above(problem, class_nodes, incumbent))
-    closing, conflicts, complete = _closing(problem, class_nodes, deadline)
+    closing, conflicts, complete, acyclic = _closing(problem, class_nodes, deadline)
     remove("cycle-closing", closing)
     kept = {i for nodes in class_nodes.values() for i in nodes}
     conflicts = {pair for pair in conflicts if pair[0] in kept and pair[1] in kept}
-    return Pruned(class_nodes, tuple(steps), complete, tuple(sorted(conflicts)))
+    return Pruned(class_nodes, tuple(steps), complete, tuple(sorted(conflicts)), acyclic)
 
 
 def usable_nodes(problem: ExtractionProblem) -> dict[int, list[int]]:
@@ -129,7 +130,8 @@ def _above(problem: ExtractionProblem, class_nodes: ClassNodes, incumbent: float
     return {i for nodes in class_nodes.values() for i in nodes if problem.nodes[i].cost > incumbent}
 
 
-Found = tuple[set[int], set[tuple[int, int]], bool]  # closing nodes, cycle conflicts, complete
+# closing nodes, cycle conflicts, complete, no cyclic component at all
+Found = tuple[set[int], set[tuple[int, int]], bool, bool]
 
 
 def _closing(problem: ExtractionProblem, class_nodes: ClassNodes, deadline: float) -> Found:
@@ -141,14 +143,14 @@ def _closing(problem: ExtractionProblem, class_nodes: ClassNodes, deadline: floa
     conflicts: set[tuple[int, int]] = set()
     for classes in sorted(members.values(), key=len):
         if len(classes) > MAX_COMPONENT:  # its class bitsets would take len² / 8 bytes
-            return found, conflicts, False
+            return found, conflicts, False, False
         component = _Component(problem, class_nodes, classes)
         unavoidable = component.unavoidable(deadline)
         if unavoidable is None:
-            return found, conflicts, False
+            return found, conflicts, False, False
         found |= component.closing_nodes(unavoidable)
         conflicts |= component.conflicts(unavoidable)
-    return found, conflicts, True
+    return found, conflicts, True, not members
 
 
 class _Component:
