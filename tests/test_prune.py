@@ -156,6 +156,22 @@ def test_pruned_says_acyclic_only_when_no_class_cycle_is_left(data):
         assert cyclic_components(p, pruned.class_nodes) == {}
 
 
+@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(small_egraphs())
+def test_pruning_keeps_exactly_the_usable_needed_nodes_of_what_it_did_not_remove(data):
+    """Each step recomputes what is left (after dominated nodes only the reachability, as their
+    classes stay usable): the same as recomputing everything with the removed nodes blocked."""
+    p = problem_from_json(data)
+    try:
+        pruned = prune(p, incumbent=math.inf, deadline=far_future())
+    except EqdslError:
+        return
+    kept = {i for nodes in pruned.class_nodes.values() for i in nodes}
+    removed = set(range(len(p.nodes))) - kept
+    assert pruned.class_nodes == usable_nodes(ExtractionProblem(p.class_ids, p.nodes, p.class_nodes, p.roots,
+                                                                frozenset(removed)))
+
+
 def test_pruned_acyclic_flag_on_a_loop_and_a_chain():
     assert not prune(problem_from_json(LOOP), incumbent=math.inf, deadline=far_future()).acyclic
     chain = egraph({"x": ("x", "cx", [], 1), "f": ("f", "r", ["x"], 1)}, ["r"])

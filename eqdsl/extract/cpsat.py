@@ -128,7 +128,11 @@ def _build(problem: ExtractionProblem, class_nodes: dict[int, list[int]], acycli
             m.AddAtMostOne(x[i] for i in nodes)
     for i, var in x.items():
         for child in set(problem.nodes[i].children):
-            m.Add(sum(x[j] for j in class_nodes[child]) >= var)
+            kids = class_nodes[child]
+            if len(kids) == 1:  # the same constraint, written as CP-SAT's presolve would make it
+                m.AddImplication(var, x[kids[0]])
+            else:
+                m.Add(sum(x[j] for j in kids) >= var)
     if problem.has_negative_costs:
         _only_needed(m, problem, class_nodes, x)
     scale = _scale([problem.nodes[i].cost for i in x])

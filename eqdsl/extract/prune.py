@@ -62,17 +62,22 @@ def prune(problem: ExtractionProblem, incumbent: float, deadline: float) -> Prun
     class_nodes = usable_nodes(problem)
     steps, blocked = [("usable", total - _count(class_nodes))], set(problem.blocked)
 
-    def remove(name: str, found: set[int]) -> None:
+    def remove(name: str, found: set[int], keeps_classes_usable: bool = False) -> None:
         nonlocal class_nodes
         if not found:
             steps.append((name, 0))
             return
         blocked.update(found)
-        before, class_nodes = _count(class_nodes), usable_nodes(_blocking(problem, blocked))
+        before = _count(class_nodes)
+        if keeps_classes_usable:
+            class_nodes = _needed(problem, {c: [i for i in kept if i not in found] for c, kept in class_nodes.items()})
+        else:
+            class_nodes = usable_nodes(_blocking(problem, blocked))
         steps.append((name, before - _count(class_nodes)))
 
     if not problem.has_negative_costs:
-        remove("dominated", _dominated(problem, class_nodes))
+        # a dominated node's class keeps its dominating node, usable on fewer children
+        remove("dominated", _dominated(problem, class_nodes), keeps_classes_usable=True)
         remove("above-incumbent", _above(problem, class_nodes, incumbent))
     closing, conflicts, complete, acyclic = _closing(problem, class_nodes, deadline)
     remove("cycle-closing", closing)
@@ -95,6 +100,11 @@ def usable_nodes(problem: ExtractionProblem) -> dict[int, list[int]]:
     by_class: dict[int, list[int]] = {}
     for i in ok:
         by_class.setdefault(problem.nodes[i].eclass, []).append(i)
+    return _needed(problem, by_class)
+
+
+def _needed(problem: ExtractionProblem, by_class: ClassNodes) -> ClassNodes:
+    """The classes the roots reach through the nodes of `by_class`, with those nodes."""
     needed, stack = set(problem.roots), list(problem.roots)
     while stack:
         for i in by_class.get(stack.pop(), []):
