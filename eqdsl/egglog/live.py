@@ -75,8 +75,9 @@ def live_problem(data: dict, lowered: Lowered, params: dict[str, int] | None = N
             rows.append([nid, op, node["eclass"], kids, 0.0, False])
     if not roots:
         raise EqdslError.one("the e-graph has no roots: load a program with at least one `root`")
-    constant = constant_classes(lang, rows, nodes)
-    running = [row for row in rows if row[1] in lang.ops and not _folded(lang, row, nodes, constant)]
+    operands = _operands(lang, rows, nodes)
+    constant = constant_classes(lang, rows, operands)
+    running = [row for row, ops in zip(rows, operands) if row[1] in lang.ops and not _folded(lang, row, ops, constant)]
     measured = _measured(lang, running, nodes, values, shapes, measure) if measure else [None] * len(running)
     for row, cost in zip(running, measured):
         row[4] = cost if cost is not None else _node_cost(lang, row, nodes, values, shapes, params or {})
@@ -104,28 +105,31 @@ def _measured(lang: ir.Language, rows, nodes: dict, values: dict, shapes: dict, 
     return costs
 
 
-def _operand_classes(lang: ir.Language, row, nodes: dict) -> list[str]:
-    """Classes of a node's operands of a user sort (its parameters are not operands)."""
-    op = lang.ops[row[1]]
-    return [nodes[kid]["eclass"] for kid, p in zip(row[3], op.params) if isinstance(p.type, ir.SortType)]
+def _operands(lang: ir.Language, rows, nodes: dict) -> list[list[str]]:
+    """Per row, the classes of its operands of a user sort (an operator's parameters are not
+    operands); none for a row that is not an operator's."""
+    positions = {name: [isinstance(p.type, ir.SortType) for p in op.params] for name, op in lang.ops.items()}
+    return [[nodes[kid]["eclass"] for kid, is_operand in zip(row[3], positions[row[1]]) if is_operand]
+            if row[1] in positions else [] for row in rows]
 
 
-def constant_classes(lang: ir.Language, rows, nodes: dict) -> set[str]:
+def constant_classes(lang: ir.Language, rows, operands: list[list[str]]) -> set[str]:
     """Classes computable before the program runs: a `const` operator's, or any class with a node
-    whose operands are all constant (TENSAT/TASO fold such subgraphs at inference time). One pass:
-    each row waits on its operand classes and is counted down as they become constant."""
+    whose operands (`_operands`) are all constant (TENSAT/TASO fold such subgraphs at inference
+    time). One pass: each row waits on its operand classes and is counted down as they become
+    constant."""
     known: list[str] = []  # classes found constant, not yet propagated
     waiting: dict[str, list[int]] = {}  # operand class → rows that need it
     missing: dict[int, int] = {}  # row → operand classes not yet known constant
     for k, row in enumerate(rows):
         if row[1] not in lang.ops:
             continue
-        operands = set(_operand_classes(lang, row, nodes))
+        distinct = set(operands[k])
         if lang.ops[row[1]].const:
             known.append(row[2])
-        elif operands:
-            missing[k] = len(operands)
-            for c in operands:
+        elif distinct:
+            missing[k] = len(distinct)
+            for c in distinct:
                 waiting.setdefault(c, []).append(k)
     constant: set[str] = set()
     while known:
@@ -140,10 +144,9 @@ def constant_classes(lang: ir.Language, rows, nodes: dict) -> set[str]:
     return constant
 
 
-def _folded(lang: ir.Language, row, nodes: dict, constant: set[str]) -> bool:
+def _folded(lang: ir.Language, row, operands: list[str], constant: set[str]) -> bool:
     if row[1] not in lang.ops or lang.ops[row[1]].const:
         return False
-    operands = _operand_classes(lang, row, nodes)
     return bool(operands) and all(c in constant for c in operands)
 
 
