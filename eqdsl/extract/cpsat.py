@@ -123,20 +123,15 @@ def _build(problem: ExtractionProblem, class_nodes: dict[int, list[int]], acycli
     x = {i: m.NewBoolVar(f"n{i}") for nodes in class_nodes.values() for i in nodes}
     for c, nodes in class_nodes.items():
         if c in problem.roots:
-            m.AddExactlyOne(x[i] for i in nodes)
+            m.AddExactlyOne([x[i] for i in nodes])
         else:
-            m.AddAtMostOne(x[i] for i in nodes)
+            m.AddAtMostOne([x[i] for i in nodes])
     for i, var in x.items():
-        for child in set(problem.nodes[i].children):
-            kids = class_nodes[child]
-            if len(kids) == 1:  # the same constraint, written as CP-SAT's presolve would make it
-                m.AddImplication(var, x[kids[0]])
-            else:
-                m.Add(sum(x[j] for j in kids) >= var)
+        _require_children(m, problem.nodes[i].children, class_nodes, x, var)
     if problem.has_negative_costs:
         _only_needed(m, problem, class_nodes, x)
     scale = _scale([problem.nodes[i].cost for i in x])
-    m.Minimize(sum(round(problem.nodes[i].cost * scale) * var for i, var in x.items()))
+    m.Minimize(cp_model.LinearExpr.WeightedSum(list(x.values()), [round(problem.nodes[i].cost * scale) for i in x]))
     if plain:
         _add_order(m, problem, class_nodes, x, plain)
     elif cycle_free:
@@ -146,6 +141,22 @@ def _build(problem: ExtractionProblem, class_nodes: dict[int, list[int]], acycli
     else:
         _forbid_two_cycles(m, problem, class_nodes, x)
     return _Model(m, x, class_nodes, scale)
+
+
+def _require_children(m: cp_model.CpModel, children: tuple[int, ...], class_nodes: dict[int, list[int]],
+                      x: dict[int, cp_model.IntVar], var: cp_model.IntVar) -> None:
+    """`var` ⇒ each child class picks a node. Children with one node go into one enforced
+    conjunction: CP-SAT's presolve makes the linear form into the same (its presolved model is
+    identical, compared by fingerprint), and writing it so halves the model's build time."""
+    only = []
+    for child in set(children):
+        kids = class_nodes[child]
+        if len(kids) == 1:
+            only.append(x[kids[0]])
+        else:
+            m.Add(sum(x[j] for j in kids) >= var)
+    if only:
+        m.AddBoolAnd(only).OnlyEnforceIf(var)
 
 
 def _forbid_pairs(built: _Model, pairs: tuple[tuple[int, int], ...]) -> None:
