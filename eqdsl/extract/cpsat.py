@@ -240,7 +240,8 @@ def _solve(solver: cp_model.CpSolver, built: _Model) -> tuple[int, tuple[Selecti
 
 
 def _decode(solver: cp_model.CpSolver, built: _Model) -> Selection:
-    return {c: i for c, nodes in built.class_nodes.items() for i in nodes if solver.Value(built.x[i])}
+    values = list(solver.ResponseProto().solution)  # read at once: Value per variable is 1 µs each
+    return {c: i for c, nodes in built.class_nodes.items() for i in nodes if values[built.x[i].Index()]}
 
 
 def find_cycles(problem: ExtractionProblem, choice: Selection) -> list[list[int]]:

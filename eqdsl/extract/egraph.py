@@ -62,7 +62,7 @@ def build_problem(raw_nodes: list[tuple[str, str, str, list[str], float, bool]],
     members: list[list[int]] = [[] for _ in class_index]
     blocked = set()
     for i, (nid, op, cid, kids, cost, subsumed) in enumerate(raw_nodes):
-        nodes.append(ENode(nid, op, class_index[cid], tuple(node_class[k] for k in kids), cost))
+        nodes.append(ENode(nid, op, class_index[cid], tuple([node_class[k] for k in kids]), cost))
         members[class_index[cid]].append(i)
         if subsumed:
             blocked.add(i)
