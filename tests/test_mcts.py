@@ -93,7 +93,8 @@ def test_an_exact_main_extractor_prices_only_each_rollouts_last_state(monkeypatc
     priced = []
     extract = CpSatExtractor.extract
     monkeypatch.setattr(CpSatExtractor, "extract", lambda self, p: priced.append(1) or extract(self, p))
-    config = MctsConfig(budget=6, max_sim_steps=4, node_limit=600, seed=2, main_extract="cpsat")
+    # rollouts long enough that some change the e-graph more than once (else both price alike)
+    config = MctsConfig(budget=6, max_sim_steps=8, node_limit=600, seed=2, main_extract="cpsat")
     last_only = _nasrnn(config)
     fewer = len(priced)
     monkeypatch.setattr(mcts, "is_exact", lambda name: False)

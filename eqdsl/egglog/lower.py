@@ -73,8 +73,9 @@ class Lowered:
 @dataclass(frozen=True)
 class Sampled:
     """A multi-pattern rule applied to chosen matches only (egglog 14 has no match limit): ruleset
-    `record` adds every match's left-side root classes, with the current value of
-    SAMPLE_GENERATION, to relation `candidates`; ruleset `gated`
+    `record` sets function `candidates` of every match's left-side root classes to the current
+    value of SAMPLE_GENERATION (one row per match: a relation with the generation as a column
+    grew by every match at every recording, and each push copied those rows); ruleset `gated`
     is the rule with `(allowed roots…)` added to its query, so it fires where the caller put rows
     in `allowed`. `sorts`: the sorts of the roots, in left-side order. `text` declares all of it;
     it is not in `Lowered.text` (declaring every rule's copies made loading TENSAT's language
@@ -82,7 +83,7 @@ class Sampled:
 
     record: str
     gated: str
-    candidates: str  # its rows end with the recording's generation (SAMPLE_GENERATION)
+    candidates: str  # match roots → the latest generation (SAMPLE_GENERATION) that recorded it
     allowed: str
     sorts: tuple[str, ...]
     text: str = ""
@@ -290,10 +291,12 @@ def _sampled(lang: ir.Language, rule: ir.Rule, query: list[Sexp], actions: list[
     roots = tuple(Var(r) for r in _roots(rule))
     generation = Var("_sample_gen")
     text = "\n".join([
-        f"(relation {candidates} ({' '.join(sorts)} i64))", f"(relation {allowed} ({' '.join(sorts)}))",
+        # a match's latest generation (one row per match, not one per recording)
+        f"(function {candidates} ({' '.join(sorts)}) i64 :merge (max old new))",
+        f"(relation {allowed} ({' '.join(sorts)}))",
         f"(ruleset {record})", f"(ruleset {gated})",
         _rule_text([*query, call("=", generation, Call(SAMPLE_GENERATION, ()))],
-                   [Call(candidates, (*roots, generation))], record, f"{name}:record"),
+                   [Call("set", (Call(candidates, roots), generation))], record, f"{name}:record"),
         _rule_text([*query, Call(allowed, roots)], actions, gated, f"{name}:gated")])
     return Sampled(record, gated, candidates, allowed, sorts, text)
 

@@ -119,15 +119,19 @@ class EGraphSession:
 
     def frozen(self, relations: tuple[str, ...] = ()) -> "FrozenGraph":
         """The operator nodes (analysis rows and lets excluded) and the root classes, by class key;
-        and the rows of the named relations of classes (`Lowered.sampled`'s), as class keys."""
+        and the rows of the named relations and functions (`Lowered.sampled`'s), as class keys (a
+        function's value last)."""
         frozen = self._egraph.freeze()
         nodes: list[FrozenNode] = []
         roots: list[tuple[int, str]] = []
         rows: dict[str, tuple[tuple[str, ...], ...]] = {}
         for name, fn in frozen.functions.items():
             sorts = list(fn.input_sorts)
-            if name in relations:
-                rows[name] = tuple(tuple(self._row_key(s, v) for s, v in zip(sorts, r.inputs)) for r in fn.rows)
+            if name in relations:  # a function's rows end with its value (a relation's sort is @…Sort)
+                valued = not fn.output_sort.startswith("@")
+                cells = [*sorts, fn.output_sort] if valued else sorts
+                rows[name] = tuple(tuple(self._row_key(s, v) for s, v in zip(cells, [*r.inputs, r.output]))
+                                   for r in fn.rows)
             elif name in self.lowered.root_rels:
                 roots += [(self._egraph.value_to_i64(r.inputs[1]), f"{sorts[0]}:{r.inputs[0]}")
                           for r in fn.rows]

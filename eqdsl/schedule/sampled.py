@@ -4,7 +4,7 @@ One iteration of a multi-pattern rule adds every match at once; on TENSAT's mode
 passes the PACT study's 2,000-node limit (NasRNN, ResNeXt-50), so an all-matches search can
 never use those rules. egglog 14 has no per-rule match limit, so a step goes through the rule's
 `Sampled` form (`eqdsl.egglog.lower`): under a new generation the recording ruleset lists every
-current match's root classes (rows of older generations are ignored: a match can stop being one,
+current match's root classes (matches last recorded earlier are ignored: a match can stop being one,
 e.g. when `?w1 != ?w2` meet in one class), `rng` chooses k of those not allowed before, the
 chosen rows are added to the rule's `allowed` relation, and the gated rule fires on them.
 
