@@ -46,7 +46,7 @@ class EGraphSession:
         self.depth = 0
         self._sampled_declared = False
         self._generation = 0  # never reused, not even after a pop
-        self._frozen_nodes: dict[tuple, FrozenNode] = {}  # see _frozen_node
+        self._frozen_nodes: dict[tuple, FrozenNode] = {}  # see _node_for_row
 
     def declare_sampled(self) -> None:
         """Declare the multi-pattern rules' sampled forms (`Lowered.sampled`), once; outside any
@@ -136,10 +136,10 @@ class EGraphSession:
                 roots += [(self._egraph.value_to_i64(r.inputs[1]), f"{sorts[0]}:{r.inputs[0]}")
                           for r in fn.rows]
             elif name in self._constructors:
-                nodes += [self._frozen_node(name, sorts, fn.output_sort, r) for r in fn.rows]
+                nodes += [self._node_for_row(name, sorts, fn.output_sort, r) for r in fn.rows]
         return FrozenGraph(tuple(nodes), tuple(c for _, c in sorted(roots)), rows)
 
-    def _frozen_node(self, fn: str, sorts: list[str], out_sort: str, row) -> "FrozenNode":
+    def _node_for_row(self, fn: str, sorts: list[str], out_sort: str, row) -> "FrozenNode":
         """Remembered by the row's raw values (a pure function of them): most rows recur from one
         freeze to the next, and building a node (class keys are text) costs 4 µs, looking it up 0.6."""
         key = (fn, tuple(row.inputs), row.output, row.subsumed)
@@ -197,12 +197,12 @@ class EGraphSession:
             raise EqdslError.one(f"egglog failed to serialize the e-graph: {_first_lines(str(err))}") from None
 
 
-FROZEN_NODES_KEPT = 100_000  # EGraphSession._frozen_node's memory: ~780 bytes each, ~80 MB at most
+FROZEN_NODES_KEPT = 100_000  # EGraphSession._node_for_row's memory: ~780 bytes each, ~80 MB at most
 
 
 class FrozenNode(NamedTuple):
     """One operator row of a frozen e-graph. Class keys are `Sort:id` (ids are per sort). A named
-    tuple: a freeze makes one per row, and a frozen dataclass took four times as long to build."""
+    tuple: a freeze makes one per row, and a frozen dataclass took three times as long to build."""
 
     fn: str  # egglog constructor name
     eclass: str

@@ -132,13 +132,9 @@ def _build(problem: ExtractionProblem, class_nodes: dict[int, list[int]], acycli
         _only_needed(m, problem, class_nodes, x)
     scale = _scale([problem.nodes[i].cost for i in x])
     m.Minimize(cp_model.LinearExpr.WeightedSum(list(x.values()), [round(problem.nodes[i].cost * scale) for i in x]))
-    if plain:
+    if plain or (acyclic == "order" and not cycle_free):
         _add_order(m, problem, class_nodes, x, plain)
-    elif cycle_free:
-        pass
-    elif acyclic == "order":
-        _add_order(m, problem, class_nodes, x)
-    else:
+    elif not cycle_free:
         _forbid_two_cycles(m, problem, class_nodes, x)
     return _Model(m, x, class_nodes, scale)
 
