@@ -4,8 +4,7 @@ Multi-pattern rules run only in the first `k_multi` iterations (TENSAT: they kee
 their own output and blow the e-graph up).
 
 Cycle filtering (`cycle_filter`: none | efficient | vanilla) runs after every iteration that changed
-the e-graph; see
-`eqdsl.schedule.cycles` for the two algorithms.
+the e-graph; see `eqdsl.schedule.cycles` for the two algorithms.
 """
 from __future__ import annotations
 
