@@ -186,6 +186,7 @@ def _print_execution(run: ExecutionCheck, predicted_speedup: float, console: Con
         console.print(f"  inputs scaled by {run.input_scale:g}: unit-variance ones overflow float32 in the input "
                       "program", markup=False)
 
+
 RUN = "this run"
 
 
