@@ -6,6 +6,8 @@ status (optimal / feasible / heuristic), CP-SAT's gap, and seconds. CP-SAT varia
                `hybrid` acyclicity (no order variables and lazy cycle cuts for a third of the time,
                then order variables), CP-SAT on 2 threads (2+ cores): full-LP search on the
                symmetry-folded LP, the same on the plain LP
+  cpsat-parts  the same, split at the classes every program holds into independent parts, solved
+               one model each (`parts: true`)
   cpsat-1w     the same on one CP-SAT thread (session 17's default raced this against cpsat-order)
   cpsat-3w     the same on three threads, the third running neighbourhood searches (the default
                of sessions 18–20, then with the plain-LP search listed first)
@@ -45,6 +47,7 @@ def extractors(time_limit: float) -> dict:
         "greedy": GreedyExtractor(),
         "greedy-dag": GreedyDagExtractor(),
         "cpsat": CpSatExtractor(time_limit),
+        "cpsat-parts": CpSatExtractor(time_limit, parts=True),
         "cpsat-order": CpSatExtractor(time_limit, "order", conflicts=False),
         "cpsat-1w": CpSatExtractor(time_limit, workers=1),
         "cpsat-3w": CpSatExtractor(time_limit, workers=3),

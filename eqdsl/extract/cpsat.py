@@ -15,7 +15,12 @@ minimise Σ cost·x. Acyclicity, selectable:
 - `filter-list`: nodes blocked by a cycle filter are fixed to 0, then `lazy` as a safety net.
 Before the model, `eqdsl.extract.prune` removes what an optimal program provably never needs
 (unusable, dominated, dearer than the warm start, cycle-closing nodes; the result's note says how
-many each step removed), often leaving no cyclic component at all. A greedy solution is the warm
+many each step removed), often leaving no cyclic component at all. With `parts=True` the problem
+is split where `eqdsl.extract.decompose` finds independent parts (at the classes every program
+holds: a BERT layer's output) and the parts are solved one model each, smallest first, each given
+its share of the time left — CP-SAT searches independent components as one tree. Not the default:
+the whole model folds the symmetries of repeated parts (NasNet-A's cells prove optimal whole in 8 s,
+split they do not in 60 s; BENCHMARKS.md, session 24). A greedy solution is the warm
 start and the fallback, so a time limit returns the best valid program found with CP-SAT's proven
 bound; the result is never cyclic or incomplete. `workers` is CP-SAT's thread count
 (`DEFAULT_WORKERS`: 2 where there are two cores or more, else 1): a portfolio of two complete
@@ -36,6 +41,7 @@ from eqdsl import graphs
 from eqdsl.diagnostics import EqdslError
 from eqdsl.extract.bound import dag_lower_bound
 from eqdsl.extract.dag import best_greedy
+from eqdsl.extract.decompose import Parts, split
 from eqdsl.extract.egraph import ExtractionProblem, Selection, dag_cost, restrict, tree_cost
 from eqdsl.extract.greedy import tree_greedy, tree_selection, unreachable_roots_error
 from eqdsl.extract.prune import Pruned, prune, usable_nodes
@@ -64,12 +70,15 @@ class _Search:
     cuts: int = 0
     ordered_late: int = 0  # hybrid: the round after which order variables were added (0: never)
     overran: bool = False
+    alone_failed: bool = False  # a part's model closed a cycle through classes outside it, or had no solution
+    parts: int = 0  # solved as this many independent parts (0: as a whole)
+    choice: Selection | None = None  # the last program taken, before `restrict` (parts build on it)
 
     def take(self, problem: ExtractionProblem, choice: Selection, optimal: bool) -> None:
         selection = restrict(problem, choice)
         cost = dag_cost(problem, selection)
         if cost <= self.cost:
-            self.best, self.cost, self.from_solver = selection, cost, True
+            self.best, self.cost, self.from_solver, self.choice = selection, cost, True, choice
         self.proven = optimal
 
 
@@ -116,13 +125,15 @@ def _scale(costs: list[float]) -> float:
 
 
 def _build(problem: ExtractionProblem, class_nodes: dict[int, list[int]], acyclic: str,
-           plain: bool = False, cycle_free: bool = False) -> _Model:
+           plain: bool = False, cycle_free: bool = False, required: frozenset[int] = frozenset()) -> _Model:
     """`cycle_free`: the class graph of `class_nodes` is known to have no cycle (no order
-    variables or cycle cuts are needed, whatever `acyclic` says)."""
+    variables or cycle cuts are needed, whatever `acyclic` says). `required`: classes besides the
+    roots that pick exactly one node. A child class outside `class_nodes` is taken as present
+    (a part of a split problem: `eqdsl.extract.decompose`)."""
     m = cp_model.CpModel()
     x = {i: m.NewBoolVar(f"n{i}") for nodes in class_nodes.values() for i in nodes}
     for c, nodes in class_nodes.items():
-        if c in problem.roots:
+        if c in problem.roots or c in required:
             m.AddExactlyOne([x[i] for i in nodes])
         else:
             m.AddAtMostOne([x[i] for i in nodes])
@@ -146,7 +157,9 @@ def _require_children(m: cp_model.CpModel, children: tuple[int, ...], class_node
     identical, compared by fingerprint), and writing it so halves the model's build time."""
     only = []
     for child in set(children):
-        kids = class_nodes[child]
+        kids = class_nodes.get(child)
+        if kids is None:
+            continue
         if len(kids) == 1:
             only.append(x[kids[0]])
         else:
@@ -268,13 +281,14 @@ class CpSatExtractor:
 
     def __init__(self, time_limit_s: float = 60.0, acyclic: str = "hybrid",
                  warm_start: str | None = "greedy-dag", workers: int = DEFAULT_WORKERS, plain: bool = False,
-                 prune: bool = True, conflicts: bool = True) -> None:
+                 prune: bool = True, conflicts: bool = True, parts: bool = False) -> None:
         """`plain`: the textbook model (no pruning, order variables on every class), the benchmark
         baseline; `prune=False`: only the `usable` step of `eqdsl.extract.prune` and no lower bound
-        (the model before either existed); `conflicts=False`: pruning without cycle conflicts."""
+        (the model before either existed); `conflicts=False`: pruning without cycle conflicts;
+        `parts`: independent parts solved one model each (`eqdsl.extract.decompose`)."""
         self.time_limit_s, self.acyclic = time_limit_s, acyclic
         self.warm_start, self.workers, self.plain, self.prune = warm_start, workers, plain, prune
-        self.conflicts = conflicts
+        self.conflicts, self.parts = conflicts, parts
 
     def extract(self, problem: ExtractionProblem) -> Extraction:
         t0 = time.perf_counter()
@@ -295,15 +309,16 @@ class CpSatExtractor:
         if warm.cost <= floor:
             return self._result(problem, warm.selection, warm.cost, warm.cost, True, False, time.perf_counter() - t0,
                                 0, 0, pruning + "; the warm start meets the DAG lower bound")
-        built = _build(problem, class_nodes, self.acyclic, self.plain, pruned.acyclic)
-        _forbid_pairs(built, pruned.conflicts if self.conflicts else ())
-        search = self._search(problem, built, "order" if self.plain else self.acyclic, warm, floor, (t0, deadline))
+        search = self._solve(problem, pruned, class_nodes, _Search(warm.selection, warm.cost, floor or -math.inf),
+                             (t0, deadline))
         result = self._result(problem, search.best, search.cost, search.bound, search.proven, search.from_solver,
                               time.perf_counter() - t0, search.rounds, search.cuts, pruning)
         result = replace(result, note=f"{result.note}; CP-SAT threads: {self.workers}")
         if search.ordered_late:
             result = replace(result, note=f"{result.note}; order variables added after {search.ordered_late} "
                                           "round(s) without them")
+        if search.parts:
+            result = replace(result, note=f"{result.note}; solved as {search.parts} independent parts")
         if search.overran:
             result = replace(result, note=f"{result.note}; CP-SAT overran its time limit and was stopped")
         if self.acyclic == "filter-list":
@@ -311,18 +326,35 @@ class CpSatExtractor:
                                           "filtered e-graph")
         return result
 
-    def _search(self, problem: ExtractionProblem, built: _Model, acyclic: str, warm: Extraction, floor: float,
-                window: tuple[float, float]) -> _Search:
-        """Solve until a proven or time-limited acyclic answer. Without order variables a cyclic
-        answer gets its cycles cut and is solved again (`lazy`); `hybrid` instead adds the order
-        variables once the rounds without them have used `LAZY_SHARE` of the time or one stopped
-        short of optimal. Every round's bound is valid: each model relaxes the acyclic problem."""
+    def _solve(self, problem: ExtractionProblem, pruned: Pruned, class_nodes: dict[int, list[int]], s: _Search,
+               window: tuple[float, float]) -> _Search:
+        """With `parts`, the independent parts one by one where there are several; the whole
+        model otherwise, or where a part could not be solved alone."""
+        deadline = window[1]
+        acyclic = "order" if self.plain else self.acyclic
+        conflicts = pruned.conflicts if self.conflicts else ()
+        if self.parts and self.prune and acyclic != "filter-list":
+            parts = split(problem, class_nodes, conflicts, deadline)
+            if parts is not None and parts.solvable and self._search_parts(problem, parts, conflicts, s, acyclic,
+                                                                           deadline):
+                return s
+        built = _build(problem, class_nodes, self.acyclic, self.plain, pruned.acyclic)
+        _forbid_pairs(built, conflicts)
+        return self._search(problem, built, acyclic, s, (time.perf_counter(), deadline))
+
+    def _search(self, problem: ExtractionProblem, built: _Model, acyclic: str, s: _Search,
+                window: tuple[float, float], base: Selection | None = None) -> _Search:
+        """Solve until a proven or time-limited acyclic answer, updating `s`. Without order
+        variables a cyclic answer gets its cycles cut and is solved again (`lazy`); `hybrid`
+        instead adds the order variables once the rounds without them have used `LAZY_SHARE` of the
+        window or one stopped short of optimal. Every round's bound is valid: each model relaxes
+        the acyclic problem. `base`: a part's model — its choice completes `base` to a program,
+        and a cycle through classes outside the model sets `s.alone_failed` and stops."""
         start, deadline = window
-        s = _Search(warm.selection, warm.cost, floor if floor > 0 else -math.inf)
         ordered = acyclic == "order"
         while (remaining := deadline - time.perf_counter()) > 0:
             solver = self._solver(remaining)
-            self._hint(built, s.best)
+            self._hint(built, s.best if base is None else base)
             done = guarded(lambda solver=solver: _solve(solver, built),
                            Budget(deadline=time.monotonic() + 1.1 * remaining + 1.0))
             s.rounds += 1
@@ -331,23 +363,59 @@ class CpSatExtractor:
                 return s
             status, found = done.value
             if status not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
-                if status == cp_model.INFEASIBLE:
+                if status == cp_model.INFEASIBLE and base is not None:
+                    s.alone_failed = True
+                elif status == cp_model.INFEASIBLE:
                     raise EqdslError.one("extraction is unsatisfiable: the roots have no acyclic "
                                          "choice of e-nodes")
                 return s
             s.bound = max(s.bound, found[1] / built.scale)
-            cycles = [] if ordered else find_cycles(problem, found[0])
+            choice = found[0] if base is None else {**base, **found[0]}
+            cycles = [] if ordered else find_cycles(problem, choice)
             if not cycles:
-                s.take(problem, found[0], status == cp_model.OPTIMAL)
+                s.take(problem, choice, status == cp_model.OPTIMAL)
+                return s
+            if base is not None and any(problem.nodes[i].eclass not in built.class_nodes for c in cycles for i in c):
+                s.alone_failed = True
                 return s
             s.cuts += self._cut(problem, built, cycles)
-            late = status != cp_model.OPTIMAL or time.perf_counter() - start > LAZY_SHARE * self.time_limit_s
+            late = status != cp_model.OPTIMAL or time.perf_counter() - start > LAZY_SHARE * (deadline - start)
             if acyclic == "hybrid" and late:
                 _add_order(built.model, problem, built.class_nodes, built.x)
                 ordered, s.ordered_late = True, s.rounds
             elif status != cp_model.OPTIMAL:
                 return s
         return s
+
+    def _search_parts(self, problem: ExtractionProblem, parts: Parts, conflicts: tuple[tuple[int, int], ...],
+                      s: _Search, acyclic: str, deadline: float) -> bool:
+        """Solve `parts` one at a time, smallest first, each given its share (by nodes) of the time
+        left; each part's choice replaces the program's choices for its classes. Updates `s` and
+        returns True, or False (`s` untouched) where a cycle crossed two parts or a part's model
+        was infeasible: then the whole model decides."""
+        base = {**(s.choice or s.best), **parts.fixed}
+        bounds, proven, rounds, cuts, overran = [], True, 0, 0, False
+        left = sum(len(nodes) for part in parts.solvable for nodes in part.values())
+        for part in parts.solvable:
+            size = sum(map(len, part.values()))
+            now = time.perf_counter()
+            window = (now, now + (deadline - now) * size / left)
+            left -= size
+            selection = restrict(problem, base)
+            p = _Search(selection, dag_cost(problem, selection), -math.inf, choice=base)
+            built = _build(problem, part, acyclic, cycle_free=False, required=parts.required)
+            _forbid_pairs(built, conflicts)
+            self._search(problem, built, acyclic, p, window, base)
+            rounds, cuts, overran = rounds + p.rounds, cuts + p.cuts, overran or p.overran
+            if p.alone_failed:
+                return False
+            base = p.choice or base
+            bounds.append(max(p.bound, 0.0))  # costs ≥ 0: a part nothing was proven on is ≥ 0
+            proven = proven and p.proven
+        s.take(problem, base, proven)
+        s.bound = max(s.bound, parts.fixed_cost + sum(bounds))
+        s.rounds, s.cuts, s.overran, s.parts = s.rounds + rounds, s.cuts + cuts, s.overran or overran, len(bounds)
+        return True
 
     def _nodes(self, problem: ExtractionProblem, incumbent: float, deadline: float) -> Pruned:
         """The model's classes and nodes, what pruning removed (no steps: not pruned), cycle

@@ -103,6 +103,22 @@ def usable_nodes(problem: ExtractionProblem) -> dict[int, list[int]]:
     return _needed(problem, by_class)
 
 
+def unavoidable_classes(problem: ExtractionProblem, class_nodes: ClassNodes, deadline: float) -> set[int] | None:
+    """The classes every program of `class_nodes` holds: the roots and every class all of their
+    terms contain (the cycle-closing fixpoint over the whole class graph); None past the
+    deadline or above `MAX_COMPONENT` classes."""
+    classes = list(class_nodes)
+    if len(classes) > MAX_COMPONENT:
+        return None
+    sets = _Component(problem, class_nodes, classes).unavoidable(deadline)
+    if sets is None:
+        return None
+    held = 0
+    for r in problem.roots:
+        held |= sets[classes.index(r)] or 0
+    return {c for k, c in enumerate(classes) if held >> k & 1}
+
+
 def _needed(problem: ExtractionProblem, by_class: ClassNodes) -> ClassNodes:
     """The classes the roots reach through the nodes of `by_class`, with those nodes."""
     needed, stack = set(problem.roots), list(problem.roots)

@@ -18,7 +18,7 @@ from eqdsl.extract.dag import GreedyDagExtractor
 from eqdsl.extract.greedy import GreedyExtractor
 from eqdsl.extract.ocf import GreedyOcfExtractor
 from eqdsl.extract.result import Extractor
-from eqdsl.fields import int_at_least, names, one_of, option, positive_number
+from eqdsl.fields import int_at_least, is_bool, names, one_of, option, positive_number
 
 
 @dataclass(frozen=True)
@@ -82,6 +82,8 @@ class ExtractConfig:
                                       lambda: "a list of extractors from " + names(extractor_names)(), tuple)
     # CP-SAT threads: two full-LP searches (plain, symmetry-folded), the rest neighbourhood search
     workers: int = option(DEFAULT_WORKERS, int_at_least(1), "an int ≥ 1")
+    # cpsat: solve independent parts one model each (layered models: BERT; loses on repeated cells)
+    parts: bool = option(False, is_bool, "true or false")
 
 
 def make_extractor(method: str, cfg: ExtractConfig, path: str = "extract.method") -> Extractor:
@@ -100,5 +102,5 @@ register_extractor(ExtractorKind("greedy-dag", lambda cfg: GreedyDagExtractor(),
 register_extractor(ExtractorKind("greedy-ocf", lambda cfg: GreedyOcfExtractor(),
                                  "PACT 2024's OCF: greedy with node sets, iterated to a fixpoint (DAG cost)"))
 register_extractor(ExtractorKind(
-    "cpsat", lambda cfg: CpSatExtractor(cfg.time_limit_s, cfg.acyclic, cfg.warm_start, cfg.workers),
+    "cpsat", lambda cfg: CpSatExtractor(cfg.time_limit_s, cfg.acyclic, cfg.warm_start, cfg.workers, parts=cfg.parts),
     "OR-Tools CP-SAT: proven-optimal DAG cost, or a labelled feasible result at the time limit", exact=True))

@@ -1,0 +1,130 @@
+"""Independent parts: solved one model each, the program and its proof are the whole problem's."""
+from __future__ import annotations
+
+import itertools
+import math
+import time
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from eqdsl.diagnostics import EqdslError
+from eqdsl.extract import decompose
+from eqdsl.extract.cpsat import CpSatExtractor
+from eqdsl.extract.decompose import split
+from eqdsl.extract.egraph import CyclicSelection, IncompleteSelection, dag_cost, problem_from_json, restrict
+from eqdsl.extract.prune import prune
+from eqdsl.extract.result import ExtractStatus
+
+from test_extract import brute_force, egraph, small_egraphs
+
+# Two layers joined at a class every program holds (`mid`): each layer picks between its own
+# node and a shared-looking alternative, so the layers are two parts; `w` costs 0 (fixed).
+LAYERS = egraph({
+    "w": ("w", "cw", [], 0), "x": ("x", "cx", [], 0),
+    "a1": ("f", "ca", ["x", "w"], 5), "a2": ("g", "ca", ["x"], 7),
+    "m": ("m", "mid", ["a1"], 1),
+    "b1": ("f", "cb", ["m", "w"], 3), "b2": ("g", "cb", ["m"], 4),
+    "out": ("o", "root", ["b1", "m"], 1),  # m shared: no DAG lower bound shortcut
+}, ["root"])
+
+# A cycle through two parts: A and K are held by every program (the root needs both), B is not.
+# a1 → K, k1 → B, b1 → A is the cheap loop; each part alone sees only its own edges.
+ACROSS = egraph({
+    "a1": ("a1", "A", ["k1"], 1), "a2": ("a2", "A", [], 10),
+    "k1": ("k1", "K", ["b1"], 1), "k2": ("k2", "K", [], 10),
+    "b1": ("b1", "B", ["a1"], 1), "b2": ("b2", "B", [], 10),
+    "r": ("r", "R", ["a1", "k1"], 0),
+}, ["R"])
+
+
+@pytest.fixture
+def split_at_once(monkeypatch):
+    """Every part its own model, however small."""
+    monkeypatch.setattr(decompose, "MIN_PART", 1)
+
+
+def parts_of(data):
+    p = problem_from_json(data)
+    pruned = prune(p, math.inf, time.monotonic() + 60)
+    return p, split(p, pruned.class_nodes, pruned.conflicts, time.monotonic() + 60)
+
+
+def test_layers_split_at_the_class_every_program_holds(split_at_once):
+    p, parts = parts_of(LAYERS)
+    names = [sorted(p.class_ids[c] for c in part) for part in parts.parts]
+    assert sorted(names) == [["ca"], ["cb"]]
+    assert {p.class_ids[c] for c in parts.required} >= {"root", "mid", "ca", "cb"}
+    assert {p.class_ids[c] for c in parts.fixed} == {"cw", "cx", "mid", "root"}
+    e = CpSatExtractor(time_limit_s=10, parts=True).extract(p)
+    assert e.status is ExtractStatus.OPTIMAL and e.cost == brute_force(p) == 5 + 1 + 3 + 1
+    assert "solved as 2 independent parts" in e.note
+
+
+def test_a_cycle_through_two_parts_falls_back_to_the_whole_model(split_at_once):
+    p, parts = parts_of(ACROSS)
+    assert len(parts.solvable) == 2  # {A} and {K, B}: no conflict pair ties them
+    e = CpSatExtractor(time_limit_s=10, parts=True).extract(p)
+    assert e.status is ExtractStatus.OPTIMAL and e.cost == brute_force(p)
+    assert "independent parts" not in e.note
+
+
+def test_negative_costs_are_not_split():
+    data = egraph({"x": ("x", "cx", [], -1), "r": ("r", "root", ["x"], 1)}, ["root"])
+    p = problem_from_json(data)
+    assert split(p, prune(p, math.inf, time.monotonic() + 60).class_nodes, (), time.monotonic() + 60) is None
+
+
+@st.composite
+def two_layer_egraphs(draw):
+    """Two small e-graphs under one root node: each layer's roots are held by every program, and
+    the first is used twice (so the warm start shares a term and the lower bound cannot settle it)."""
+    nodes, roots = {}, []
+    for tag in "ab":
+        layer = draw(small_egraphs())
+        for nid, n in layer["nodes"].items():
+            nodes[tag + nid] = (n["op"], tag + n["eclass"], [tag + k for k in n["children"]], n["cost"])
+        roots += [tag + r for r in layer["root_eclasses"]]
+    first = {c: nid for nid, (_, c, _, _) in reversed(list(nodes.items()))}
+    nodes["top"] = ("top", "root", [first[r] for r in roots + roots[:1]], 1)
+    return egraph(nodes, ["root"])
+
+
+@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow,
+                                                                   HealthCheck.function_scoped_fixture])
+@given(two_layer_egraphs())
+def test_split_solves_find_the_brute_force_optimum(split_at_once, data):
+    p = problem_from_json(data)
+    best = brute_force(p)
+    if math.isinf(best):
+        return
+    e = CpSatExtractor(time_limit_s=10, parts=True).extract(p)
+    assert e.status is ExtractStatus.OPTIMAL and e.cost == best
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(small_egraphs())
+def test_every_program_of_the_pruned_nodes_holds_the_required_classes(data):
+    p = problem_from_json(data)
+    try:
+        pruned = prune(p, math.inf, time.monotonic() + 60)
+    except EqdslError:  # no acyclic program at all
+        return
+    parts = split(p, pruned.class_nodes, pruned.conflicts, time.monotonic() + 60)
+    classes = sorted(pruned.class_nodes)
+    for choice in itertools.product(*(pruned.class_nodes[c] for c in classes)):
+        try:
+            program = restrict(p, dict(zip(classes, choice)))
+        except (CyclicSelection, IncompleteSelection):
+            continue
+        assert parts.required <= set(program)
+        assert parts.fixed_cost <= dag_cost(p, program)
+
+
+def test_parts_is_a_config_option_and_a_flag(tmp_path):
+    from eqdsl.config import parse_config
+    cfg = parse_config({"ruleset": "arith", "program": {"text": "x"}, "extract": {"parts": True}}, tmp_path / "c.yaml")
+    assert cfg.extract.parts is True
+    with pytest.raises(EqdslError, match="extract.parts"):
+        parse_config({"ruleset": "arith", "program": {"text": "x"}, "extract": {"parts": "yes"}}, tmp_path / "c.yaml")
