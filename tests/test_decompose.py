@@ -78,20 +78,24 @@ def test_negative_costs_are_not_split():
 
 @st.composite
 def two_layer_egraphs(draw):
-    """Two small e-graphs under one root node: each layer's roots are held by every program, and
-    the first is used twice (so the warm start shares a term and the lower bound cannot settle it)."""
-    nodes, roots = {}, []
+    """Two small e-graphs under one root node, each behind a class with two undominated nodes
+    (different children, costs ≥ 1) that every program holds; the first is used twice, so the
+    warm start shares a term and the lower bound cannot settle it. About half split into parts."""
+    nodes, picks = {}, []
     for tag in "ab":
         layer = draw(small_egraphs())
         for nid, n in layer["nodes"].items():
             nodes[tag + nid] = (n["op"], tag + n["eclass"], [tag + k for k in n["children"]], n["cost"])
-        roots += [tag + r for r in layer["root_eclasses"]]
-    first = {c: nid for nid, (_, c, _, _) in reversed(list(nodes.items()))}
-    nodes["top"] = ("top", "root", [first[r] for r in roots + roots[:1]], 1)
+        first = {n[1]: nid for nid, n in reversed(list(nodes.items())) if nid.startswith(tag)}
+        one, other = draw(st.lists(st.sampled_from(sorted(first)), min_size=2, max_size=2, unique=True))
+        nodes[tag + "p"] = ("p", tag + "pick", [first[one]], draw(st.integers(1, 9)))
+        nodes[tag + "q"] = ("q", tag + "pick", [first[other]], draw(st.integers(1, 9)))
+        picks.append(tag + "p")
+    nodes["top"] = ("top", "root", picks + picks[:1], 1)
     return egraph(nodes, ["root"])
 
 
-@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow,
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow,
                                                                    HealthCheck.function_scoped_fixture])
 @given(two_layer_egraphs())
 def test_split_solves_find_the_brute_force_optimum(split_at_once, data):
