@@ -310,7 +310,7 @@ class CpSatExtractor:
             return self._result(problem, warm.selection, warm.cost, warm.cost, True, False, time.perf_counter() - t0,
                                 0, 0, pruning + "; the warm start meets the DAG lower bound")
         search = self._solve(problem, pruned, class_nodes, _Search(warm.selection, warm.cost, floor or -math.inf),
-                             (t0, deadline))
+                             deadline)
         result = self._result(problem, search.best, search.cost, search.bound, search.proven, search.from_solver,
                               time.perf_counter() - t0, search.rounds, search.cuts, pruning)
         result = replace(result, note=f"{result.note}; CP-SAT threads: {self.workers}")
@@ -327,10 +327,9 @@ class CpSatExtractor:
         return result
 
     def _solve(self, problem: ExtractionProblem, pruned: Pruned, class_nodes: dict[int, list[int]], s: _Search,
-               window: tuple[float, float]) -> _Search:
+               deadline: float) -> _Search:
         """With `parts`, the independent parts one by one where there are several; the whole
         model otherwise, or where a part could not be solved alone."""
-        deadline = window[1]
         acyclic = "order" if self.plain else self.acyclic
         conflicts = pruned.conflicts if self.conflicts else ()
         if self.parts and self.prune and acyclic != "filter-list":
@@ -396,20 +395,21 @@ class CpSatExtractor:
         base = {**(s.choice or s.best), **parts.fixed}
         bounds, proven, rounds, cuts, overran = [], True, 0, 0, False
         left = sum(len(nodes) for part in parts.solvable for nodes in part.values())
+        selection = restrict(problem, base)
+        cost = dag_cost(problem, selection)
         for part in parts.solvable:
             size = sum(map(len, part.values()))
             now = time.perf_counter()
             window = (now, now + (deadline - now) * size / left)
             left -= size
-            selection = restrict(problem, base)
-            p = _Search(selection, dag_cost(problem, selection), -math.inf, choice=base)
-            built = _build(problem, part, acyclic, cycle_free=False, required=parts.required)
+            p = _Search(selection, cost, -math.inf, choice=base)
+            built = _build(problem, part, acyclic, required=parts.required)
             _forbid_pairs(built, conflicts)
             self._search(problem, built, acyclic, p, window, base)
             rounds, cuts, overran = rounds + p.rounds, cuts + p.cuts, overran or p.overran
             if p.alone_failed:
                 return False
-            base = p.choice or base
+            base, selection, cost = p.choice or base, p.best, p.cost
             bounds.append(max(p.bound, 0.0))  # costs ≥ 0: a part nothing was proven on is ≥ 0
             proven = proven and p.proven
         s.take(problem, base, proven)

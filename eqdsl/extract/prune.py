@@ -20,6 +20,9 @@ is cyclic, so the model may add `x_n + x_m ≤ 1`. TENSAT's split/concat loops a
 (`C = split0(split(concat(C', D)))` beside `concat(C, …)` in D); the model without order variables
 then rarely chooses a cycle at all (BENCHMARKS.md, extraction at scale).
 
+`unavoidable_classes` runs the same fixpoint over the whole class graph: the classes every program
+holds (`eqdsl.extract.decompose` splits a problem there).
+
 Contract: `prune(problem, incumbent, deadline)` returns the needed classes with their remaining
 nodes, and cycle conflicts among them; some optimal program of `problem` uses only those nodes
 and no conflicting pair (each step keeps one: an optimal program is rewritten onto undominated
