@@ -63,7 +63,8 @@ def _merge(own: int, own_cost: float, child_sets: list[dict[int, float]]) -> dic
 class GreedyDagExtractor:
     name = "greedy-dag"
 
-    def extract(self, problem: ExtractionProblem) -> Extraction:
+    def extract(self, problem: ExtractionProblem, start: Selection | None = None) -> Extraction:
+        del start  # a heuristic's answer is its own (the PACT study compares them as they are)
         require_nonnegative(problem, self.name)
         return best_greedy(problem, self.name)
 
