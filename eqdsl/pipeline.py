@@ -30,10 +30,9 @@ from eqdsl.execute.measure import MeasuredCosts
 from eqdsl.execute.measure import ProgressFn as TimingProgress
 from eqdsl.exports.base import ExportJob, ExportOutcome, ExportSettings
 from eqdsl.exports.registry import EXPORTS
-from eqdsl.extract.carry import place
 from eqdsl.extract.egraph import dag_cost
 from eqdsl.extract.registry import ExtractConfig, make_extractor
-from eqdsl.extract.result import Extraction, extract_from
+from eqdsl.extract.result import Extraction
 from eqdsl.frontend import load_language, load_program_text
 from eqdsl.importers.onnx.weights import random_weights
 from eqdsl.ir.params import bind_params
@@ -190,11 +189,9 @@ def _explore_and_extract(result: RunResult, schedule: LimitsConfig, progress: Pr
     with _stage(result, "serialize"):
         result.live = session.live(result.params)
     extract = result.extract
-    program = result.outcome.program if result.outcome is not None else None
-    start = None if program is None else place(program, result.live.problem)  # the schedule's last program
     for method in [extract.method] + [m for m in extract.compare if m != extract.method]:
         with _stage(result, f"extract:{method}"):
-            result.extractions[method] = extract_from(make_extractor(method, extract), result.live.problem, start)
+            result.extractions[method] = make_extractor(method, extract).extract(result.live.problem)
     return result
 
 

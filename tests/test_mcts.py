@@ -92,8 +92,7 @@ def test_an_exact_main_extractor_prices_only_each_rollouts_last_state(monkeypatc
 
     priced = []
     extract = CpSatExtractor.extract
-    monkeypatch.setattr(CpSatExtractor, "extract",
-                        lambda self, p, start=None: priced.append(1) or extract(self, p, start))
+    monkeypatch.setattr(CpSatExtractor, "extract", lambda self, p: priced.append(1) or extract(self, p))
     # rollouts long enough that some change the e-graph more than once (else both price alike)
     config = MctsConfig(budget=6, max_sim_steps=8, node_limit=600, seed=2, main_extract="cpsat")
     last_only = _nasrnn(config)
@@ -106,24 +105,3 @@ def test_an_exact_main_extractor_prices_only_each_rollouts_last_state(monkeypatc
     assert [s.mean_reward for s in last_only.outcome.steps] == \
         pytest.approx([s.mean_reward for s in every_step.outcome.steps])
     assert last_only.best.cost == every_step.best.cost and fewer < len(priced)
-
-
-def test_an_exact_main_extractor_starts_from_the_program_of_the_state_above(monkeypatch):
-    """Every state below a priced one gets that state's program as its start (its e-graph grew
-    from there), so no state is priced above the program it was grown from."""
-    from eqdsl.extract.cpsat import CpSatExtractor
-    from eqdsl.extract.egraph import dag_cost
-
-    calls = []
-    extract = CpSatExtractor.extract
-
-    def spy(self, problem, start=None):
-        found = extract(self, problem, start)
-        calls.append((None if start is None else dag_cost(problem, start), found.cost))
-        return found
-
-    monkeypatch.setattr(CpSatExtractor, "extract", spy)
-    _nasrnn(MctsConfig(budget=4, max_sim_steps=3, node_limit=600, seed=1, main_extract="cpsat"))
-    started = [(s, c) for s, c in calls if s is not None]
-    assert calls[0][0] is None and len(started) >= len(calls) - 2  # the input (and the final run's) have none
-    assert all(cost <= start for start, cost in started)

@@ -18,14 +18,7 @@ from eqdsl.diagnostics import EqdslError
 from eqdsl.egglog.live import LiveEGraph, Measure, live_problem
 from eqdsl.egglog.lower import SAMPLE_GENERATION, Lowered, load_program
 from eqdsl.egglog.readback import selection_program
-from eqdsl.extract.carry import Sketch, place, sketch
-from eqdsl.extract.result import Extraction, Extractor, extract_from
-
-
-class Extracted(NamedTuple):
-    program: ir.Program
-    extraction: Extraction
-    sketch: Sketch  # the program without class ids: the next extraction's start
+from eqdsl.extract.result import Extraction, Extractor
 
 
 @dataclass(frozen=True)
@@ -188,16 +181,12 @@ class EGraphSession:
         measured costs where `self.measure` is set and has a timing)."""
         return live_problem(self.serialize(), self.lowered, params, self.measure)
 
-    def extract_now(self, extractor: Extractor, params: dict[str, int] | None, name: str,
-                    start: Sketch | None = None) -> Extracted:
-        """Extract every root with `extractor`; the program is named `name`. `start`: an earlier
-        extraction's program, handed to the extractor where this e-graph still holds it (a
-        schedule's e-graphs grow from one another: `eqdsl.extract.carry`)."""
+    def extract_now(self, extractor: Extractor, params: dict[str, int] | None,
+                    name: str) -> tuple[ir.Program, Extraction]:
+        """Extract every root with `extractor`; the program is named `name`."""
         live = self.live(params)
-        placed = None if start is None else place(start, live.problem)
-        extraction = extract_from(extractor, live.problem, placed)
-        return Extracted(selection_program(live, extraction.selection, name), extraction,
-                         sketch(live.problem, extraction.selection))
+        extraction = extractor.extract(live.problem)
+        return selection_program(live, extraction.selection, name), extraction
 
     def serialize(self) -> dict:
         try:

@@ -290,10 +290,10 @@ class CpSatExtractor:
         self.warm_start, self.workers, self.plain, self.prune = warm_start, workers, plain, prune
         self.conflicts, self.parts = conflicts, parts
 
-    def extract(self, problem: ExtractionProblem, start: Selection | None = None) -> Extraction:
+    def extract(self, problem: ExtractionProblem) -> Extraction:
         t0 = time.perf_counter()
         deadline = t0 + self.time_limit_s
-        warm = self._warm(problem, start)
+        warm = self._warm(problem)
         pruned = self._nodes(problem, warm.cost, time.monotonic() + PRUNE_SHARE * self.time_limit_s)
         class_nodes, pruning = pruned.class_nodes, pruned.summary() if pruned.steps else ""
         filtered = 0
@@ -312,7 +312,7 @@ class CpSatExtractor:
         search = self._solve(problem, pruned, class_nodes, _Search(warm.selection, warm.cost, floor or -math.inf),
                              deadline)
         result = self._result(problem, search.best, search.cost, search.bound, search.proven, search.from_solver,
-                              time.perf_counter() - t0, search.rounds, search.cuts, pruning, warm.method)
+                              time.perf_counter() - t0, search.rounds, search.cuts, pruning)
         result = replace(result, note=f"{result.note}; CP-SAT threads: {self.workers}")
         if search.ordered_late:
             result = replace(result, note=f"{result.note}; order variables added after {search.ordered_late} "
@@ -435,19 +435,13 @@ class CpSatExtractor:
             return 0.0
         return dag_lower_bound(problem, class_nodes)
 
-    def _warm(self, problem: ExtractionProblem, start: Selection | None) -> Extraction:
+    def _warm(self, problem: ExtractionProblem) -> Extraction:
         """A valid start whatever the costs' signs (the greedy extractors' own checks refuse
-        negative costs; as a start their choice is still valid); the caller's `start` where it
-        is cheaper (a pulsed epoch's or an MCTS state's last program: the result is then never
-        dearer than it, time limit or not)."""
+        negative costs; as a start their choice is still valid)."""
         if self.warm_start == "greedy":
             selection = tree_selection(problem)
-            warm = Extraction("greedy", selection, dag_cost(problem, selection), ExtractStatus.HEURISTIC, 0.0)
-        else:
-            warm = best_greedy(problem)
-        if start is not None and (cost := dag_cost(problem, start)) < warm.cost:
-            return Extraction("the given start", restrict(problem, start), cost, ExtractStatus.HEURISTIC, 0.0)
-        return warm
+            return Extraction("greedy", selection, dag_cost(problem, selection), ExtractStatus.HEURISTIC, 0.0)
+        return best_greedy(problem)
 
     def _solver(self, seconds: float) -> cp_model.CpSolver:
         solver = cp_model.CpSolver()
@@ -477,8 +471,7 @@ class CpSatExtractor:
                                 [problem.nodes[i].eclass for i in cycle])
         return len(cycles)
 
-    def _result(self, problem, best, best_cost, bound, proven, from_solver, seconds, rounds, cuts, pruning,
-                warm_name: str = "greedy-dag"):
+    def _result(self, problem, best, best_cost, bound, proven, from_solver, seconds, rounds, cuts, pruning):
         restrict(problem, best)  # raises if the selection were cyclic or incomplete: never returned
         if math.isinf(bound):  # no solve finished: only the trivial bound, if costs are ≥ 0
             bound = None if problem.has_negative_costs else 0.0
@@ -489,5 +482,5 @@ class CpSatExtractor:
             status = ExtractStatus.FEASIBLE
         note = f"acyclic={self.acyclic}, rounds={rounds}, cycle cuts={cuts}" + (f"; {pruning}" if pruning else "")
         if not from_solver and rounds:
-            note += f"; CP-SAT found nothing better than its warm start ({warm_name})"
+            note += f"; CP-SAT found nothing better than the {self.warm_start or 'greedy-dag'} warm start"
         return Extraction(self.name, best, best_cost, status, seconds, bound, note)

@@ -63,8 +63,7 @@ def _merge(own: int, own_cost: float, child_sets: list[dict[int, float]]) -> dic
 class GreedyDagExtractor:
     name = "greedy-dag"
 
-    def extract(self, problem: ExtractionProblem, start: Selection | None = None) -> Extraction:
-        del start  # a heuristic's answer is its own (the PACT study compares them as they are)
+    def extract(self, problem: ExtractionProblem) -> Extraction:
         require_nonnegative(problem, self.name)
         return best_greedy(problem, self.name)
 

@@ -88,8 +88,7 @@ def require_nonnegative(problem: ExtractionProblem, method: str) -> None:
 class GreedyExtractor:
     name = "greedy"
 
-    def extract(self, problem: ExtractionProblem, start: Selection | None = None) -> Extraction:
-        del start  # a heuristic's answer is its own (the PACT study compares them as they are)
+    def extract(self, problem: ExtractionProblem) -> Extraction:
         require_nonnegative(problem, self.name)
         t0 = time.perf_counter()
         selection = tree_selection(problem)

@@ -91,8 +91,7 @@ def _price(problem: ExtractionProblem, i: int, best: dict[int, Term]) -> Term | 
 class GreedyOcfExtractor:
     name = "greedy-ocf"
 
-    def extract(self, problem: ExtractionProblem, start: Selection | None = None) -> Extraction:
-        del start  # a heuristic's answer is its own (the PACT study compares them as they are)
+    def extract(self, problem: ExtractionProblem) -> Extraction:
         require_nonnegative(problem, self.name)
         t0 = time.perf_counter()
         fallback = tree_selection(problem)  # raises when a root has no acyclic term at all

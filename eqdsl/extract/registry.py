@@ -3,8 +3,7 @@
 Contract: `EXTRACTORS` maps a name to an `ExtractorKind`; it feeds config validation
 (`extract.method`, `extract.compare`, a pulsed schedule's `epoch_extract`), the CLI's
 `--extractor` choices, `make_extractor` and the tests' parametrisation. Adding an extractor is
-one module with an `extract(problem, start=None) -> Extraction` method (`eqdsl.extract.result`; one
-without `start` runs where no schedule carries a program) plus one `register_extractor` line
+one module with an `extract(problem) -> Extraction` method plus one `register_extractor` line
 (or an entry point in the `eqdsl.extractors` group).
 """
 from __future__ import annotations

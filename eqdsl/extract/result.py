@@ -3,9 +3,6 @@
 Contract: `Extractor.extract(problem)` returns an `Extraction` whose selection is complete and
 acyclic for every root (checked with `egraph.reachable` before it is returned), or raises
 `EqdslError` when no such selection exists. `cost` is the DAG cost (shared nodes counted once).
-`start`, where given, is a complete acyclic selection of `problem` the caller already holds (the
-previous epoch's program, carried by `eqdsl.extract.carry`): an exact extractor returns nothing
-costlier than it and starts its search from it; the heuristics ignore it.
 """
 from __future__ import annotations
 
@@ -45,11 +42,5 @@ class Extraction:
 class Extractor(Protocol):
     name: str
 
-    def extract(self, problem: ExtractionProblem, start: Selection | None = None) -> Extraction:
+    def extract(self, problem: ExtractionProblem) -> Extraction:
         ...
-
-
-def extract_from(extractor: Extractor, problem: ExtractionProblem, start: Selection | None) -> Extraction:
-    """`extractor.extract`, given `start` only where there is one: an extractor written before
-    `start` existed (a plugin) still runs wherever no program is carried."""
-    return extractor.extract(problem) if start is None else extractor.extract(problem, start)

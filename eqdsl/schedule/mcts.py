@@ -22,9 +22,7 @@ iteration each (`path`); an action is one rule (single- or multi-pattern). One s
   input, in order; a child whose rule changed nothing has its parent's). An exact main
   extractor (cpsat) gives minimum costs, which never rise as the e-graph grows, so the
   rollout's decreases sum to its first cost minus its last: only the last state is priced
-  (the same reward wherever each pricing proves optimal; BENCHMARKS.md). It starts from the
-  program of the nearest priced state above (`eqdsl.extract.carry`: the e-graph grew from that
-  state, so it holds that program), and so never prices a state above its ancestors;
+  (the same reward wherever each pricing proves optimal; BENCHMARKS.md);
 - backpropagation of visits and rewards to the root.
 Every state is reached with egglog push, replay of its path, pop. After `budget` iterations the
 root's child of best mean reward is applied to the real e-graph (an iteration of `LimitedLoop`:
@@ -46,10 +44,8 @@ from dataclasses import dataclass, field, replace
 from typing import ClassVar
 
 from eqdsl.egglog.session import EGraphSession, StepResult
-from eqdsl.extract.carry import Sketch, place, sketch
-from eqdsl.extract.egraph import ExtractionProblem, Selection
 from eqdsl.extract.registry import extractor_names, is_exact, make_extractor
-from eqdsl.extract.result import Extractor, extract_from
+from eqdsl.extract.result import Extractor
 from eqdsl.fields import int_at_least, names, one_of, option, positive_number
 from eqdsl.schedule.runner import (
     LimitedLoop,
@@ -112,7 +108,6 @@ class MctsScheduler:
     params: dict[str, int]
     rng: random.Random = field(init=False)
     costs: dict[tuple[str, ...], float] = field(default_factory=dict)  # state (rules since the input) → cost
-    programs: dict[tuple[str, ...], Sketch] = field(default_factory=dict)  # tree states' programs (exact main)
     applied: tuple[str, ...] = ()
     rules: tuple[str, ...] = ()  # every rule of the language: the actions (set by `run`)
 
@@ -135,7 +130,7 @@ class MctsScheduler:
         while stop is None:
             stop = self._step(session, loop, steps, progress)
         return ScheduleOutcome(stop, tuple(loop.reports), session.size(), loop.elapsed(), start_nodes,
-                               steps=tuple(steps), program=self.programs.get(self.applied))
+                               steps=tuple(steps))
 
     def _step(self, session: EGraphSession, loop: LimitedLoop, steps: list[SearchStep],
               progress: ProgressFn | None) -> StopReason | None:
@@ -266,7 +261,7 @@ class MctsScheduler:
                 session.pop()
                 session.push()
                 self._replay(session, path)
-            gain += max(cost - self._cost(session, path, keep=False), 0.0)
+            gain += max(cost - self._cost(session, path), 0.0)
         return gain / max(self._cost_of(()), 1e-300)
 
     def _random_change(self, session: EGraphSession, path: tuple[str, ...]) -> str | None:
@@ -286,25 +281,13 @@ class MctsScheduler:
         """A state's cached cost (every state on the tree was priced when it was created)."""
         return self.costs[self.applied + path]
 
-    def _cost(self, session: EGraphSession, path: tuple[str, ...], keep: bool = True) -> float:
+    def _cost(self, session: EGraphSession, path: tuple[str, ...]) -> float:
         """The main extractor's cost of the session's e-graph, which is the state `path`
-        reached from the current search root. An exact extractor starts from the program of the
-        nearest priced state above, and the program found is kept for the states below (`keep`:
-        a rollout's last state has none below it)."""
+        reached from the current search root."""
         key = self.applied + path
         if key not in self.costs:
-            problem = session.live(self.params).problem
-            found = extract_from(self.extractor, problem, self._start(key, problem) if self.telescopes else None)
-            self.costs[key] = found.cost
-            if self.telescopes and keep:
-                self.programs[key] = sketch(problem, found.selection)
+            self.costs[key] = self.extractor.extract(session.live(self.params).problem).cost
         return self.costs[key]
-
-    def _start(self, key: tuple[str, ...], problem: ExtractionProblem) -> Selection | None:
-        for k in range(len(key) - 1, -1, -1):
-            if (program := self.programs.get(key[:k])) is not None:
-                return place(program, problem)
-        return None
 
 
 def build_mcts(cfg: MctsConfig, context: ScheduleContext) -> MctsScheduler:

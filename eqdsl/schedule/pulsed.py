@@ -18,10 +18,9 @@ from typing import ClassVar
 
 from eqdsl import ir
 from eqdsl.diagnostics import EqdslError
-from eqdsl.egglog.session import EGraphSession, Extracted
-from eqdsl.extract.carry import Sketch
+from eqdsl.egglog.session import EGraphSession
 from eqdsl.extract.registry import dag_extractor_names, make_extractor
-from eqdsl.extract.result import Extractor
+from eqdsl.extract.result import Extraction, Extractor
 from eqdsl.fields import int_at_least, names, one_of, option, positive_number
 from eqdsl.schedule.runner import (
     EpochReport,
@@ -65,7 +64,7 @@ class PulsedScheduler:
         t0 = time.perf_counter()
         start_nodes = LimitedLoop(session, self.limits).check_start()
         ruleset = self._ruleset(session)
-        current = self._extract(session, None)  # the input program: the e-graph holds only it
+        current = self._extract(session)  # the input program: the e-graph holds only it
         best, epochs, reports, stop = current, [], [], StopReason.ITERATION_LIMIT
         for epoch in range(1, self.epochs + 1):
             remaining = self.limits.time_limit_s - (time.perf_counter() - t0)
@@ -76,30 +75,28 @@ class PulsedScheduler:
                                count_classes=False)
             stop = loop.run(lambda _: ruleset, progress)
             reports += loop.reports
-            current = self._extract(session, current.sketch)
-            epochs.append(EpochReport(epoch, current.extraction.cost, session.size(), current.extraction.seconds,
-                                      stop.value, current.extraction.status.value))
-            if current.extraction.cost < best.extraction.cost:
+            current = self._extract(session)
+            epochs.append(EpochReport(epoch, current[1].cost, session.size(), current[1].seconds,
+                                      stop.value, current[1].status.value))
+            if current[1].cost < best[1].cost:
                 best = current
-            self._rebuild(session, current.program)
-            if stop == StopReason.SATURATED and current.extraction.cost >= best.extraction.cost and epoch > 1:
+            self._rebuild(session, current[0])
+            if stop == StopReason.SATURATED and current[1].cost >= best[1].cost and epoch > 1:
                 break  # nothing left to find from here
-        self._rebuild(session, best.program)
+        self._rebuild(session, best[0])
         return ScheduleOutcome(stop, tuple(reports), session.size(), time.perf_counter() - t0,
-                               start_nodes, epochs=tuple(epochs), program=best.sketch)
+                               start_nodes, epochs=tuple(epochs))
 
     def _ruleset(self, session: EGraphSession) -> str:
         rules = self.rules or tuple(r.name for r in session.lowered.language.single_rules)
         session.define_ruleset(EXPLORE_RULESET, list(rules))
         return EXPLORE_RULESET
 
-    def _extract(self, session: EGraphSession, start: Sketch | None) -> Extracted:
-        """Extract every root, starting from the epoch's start program `start` (which the
-        e-graph grew from, so an exact extractor never returns worse, time limit or not). The
-        next epoch starts from this program even when a heuristic's is costlier than the epoch's
-        start (a factorised but less shared program is often the way to a cheaper one; measured
-        in BENCHMARKS.md); the best of all epochs is kept."""
-        return session.extract_now(self.extractor, self.params, "pulsed", start)
+    def _extract(self, session: EGraphSession) -> tuple[ir.Program, Extraction]:
+        """Extract every root. The next epoch starts from this program even when it is costlier
+        than the epoch's start (a factorised but less shared program is often the way to a
+        cheaper one; measured in BENCHMARKS.md); the best of all epochs is kept."""
+        return session.extract_now(self.extractor, self.params, "pulsed")
 
     def _rebuild(self, session: EGraphSession, program: ir.Program) -> None:
         session.reset()

@@ -18,7 +18,6 @@ from typing import Callable, ClassVar, Protocol
 from eqdsl import ir
 from eqdsl.diagnostics import EqdslError
 from eqdsl.egglog.session import EGraphSession, StepResult
-from eqdsl.extract.carry import Sketch
 from eqdsl.extract.registry import ExtractConfig
 from eqdsl.fields import int_at_least, option, positive_number
 from eqdsl.schedule.cycles import CycleFilter
@@ -124,9 +123,6 @@ class ScheduleOutcome:
     notes: tuple[str, ...] = field(default_factory=tuple)
     epochs: tuple[EpochReport, ...] = ()  # programs extracted while scheduling (pulsed)
     steps: tuple[SearchStep, ...] = ()  # rules applied after a search (mcts)
-    # a program the schedule extracted from the e-graph it leaves (pulsed: the best; mcts with an
-    # exact main extractor: the last applied state's): the final extraction's start
-    program: Sketch | None = None
 
 
 ProgressFn = Callable[[IterationReport], None]
