@@ -3,6 +3,7 @@ limit, is reproducible per seed, logs its steps, and rejects bad settings by key
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 
 import pytest
 import yaml
@@ -72,6 +73,7 @@ def test_run_reports_mcts_steps(tmp_path, run_cli):
     ({"kind": "mcts", "main_extract": "ilp"}, "schedule.main_extract", "greedy-ocf"),
     ({"kind": "mcts", "uct_c": -1}, "schedule.uct_c", "a number > 0"),
     ({"kind": "mcts", "multi_matches": -2}, "schedule.multi_matches", "an int ≥ 0"),
+    ({"kind": "mcts", "simulation": "random"}, "schedule.simulation", "rewrite, draw"),
     ({"kind": "mcts", "final_extract": "cpsat"}, "schedule.final_extract", "extract.method"),
     ({"kind": "saturate", "budget": 3}, "schedule.budget", "`kind: mcts`"),
 ])
@@ -105,3 +107,42 @@ def test_an_exact_main_extractor_prices_only_each_rollouts_last_state(monkeypatc
     assert [s.mean_reward for s in last_only.outcome.steps] == \
         pytest.approx([s.mean_reward for s in every_step.outcome.steps])
     assert last_only.best.cost == every_step.best.cost and fewer < len(priced)
+
+
+class _OneRuleChanges:
+    """A session where only rule `good` changes the e-graph (every other rule has no match)."""
+
+    def __init__(self, rules: list[str], good: str | None) -> None:
+        from types import SimpleNamespace
+
+        self.lowered = SimpleNamespace(sampled={}, rulesets={r: r for r in rules})
+        self.good, self.tried = good, []
+
+    def step(self, ruleset: str):
+        from eqdsl.egglog.session import StepResult
+
+        self.tried.append(ruleset)
+        return StepResult({ruleset: int(ruleset == self.good)}, ruleset == self.good)
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_a_simulation_step_is_one_rewrite_not_one_draw(seed):
+    """With 1 of 40 rules matching, a draw from all rules would miss 39 times in 40; a simulation
+    step draws without replacement until a rule changes the e-graph, or every rule has missed."""
+    from eqdsl.schedule.mcts import MctsScheduler
+
+    rules = [f"r{i}" for i in range(40)]
+    cfg = MctsConfig(seed=seed, multi_matches=0)
+    search = MctsScheduler(cfg.limits(cfg.max_steps), cfg, None, {})  # type: ignore[arg-type]
+    search.rules = tuple(rules)
+    session = _OneRuleChanges(rules, "r17")
+    assert search._sim_step(session, ()) == "r17"  # type: ignore[arg-type]
+    assert len(set(session.tried)) == len(session.tried)  # no rule drawn twice
+    stuck = _OneRuleChanges(rules, None)
+    assert search._sim_step(stuck, ()) is None  # type: ignore[arg-type]
+    assert sorted(stuck.tried) == sorted(rules)
+    drawing = MctsScheduler(cfg.limits(cfg.max_steps), replace(cfg, simulation="draw"), None, {})  # type: ignore[arg-type]
+    drawing.rules = tuple(rules)
+    once = _OneRuleChanges(rules, "r17")
+    drawing._sim_step(once, ())  # type: ignore[arg-type]
+    assert len(once.tried) == 1  # `draw`: one rule, whether it changed the e-graph or not

@@ -10,8 +10,8 @@ iteration each (`path`); an action is one rule (single- or multi-pattern). One s
   application passes the node limit, is blacklisted at the node; a child whose e-graph did not
   change is saturated (`unchanged`: never descended into, never applied); a node with nothing
   left to expand below it is `exhausted` (not descended into; the search ends when the root is);
-- simulation: up to `max_sim_steps` random rewrites under the node limit (each a random rule
-  that changes the e-graph: rules are drawn until one does);
+- simulation: up to `max_sim_steps` steps under the node limit, each a random rewrite (rules
+  drawn until one changes the e-graph; `simulation: draw`: one random rule, which may miss);
 - reward: the sum of cost decreases `max(cost_{i−1} − cost_i, 0)` along the whole trajectory —
   from the search root down the tree to the new child, then the rollout — divided by the search
   root's cost (rewards in [0, 1], so that `uct_c` means the same on every cost scale). Counting
@@ -59,6 +59,8 @@ from eqdsl.schedule.runner import (
 )
 from eqdsl.schedule.sampled import step_sampled
 
+SIMULATIONS = ("rewrite", "draw")
+
 
 @dataclass(frozen=True)
 class MctsConfig(LimitsConfig):
@@ -76,6 +78,10 @@ class MctsConfig(LimitsConfig):
     # the paper's action, which passes the node limit on NasRNN, ResNeXt-50 and SqueezeNet, so
     # those rules never apply; 16 measured best-or-equal on every model run: BENCHMARKS.md, "MCTS")
     multi_matches: int = option(16, int_at_least(0), "an int ≥ 0")
+    # a simulation step: `rewrite` applies a random rule that changes the e-graph, `draw` draws one
+    # rule from all of them (a miss is a step); BENCHMARKS.md, session 25: rewrite lifts BERT's worst
+    # seed at budget 16 from −2.1 to +5.7 points over TENSAT and takes 4–5× the time
+    simulation: str = option("rewrite", one_of(SIMULATIONS), ", ".join(SIMULATIONS))
 
 
 @dataclass(eq=False)
@@ -238,7 +244,7 @@ class MctsScheduler:
     def _rollout(self, session: EGraphSession, child: TreeNode) -> float:
         """Reward of the trajectory from the search root: the tree path down to `child` (whose
         states' costs are cached from their own expansions), then up to `max_sim_steps` random
-        rewrites (`_random_change`). Counting from the root credits a child with the gain of its
+        steps (`_sim_step`). Counting from the root credits a child with the gain of its
         own rule on every visit, not only on the visit that expanded it."""
         self._cost(session, child.path)  # the session holds the child's state now
         costs = [self._cost_of(child.path[:k]) for k in range(len(child.path) + 1)]
@@ -246,9 +252,11 @@ class MctsScheduler:
         path, cost = child.path, costs[-1]
         overshot = False
         for _ in range(self.cfg.max_sim_steps):  # the iteration's pop undoes all of it
-            rule = self._random_change(session, path)
+            rule = self._sim_step(session, path)
             if rule is None:
-                break  # no rule changes this state
+                if self.cfg.simulation == "rewrite":
+                    break  # no rule changes this state
+                continue  # `draw`: the rule drawn changed nothing, and that was the step
             if session.size() > self.limits.node_limit:
                 overshot = True
                 break
@@ -264,12 +272,14 @@ class MctsScheduler:
             gain += max(cost - self._cost(session, path), 0.0)
         return gain / max(self._cost_of(()), 1e-300)
 
-    def _random_change(self, session: EGraphSession, path: tuple[str, ...]) -> str | None:
-        """Apply random rules to the state `path`, drawn without replacement, until one changes
-        the e-graph; that rule, or None where none does. A simulation step is one rewrite: drawn
-        from all rules, most steps would miss (on BERT 4 of TENSAT's 139 rules match, so ten
-        draws applied about one rewrite); a miss costs 0.13 ms, an applied rule 0.7 ms.
-        BENCHMARKS.md, session 25."""
+    def _sim_step(self, session: EGraphSession, path: tuple[str, ...]) -> str | None:
+        """One simulation step on the state `path`: the rule applied, or None where it changed
+        nothing. `draw`: one random rule. `rewrite`: random rules drawn without replacement
+        until one changes the e-graph (None: none does) — drawn from all rules, most steps miss
+        (on BERT 4 of TENSAT's 139 rules match, so ten draws apply about one rewrite)."""
+        if self.cfg.simulation == "draw":
+            rule = self.rng.choice(self.rules)
+            return rule if self._apply(session, path + (rule,)).updated else None
         rules = list(self.rules)
         while rules:
             rule = rules.pop(self.rng.randrange(len(rules)))
