@@ -12,7 +12,7 @@ results/bench/mcts/<model>: `--workers` tasks at once, finished tasks kept acros
 sweep's CSV, markdown and plots); the table is the same.
 Usage: python benchmarks/mcts.py [--models nasrnn,bert,...] [--seeds 0,1,2,3,4] [--budget 128]
        [--variants ocf-ilp,ilp-ilp] [--time-limit 600] [--target a100] [--extract-limit 60]
-       [--multi-matches 0,4] [--sweep [--workers 2]]
+       [--multi-matches 0,4] [--simulations draw,rewrite] [--sweep [--workers 2]]
 """
 from __future__ import annotations
 
@@ -77,6 +77,8 @@ def main() -> None:
     ap.add_argument("--extract-limit", type=float, default=60.0)
     ap.add_argument("--multi-matches", default="16",
                     help="MCTS multi_matches values, comma-separated (0: a multi-pattern action fires on all matches)")
+    ap.add_argument("--simulations", default="draw",
+                    help="MCTS simulation values, comma-separated (draw: one rule per step; rewrite: a rule that changes the e-graph)")
     ap.add_argument("--sweep", action="store_true", help="run through eqdsl's sweep runner")
     ap.add_argument("--workers", type=int, default=2)
     args = ap.parse_args()
@@ -97,12 +99,14 @@ def main() -> None:
         gain, secs, _ = speedup(lang, program, tensat, extract, params)
         print(f"| {name} | TENSAT (k_multi {tensat.k_multi}) | {gain:.1f} | | {secs:.1f} | | "
               f"{'' if paper is None else paper[0]} |", flush=True)
-        for variant, k in ((v, int(k)) for v in args.variants.split(",") for k in args.multi_matches.split(",")):
+        for variant, k, sim in _mcts_variants(args):
             runs = [speedup(lang, program, MctsConfig(budget=args.budget, main_extract=MAIN[variant], seed=seed,
-                                                      time_limit_s=args.time_limit, multi_matches=k), extract, params)
+                                                      time_limit_s=args.time_limit, multi_matches=k, simulation=sim),
+                            extract, params)
                     for seed in seeds]
             paper_mcts = paper[1] if paper is not None and variant == "ilp-ilp" else ""
             label = variant.upper().replace('-', '/') + (f", {k} multi matches" if k else ", all matches")
+            label += "" if sim == "draw" else f", {sim} rollouts"
             print(f"| {name} | MCTS {label} | {stats([r[0] for r in runs])} | {versus([r[0] for r in runs], gain)} | "
                   f"{statistics.mean(r[1] for r in runs):.1f} | {statistics.mean(r[2] for r in runs):.1f} | "
                   f"{paper_mcts} |", flush=True)
@@ -123,8 +127,9 @@ def through_sweeps(args) -> None:
     for name in args.models.split(","):
         schedules = [{"kind": "saturate", "k_multi": PACT_K_MULTI.get(name, 1), "cycle_filter": "efficient",
                       "class_counts": False, "time_limit_s": args.time_limit}]
+        # `simulation` always written: a task's results are kept by its config's hash
         schedules += [{"kind": "mcts", "budget": args.budget, "main_extract": MAIN[v], "time_limit_s": args.time_limit,
-                       "multi_matches": int(k)} for v in args.variants.split(",") for k in args.multi_matches.split(",")]
+                       "multi_matches": k, "simulation": sim} for v, k, sim in _mcts_variants(args)]
         spec = {"base": {"ruleset": "tensat", "target": args.target, "program": {"builder": name},
                          "extract": {"method": "cpsat", "time_limit_s": args.extract_limit, "compare": []}},
                 "grid": {"schedule": schedules}, "seeds": [int(s) for s in args.seeds.split(",")],
@@ -147,6 +152,12 @@ def through_sweeps(args) -> None:
                   f"{statistics.mean(len(r['steps']) for r in runs):.1f} | {ref} |", flush=True)
 
 
+def _mcts_variants(args) -> list[tuple[str, int, str]]:
+    """(variant, multi_matches, simulation) for every combination asked for."""
+    return [(v, int(k), sim) for v in args.variants.split(",") for k in args.multi_matches.split(",")
+            for sim in args.simulations.split(",")]
+
+
 def _speedups(runs: list[dict]) -> list[float]:
     return [tensat_speedup(r["original_cost"], r["best_cost"]) for r in runs]
 
@@ -164,6 +175,8 @@ def _by_schedule(sweep, results) -> dict[str, list[dict]]:
             label = "MCTS " + {v: k.upper().replace("-", "/") for k, v in MAIN.items()}[schedule["main_extract"]]
             k = schedule.get("multi_matches", 16)
             label += f", {k} multi matches" if k else ", all matches"
+            sim = schedule.get("simulation", "draw")
+            label += "" if sim == "draw" else f", {sim} rollouts"
         groups.setdefault(label, []).append(result)
     return groups
 

@@ -73,7 +73,7 @@ def test_run_reports_mcts_steps(tmp_path, run_cli):
     ({"kind": "mcts", "main_extract": "ilp"}, "schedule.main_extract", "greedy-ocf"),
     ({"kind": "mcts", "uct_c": -1}, "schedule.uct_c", "a number > 0"),
     ({"kind": "mcts", "multi_matches": -2}, "schedule.multi_matches", "an int ≥ 0"),
-    ({"kind": "mcts", "simulation": "random"}, "schedule.simulation", "rewrite, draw"),
+    ({"kind": "mcts", "simulation": "random"}, "schedule.simulation", "draw, rewrite"),
     ({"kind": "mcts", "final_extract": "cpsat"}, "schedule.final_extract", "extract.method"),
     ({"kind": "saturate", "budget": 3}, "schedule.budget", "`kind: mcts`"),
 ])
@@ -132,7 +132,7 @@ def test_a_simulation_step_is_one_rewrite_not_one_draw(seed):
     from eqdsl.schedule.mcts import MctsScheduler
 
     rules = [f"r{i}" for i in range(40)]
-    cfg = MctsConfig(seed=seed, multi_matches=0)
+    cfg = MctsConfig(seed=seed, multi_matches=0, simulation="rewrite")
     search = MctsScheduler(cfg.limits(cfg.max_steps), cfg, None, {})  # type: ignore[arg-type]
     search.rules = tuple(rules)
     session = _OneRuleChanges(rules, "r17")
