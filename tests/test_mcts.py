@@ -146,3 +146,12 @@ def test_a_simulation_step_is_one_rewrite_not_one_draw(seed):
     once = _OneRuleChanges(rules, "r17")
     drawing._sim_step(once, ())  # type: ignore[arg-type]
     assert len(once.tried) == 1  # `draw`: one rule, whether it changed the e-graph or not
+
+
+def test_rewrite_rollouts_are_seeded_and_stay_under_the_node_limit():
+    config = MctsConfig(budget=4, max_sim_steps=3, node_limit=600, seed=1, main_extract="cpsat", simulation="rewrite")
+    first, again = _nasrnn(config), _nasrnn(config)
+    assert first.best.cost < first.original_cost
+    assert [(s.rule, s.visits, s.cost) for s in first.outcome.steps] == \
+        [(s.rule, s.visits, s.cost) for s in again.outcome.steps]
+    assert first.outcome.nodes <= 600 and all(s.nodes <= 600 for s in first.outcome.steps)
