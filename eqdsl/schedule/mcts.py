@@ -81,8 +81,8 @@ class MctsConfig(LimitsConfig):
     multi_matches: int = option(16, int_at_least(0), "an int ≥ 0")
     # a simulation step: `draw` draws one rule from all of them (a miss is a step), `rewrite` applies
     # a random rule that changes the e-graph. BENCHMARKS.md, session 25: rewrite lifts BERT's worst
-    # seed at budget 16 from −2.1 to +5.7 points over TENSAT, gains under a point on NasRNN and
-    # none on ResNeXt-50 or NasNet-A, for 2.5–5× the time (NasNet-A: its 600-s limit, not 56 s)
+    # seed at budget 16 from −2.1 to +5.7 points over TENSAT, gains under a point elsewhere, leaves
+    # two of SqueezeNet's seeds 3.2 points lower, and takes 2–60× the time
     simulation: str = option("draw", one_of(SIMULATIONS), ", ".join(SIMULATIONS))
 
 
