@@ -105,9 +105,8 @@ def main() -> None:
                             extract, params)
                     for seed in seeds]
             paper_mcts = paper[1] if paper is not None and variant == "ilp-ilp" else ""
-            label = variant.upper().replace('-', '/') + (f", {k} multi matches" if k else ", all matches")
-            label += "" if sim == "draw" else f", {sim} rollouts"
-            print(f"| {name} | MCTS {label} | {stats([r[0] for r in runs])} | {versus([r[0] for r in runs], gain)} | "
+            label = _mcts_label(variant, k, sim)
+            print(f"| {name} | {label} | {stats([r[0] for r in runs])} | {versus([r[0] for r in runs], gain)} | "
                   f"{statistics.mean(r[1] for r in runs):.1f} | {statistics.mean(r[2] for r in runs):.1f} | "
                   f"{paper_mcts} |", flush=True)
 
@@ -158,6 +157,13 @@ def _mcts_variants(args) -> list[tuple[str, int, str]]:
             for sim in args.simulations.split(",")]
 
 
+def _mcts_label(variant: str, multi_matches: int, simulation: str) -> str:
+    """The table's method name, e.g. "MCTS ILP/ILP, 16 multi matches"."""
+    label = "MCTS " + variant.upper().replace("-", "/")
+    label += f", {multi_matches} multi matches" if multi_matches else ", all matches"
+    return label + ("" if simulation == "draw" else f", {simulation} rollouts")
+
+
 def _speedups(runs: list[dict]) -> list[float]:
     return [tensat_speedup(r["original_cost"], r["best_cost"]) for r in runs]
 
@@ -172,11 +178,8 @@ def _by_schedule(sweep, results) -> dict[str, list[dict]]:
         if schedule["kind"] == "saturate":
             label = f"TENSAT (k_multi {schedule['k_multi']})"
         else:
-            label = "MCTS " + {v: k.upper().replace("-", "/") for k, v in MAIN.items()}[schedule["main_extract"]]
-            k = schedule.get("multi_matches", 16)
-            label += f", {k} multi matches" if k else ", all matches"
-            sim = schedule.get("simulation", "draw")
-            label += "" if sim == "draw" else f", {sim} rollouts"
+            variant = {main: v for v, main in MAIN.items()}[schedule["main_extract"]]
+            label = _mcts_label(variant, schedule.get("multi_matches", 16), schedule.get("simulation", "draw"))
         groups.setdefault(label, []).append(result)
     return groups
 
