@@ -83,7 +83,11 @@ def main() -> None:
     ap.add_argument("--workers", type=int, default=2)
     args = ap.parse_args()
     if args.sweep:
-        return through_sweeps(args)
+        from eqdsl.worker import supervise
+
+        # the sweep's task processes live in the supervised worker's process group, so Ctrl-C or
+        # SIGTERM here stops every one of them (exit 130); finished task results stay on disk
+        sys.exit(supervise(lambda: through_sweeps(args) or 0))
     lang = load_language("tensat")
     params = bind_target(lang, load_target(args.target))
     extract = ExtractConfig(method="cpsat", time_limit_s=args.extract_limit, compare=())
