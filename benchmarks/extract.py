@@ -4,10 +4,15 @@ For each graph: DAG cost of every extractor relative to the best cost found in t
 status (optimal / feasible / heuristic), CP-SAT's gap, and seconds. CP-SAT variants:
   cpsat        eqdsl's default: pruned nodes and cycle conflicts as exit clauses (eqdsl.extract.prune),
                `hybrid` acyclicity (no order variables and lazy cycle cuts for a third of the time,
-               then order variables), CP-SAT on 2 threads (2+ cores): full-LP search on the
-               symmetry-folded LP, the same on the plain LP
-  cpsat-parts  the same, split at the classes every program holds into independent parts, solved
-               one model each (`parts: true`)
+               then order variables), CP-SAT on 2 threads (2+ cores), `search: auto`: the `lp`
+               searches on the whole model for a sixth of the time, then, unproven, the `core`
+               search on the independent parts
+  cpsat-lp     `search: lp` (the default before session 26): full-LP search on the symmetry-folded
+               LP, the same on the plain LP, the whole time
+  cpsat-parts  `search: lp`, split at the classes every program holds into independent parts,
+               solved one model each (`parts: true`)
+  cpsat-core   `search: core`: CP-SAT's core-based search, unstratified, beside a search without LP
+  cpsat-core-parts  the same on the independent parts
   cpsat-1w     the same on one CP-SAT thread (session 17's default raced this against cpsat-order)
   cpsat-3w     the same on three threads, the third running neighbourhood searches (the default
                of sessions 18–20, then with the plain-LP search listed first)
@@ -47,13 +52,16 @@ def extractors(time_limit: float) -> dict:
         "greedy": GreedyExtractor(),
         "greedy-dag": GreedyDagExtractor(),
         "cpsat": CpSatExtractor(time_limit),
-        "cpsat-parts": CpSatExtractor(time_limit, parts=True),
-        "cpsat-order": CpSatExtractor(time_limit, "order", conflicts=False),
-        "cpsat-1w": CpSatExtractor(time_limit, workers=1),
-        "cpsat-3w": CpSatExtractor(time_limit, workers=3),
-        "cpsat-unpruned": CpSatExtractor(time_limit, "order", prune=False),
-        "cpsat-plain": CpSatExtractor(time_limit, "order", plain=True),
-        "cpsat-lazy": CpSatExtractor(time_limit, "lazy"),
+        "cpsat-parts": CpSatExtractor(time_limit, parts=True, search="lp"),
+        "cpsat-core": CpSatExtractor(time_limit, search="core"),
+        "cpsat-core-parts": CpSatExtractor(time_limit, parts=True, search="core"),
+        "cpsat-lp": CpSatExtractor(time_limit, search="lp"),
+        "cpsat-order": CpSatExtractor(time_limit, "order", conflicts=False, search="lp"),
+        "cpsat-1w": CpSatExtractor(time_limit, workers=1, search="lp"),
+        "cpsat-3w": CpSatExtractor(time_limit, workers=3, search="lp"),
+        "cpsat-unpruned": CpSatExtractor(time_limit, "order", prune=False, search="lp"),
+        "cpsat-plain": CpSatExtractor(time_limit, "order", plain=True, search="lp"),
+        "cpsat-lazy": CpSatExtractor(time_limit, "lazy", search="lp"),
     }
 
 

@@ -24,7 +24,7 @@ from rich.console import Console
 from eqdsl.config import ValidateConfig
 from eqdsl.diagnostics import EqdslError
 from eqdsl.execute.executor import ExecuteSettings
-from eqdsl.extract.registry import ACYCLIC, WARM_STARTS, ExtractConfig, extractor_names
+from eqdsl.extract.registry import ACYCLIC, SEARCH_NAMES, WARM_STARTS, ExtractConfig, extractor_names
 
 stderr = Console(stderr=True, highlight=False, soft_wrap=True)
 stdout = Console(highlight=False, soft_wrap=True)
@@ -246,7 +246,8 @@ def cmd_extract(args: argparse.Namespace) -> int:
 
     problem = read_problem(Path(args.egraph))
     cfg = ExtractConfig(method=args.extractor, time_limit_s=args.time_limit, acyclic=args.acyclic,
-                        warm_start=args.warm_start, workers=args.workers, parts=args.parts)
+                        warm_start=args.warm_start, workers=args.workers, parts=args.parts,
+                        search=args.search)
     e = make_extractor(args.extractor, cfg, "--extractor").extract(problem)
     bound = "n/a" if e.bound is None else f"{e.bound:g}"
     gap = "n/a" if e.gap is None else f"{100 * e.gap:.2f} %"
@@ -460,6 +461,8 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("--warm-start", choices=WARM_STARTS, default=ExtractConfig.warm_start)
     c.add_argument("--workers", type=AT_LEAST_ONE, default=ExtractConfig.workers)
     c.add_argument("--parts", action="store_true", help="cpsat: solve independent parts one model each")
+    c.add_argument("--search", choices=SEARCH_NAMES, default=ExtractConfig.search,
+                   help="cpsat: auto (lp on the whole model first, then core on the parts), lp or core")
     c.add_argument("--out", help="write the chosen nodes as JSON here (a new file)")
     c.add_argument("--force", action="store_true", help="replace --out if it exists")
     c.set_defaults(fn=in_worker(cmd_extract))

@@ -10,7 +10,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from eqdsl.diagnostics import EqdslError
-from eqdsl.extract import decompose
+from eqdsl.extract import cpsat, decompose
 from eqdsl.extract.cpsat import CpSatExtractor
 from eqdsl.extract.decompose import split
 from eqdsl.extract.egraph import CyclicSelection, IncompleteSelection, dag_cost, problem_from_json, restrict
@@ -132,3 +132,40 @@ def test_parts_is_a_config_option_and_a_flag(tmp_path):
     assert cfg.extract.parts is True
     with pytest.raises(EqdslError, match="extract.parts"):
         parse_config({"ruleset": "arith", "program": {"text": "x"}, "extract": {"parts": "yes"}}, tmp_path / "c.yaml")
+
+
+def test_search_is_a_config_option_and_a_flag(tmp_path):
+    from eqdsl.cli import build_parser
+    from eqdsl.config import parse_config
+    cfg = parse_config({"ruleset": "arith", "program": {"text": "x"}, "extract": {"search": "core"}}, tmp_path / "c.yaml")
+    assert cfg.extract.search == "core"
+    assert parse_config({"ruleset": "arith", "program": {"text": "x"}}, tmp_path / "c.yaml").extract.search == "auto"
+    with pytest.raises(EqdslError, match="extract.search.*one of auto, lp, core"):
+        parse_config({"ruleset": "arith", "program": {"text": "x"}, "extract": {"search": "fast"}}, tmp_path / "c.yaml")
+    assert build_parser().parse_args(["extract", "g.json", "--search", "lp"]).search == "lp"
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow,
+                                                                  HealthCheck.function_scoped_fixture])
+@given(two_layer_egraphs(), st.sampled_from(["core", "auto-switched"]))
+def test_the_core_search_finds_the_brute_force_optimum(split_at_once, monkeypatch, data, search):
+    """`core` on the whole model, and `auto` made to switch at once (its lp share set to 0): the
+    core search on the parts."""
+    p = problem_from_json(data)
+    best = brute_force(p)
+    if math.isinf(best):
+        return
+    if search == "auto-switched":
+        monkeypatch.setattr(cpsat, "LP_FIRST_SHARE", 0.0)
+    e = CpSatExtractor(time_limit_s=10, workers=2, search=search.split("-")[0]).extract(p)
+    assert e.status is ExtractStatus.OPTIMAL and e.cost == best
+
+
+def test_auto_switches_to_the_core_search_on_the_parts(split_at_once, monkeypatch):
+    p, _ = parts_of(LAYERS)
+    monkeypatch.setattr(cpsat, "LP_FIRST_SHARE", 0.0)  # the lp search gets no time: it proves nothing
+    e = CpSatExtractor(time_limit_s=10, workers=2).extract(p)
+    assert e.status is ExtractStatus.OPTIMAL and e.cost == brute_force(p)
+    assert "lp search unproven" in e.note and "solved as 2 independent parts" in e.note
+    one = CpSatExtractor(time_limit_s=10, workers=1).extract(p)  # one thread: lp only, no switch
+    assert one.cost == e.cost and "lp search unproven" not in one.note

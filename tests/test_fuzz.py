@@ -127,7 +127,7 @@ def test_fuzz_eqr(mode, tmp_path_factory):
 KEYS = {"": ["ruleset", "program", "schedule", "extract", "output", "target", "validate", "bogus"],
         "schedule": ["kind", "iter_limit", "node_limit", "time_limit_s", "memory_limit_mb", "k_multi",
                      "cycle_filter", "epochs", "rules", "class_counts"],
-        "extract": ["method", "time_limit_s", "acyclic", "warm_start", "compare", "workers", "parts"]}
+        "extract": ["method", "time_limit_s", "acyclic", "warm_start", "compare", "workers", "parts", "search"]}
 VALUES = st.recursive(st.one_of(st.none(), st.booleans(), st.integers(-5, 10**12), st.floats(allow_nan=True),
                                 st.sampled_from(["arith", "cpsat", "saturate", "pulsed", "", "x.eqr", "order"])),
                       lambda kids: st.one_of(st.lists(kids, max_size=3),

@@ -96,12 +96,15 @@ def test_one_two_or_three_threads_prove_the_shared_loop_optimal():
     p = problem_from_json(SHARED_LOOP)
     assert cyclic_components(p, prune(p, incumbent=12, deadline=far_future()).class_nodes)
     for workers in (1, 2, 3):
-        extractor = CpSatExtractor(time_limit_s=5, workers=workers)
-        params = extractor._solver(5).parameters
-        assert params.num_workers == workers
-        assert list(params.subsolvers) == ([] if workers == 1 else ["max_lp_sym", "max_lp"])
-        e = extractor.extract(p)
-        assert e.status is ExtractStatus.OPTIMAL and e.cost == 12  # split0(split(g(z))) and h(z)
+        for search in ("auto", "lp", "core"):
+            extractor = CpSatExtractor(time_limit_s=5, workers=workers, search=search)
+            params = extractor._solver(5, "lp" if search == "auto" else search).parameters
+            assert params.num_workers == workers
+            expected = {"lp": ["max_lp_sym", "max_lp"], "core": ["core", "no_lp"]}["core" if search == "core" else "lp"]
+            assert list(params.subsolvers) == ([] if workers == 1 else expected)
+            assert params.optimize_with_core == (search == "core" and workers == 1)
+            e = extractor.extract(p)
+            assert e.status is ExtractStatus.OPTIMAL and e.cost == 12  # split0(split(g(z))) and h(z)
 
 
 @settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])

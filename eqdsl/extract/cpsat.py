@@ -22,7 +22,9 @@ its share of the time left — CP-SAT searches independent components as one tre
 the whole model folds the symmetries of repeated parts (NasNet-A's cells prove optimal whole in 8 s,
 split they do not in 60 s; BENCHMARKS.md, session 24). A greedy solution is the warm
 start and the fallback, so a time limit returns the best valid program found with CP-SAT's proven
-bound; the result is never cyclic or incomplete. `workers` is CP-SAT's thread count
+bound; the result is never cyclic or incomplete. `search` (`SEARCHES`): `lp`, `core`, or `auto`
+(default: `lp` on the whole model for `LP_FIRST_SHARE` of the time, then `core` on the independent
+parts — Inception-v3 k1 proves optimal where `lp` stops at 13 %). `workers` is CP-SAT's thread count
 (`DEFAULT_WORKERS`: 2 where there are two cores or more, else 1): a portfolio of two complete
 full-LP searches, the first on the LP folded by the model's symmetries; threads past two run
 neighbourhood searches; one thread runs the full-LP search alone. With several threads CP-SAT is not
@@ -35,7 +37,7 @@ import os
 import time
 from dataclasses import dataclass, replace
 
-from ortools.sat.python import cp_model
+from ortools.sat.python import cp_model, cp_model_helper
 
 from eqdsl import graphs
 from eqdsl.diagnostics import EqdslError
@@ -72,6 +74,7 @@ class _Search:
     overran: bool = False
     alone_failed: bool = False  # a part's model closed a cycle through classes outside it, or had no solution
     parts: int = 0  # solved as this many independent parts (0: as a whole)
+    switched: bool = False  # auto: the lp search did not prove in its share; core searched on
     choice: Selection | None = None  # the last program taken, before `restrict` (parts build on it)
 
     def take(self, problem: ExtractionProblem, choice: Selection, optimal: bool) -> None:
@@ -89,7 +92,12 @@ class _Search:
 # searches) shared the two cores and slowed both; its one gain, VGG-19 k1 (3.3 → 0.1 s), is now
 # the lower bound's without a solve (BENCHMARKS.md, sessions 18 and 21).
 DEFAULT_WORKERS = 2 if (os.cpu_count() or 1) >= 2 else 1
-FULL_SEARCHES = ("max_lp_sym", "max_lp")
+# `search`: which complete searches the first threads run. `lp`: the full-LP searches above.
+# `core`: CP-SAT's core-based (MaxSAT) search, unstratified — every cost at once, so its first
+# solution is optimal and its bound rises core by core — beside a search without LP that finds
+# programs fast and shares them (BENCHMARKS.md, session 26).
+SEARCHES = {"lp": ("max_lp_sym", "max_lp"), "core": ("core", "no_lp")}
+SEARCH_NAMES = ("auto", *SEARCHES)
 
 
 def dfs_filter_list(problem: ExtractionProblem, class_nodes: dict[int, list[int]]) -> set[int]:
@@ -274,6 +282,11 @@ def _apply_filter(problem: ExtractionProblem, class_nodes: dict[int, list[int]])
 
 PRUNE_SHARE = 0.2  # of the time limit, at most, for the cycle-closing test
 LAZY_SHARE = 1 / 3  # hybrid: of the time limit, for rounds without order variables
+LP_FIRST_SHARE = 1 / 6  # auto: of the time left after pruning, for the lp search on the whole model
+
+
+def _single(search: str) -> str:
+    return "lp" if search == "auto" else search
 
 
 class CpSatExtractor:
@@ -281,14 +294,15 @@ class CpSatExtractor:
 
     def __init__(self, time_limit_s: float = 60.0, acyclic: str = "hybrid",
                  warm_start: str | None = "greedy-dag", workers: int = DEFAULT_WORKERS, plain: bool = False,
-                 prune: bool = True, conflicts: bool = True, parts: bool = False) -> None:
+                 prune: bool = True, conflicts: bool = True, parts: bool = False, search: str = "auto") -> None:
         """`plain`: the textbook model (no pruning, order variables on every class), the benchmark
         baseline; `prune=False`: only the `usable` step of `eqdsl.extract.prune` and no lower bound
         (the model before either existed); `conflicts=False`: pruning without cycle conflicts;
-        `parts`: independent parts solved one model each (`eqdsl.extract.decompose`)."""
+        `parts`: independent parts solved one model each (`eqdsl.extract.decompose`); `search`: a
+        key of `SEARCHES`."""
         self.time_limit_s, self.acyclic = time_limit_s, acyclic
         self.warm_start, self.workers, self.plain, self.prune = warm_start, workers, plain, prune
-        self.conflicts, self.parts = conflicts, parts
+        self.conflicts, self.parts, self.search = conflicts, parts, search
 
     def extract(self, problem: ExtractionProblem) -> Extraction:
         t0 = time.perf_counter()
@@ -317,6 +331,9 @@ class CpSatExtractor:
         if search.ordered_late:
             result = replace(result, note=f"{result.note}; order variables added after {search.ordered_late} "
                                           "round(s) without them")
+        if search.switched:
+            result = replace(result, note=f"{result.note}; lp search unproven after {LP_FIRST_SHARE:.0%} of the "
+                                          "time: core search on the independent parts")
         if search.parts:
             result = replace(result, note=f"{result.note}; solved as {search.parts} independent parts")
         if search.overran:
@@ -328,31 +345,46 @@ class CpSatExtractor:
 
     def _solve(self, problem: ExtractionProblem, pruned: Pruned, class_nodes: dict[int, list[int]], s: _Search,
                deadline: float) -> _Search:
-        """With `parts`, the independent parts one by one where there are several; the whole
+        """`auto` (with two threads or more): the `lp` search on the whole model for
+        `LP_FIRST_SHARE` of the time left; what it did not prove, the `core` search on the
+        independent parts for the rest, from the best program so far. One thread: `lp`."""
+        if self.search != "auto" or self.workers < 2:
+            return self._solve_with(problem, pruned, class_nodes, s, deadline, _single(self.search), self.parts)
+        now = time.perf_counter()
+        self._solve_with(problem, pruned, class_nodes, s, now + LP_FIRST_SHARE * (deadline - now), "lp", self.parts)
+        if s.proven or s.overran or time.perf_counter() >= deadline:
+            return s
+        s.switched = True
+        return self._solve_with(problem, pruned, class_nodes, s, deadline, "core", True)
+
+    def _solve_with(self, problem: ExtractionProblem, pruned: Pruned, class_nodes: dict[int, list[int]],
+                    s: _Search, deadline: float, search: str, by_parts: bool) -> _Search:
+        """With `by_parts`, the independent parts one by one where there are several; the whole
         model otherwise, or where a part could not be solved alone."""
         acyclic = "order" if self.plain else self.acyclic
         conflicts = pruned.conflicts if self.conflicts else ()
-        if self.parts and self.prune and acyclic != "filter-list":
+        if by_parts and self.prune and acyclic != "filter-list":
             parts = split(problem, class_nodes, conflicts, deadline)
-            if parts is not None and parts.solvable and self._search_parts(problem, parts, conflicts, s, acyclic,
-                                                                           deadline):
+            if parts is not None and parts.solvable and self._search_parts(problem, parts, conflicts, s,
+                                                                           (acyclic, search), deadline):
                 return s
         built = _build(problem, class_nodes, self.acyclic, self.plain, pruned.acyclic)
         _forbid_pairs(built, conflicts)
-        return self._search(problem, built, acyclic, s, (time.perf_counter(), deadline))
+        return self._search(problem, built, (acyclic, search), s, (time.perf_counter(), deadline))
 
-    def _search(self, problem: ExtractionProblem, built: _Model, acyclic: str, s: _Search,
+    def _search(self, problem: ExtractionProblem, built: _Model, how: tuple[str, str], s: _Search,
                 window: tuple[float, float], base: Selection | None = None) -> _Search:
         """Solve until a proven or time-limited acyclic answer, updating `s`. Without order
         variables a cyclic answer gets its cycles cut and is solved again (`lazy`); `hybrid`
         instead adds the order variables once the rounds without them have used `LAZY_SHARE` of the
         window or one stopped short of optimal. Every round's bound is valid: each model relaxes
         the acyclic problem. `base`: a part's model — its choice completes `base` to a program,
-        and a cycle through classes outside the model sets `s.alone_failed` and stops."""
-        start, deadline = window
+        and a cycle through classes outside the model sets `s.alone_failed` and stops. `how`:
+        (acyclicity, a key of `SEARCHES`)."""
+        (acyclic, search), (start, deadline) = how, window
         ordered = acyclic == "order"
         while (remaining := deadline - time.perf_counter()) > 0:
-            solver = self._solver(remaining)
+            solver = self._solver(remaining, search)
             self._hint(built, s.best if base is None else base)
             done = guarded(lambda solver=solver: _solve(solver, built),
                            Budget(deadline=time.monotonic() + 1.1 * remaining + 1.0))
@@ -387,7 +419,7 @@ class CpSatExtractor:
         return s
 
     def _search_parts(self, problem: ExtractionProblem, parts: Parts, conflicts: tuple[tuple[int, int], ...],
-                      s: _Search, acyclic: str, deadline: float) -> bool:
+                      s: _Search, how: tuple[str, str], deadline: float) -> bool:
         """Solve `parts` one at a time, smallest first, each given its share (by nodes) of the time
         left; each part's choice replaces the program's choices for its classes. Updates `s` and
         returns True, or False (`s` untouched) where a cycle crossed two parts or a part's model
@@ -403,9 +435,9 @@ class CpSatExtractor:
             window = (now, now + (deadline - now) * size / left)
             left -= size
             p = _Search(selection, cost, -math.inf, choice=base)
-            built = _build(problem, part, acyclic, required=parts.required)
+            built = _build(problem, part, how[0], required=parts.required)
             _forbid_pairs(built, conflicts)
-            self._search(problem, built, acyclic, p, window, base)
+            self._search(problem, built, how, p, window, base)
             rounds, cuts, overran = rounds + p.rounds, cuts + p.cuts, overran or p.overran
             if p.alone_failed:
                 return False
@@ -443,7 +475,7 @@ class CpSatExtractor:
             return Extraction("greedy", selection, dag_cost(problem, selection), ExtractStatus.HEURISTIC, 0.0)
         return best_greedy(problem)
 
-    def _solver(self, seconds: float) -> cp_model.CpSolver:
+    def _solver(self, seconds: float, search: str) -> cp_model.CpSolver:
         solver = cp_model.CpSolver()
         solver.parameters.max_time_in_seconds = seconds
         solver.parameters.catch_sigint_signal = False  # interrupts are the supervisor's (eqdsl.worker)
@@ -451,9 +483,13 @@ class CpSatExtractor:
         # model in it: TENSAT's BERT/NasRNN e-graphs prove optimal in seconds instead of never.
         solver.parameters.linearization_level = 2
         solver.parameters.num_workers = self.workers
+        searches = SEARCHES[search]
         if self.workers > 1:
-            solver.parameters.subsolvers.extend(FULL_SEARCHES)
-            solver.parameters.num_full_subsolvers = min(self.workers, len(FULL_SEARCHES))
+            solver.parameters.subsolvers.extend(searches)
+            solver.parameters.num_full_subsolvers = min(self.workers, len(searches))
+        if search == "core":
+            solver.parameters.optimize_with_core = self.workers == 1
+            solver.parameters.max_sat_stratification = cp_model_helper.SatParameters.STRATIFICATION_NONE
         return solver
 
     @staticmethod

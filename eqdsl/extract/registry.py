@@ -13,7 +13,7 @@ from importlib.metadata import entry_points
 from typing import Callable
 
 from eqdsl.diagnostics import EqdslError
-from eqdsl.extract.cpsat import DEFAULT_WORKERS, CpSatExtractor
+from eqdsl.extract.cpsat import DEFAULT_WORKERS, SEARCH_NAMES, CpSatExtractor
 from eqdsl.extract.dag import GreedyDagExtractor
 from eqdsl.extract.greedy import GreedyExtractor
 from eqdsl.extract.ocf import GreedyOcfExtractor
@@ -84,6 +84,8 @@ class ExtractConfig:
     workers: int = option(DEFAULT_WORKERS, int_at_least(1), "an int ≥ 1")
     # cpsat: solve independent parts one model each (layered models: BERT; loses on repeated cells)
     parts: bool = option(False, is_bool, "true or false")
+    # cpsat: auto (lp on the whole model for a sixth of the time, then core on the parts), lp, core
+    search: str = option("auto", one_of(SEARCH_NAMES), f"one of {', '.join(SEARCH_NAMES)}")
 
 
 def make_extractor(method: str, cfg: ExtractConfig, path: str = "extract.method") -> Extractor:
@@ -102,5 +104,6 @@ register_extractor(ExtractorKind("greedy-dag", lambda cfg: GreedyDagExtractor(),
 register_extractor(ExtractorKind("greedy-ocf", lambda cfg: GreedyOcfExtractor(),
                                  "PACT 2024's OCF: greedy with node sets, iterated to a fixpoint (DAG cost)"))
 register_extractor(ExtractorKind(
-    "cpsat", lambda cfg: CpSatExtractor(cfg.time_limit_s, cfg.acyclic, cfg.warm_start, cfg.workers, parts=cfg.parts),
+    "cpsat", lambda cfg: CpSatExtractor(cfg.time_limit_s, cfg.acyclic, cfg.warm_start, cfg.workers, parts=cfg.parts,
+                                search=cfg.search),
     "OR-Tools CP-SAT: proven-optimal DAG cost, or a labelled feasible result at the time limit", exact=True))

@@ -110,6 +110,7 @@ def build_pulsed(cfg: PulsedConfig, context: ScheduleContext) -> PulsedScheduler
         if name not in known:
             raise EqdslError.one(f"unknown rule {name!r}; expected one of the language's "
                                  f"single-pattern rules: {', '.join(sorted(known))}", path="schedule.rules")
-    epoch_cfg = replace(context.extract, time_limit_s=cfg.epoch_time_limit_s)
+    # epochs price with the full-LP search: their few seconds are what issues 5 and 18 measured
+    epoch_cfg = replace(context.extract, time_limit_s=cfg.epoch_time_limit_s, search="lp")
     extractor = make_extractor(cfg.epoch_extract, epoch_cfg, "schedule.epoch_extract")
     return PulsedScheduler(cfg.limits(cfg.explore_iter), cfg.epochs, extractor, context.params, cfg.rules)
