@@ -74,7 +74,7 @@ class _Search:
     overran: bool = False
     alone_failed: bool = False  # a part's model closed a cycle through classes outside it, or had no solution
     parts: int = 0  # solved as this many independent parts (0: as a whole)
-    switched: bool = False  # auto: the lp search did not prove in its share; core searched on
+    switched: bool = False  # auto: lp proved nothing in its share of the time, core searched the parts
     choice: Selection | None = None  # the last program taken, before `restrict` (parts build on it)
 
     def take(self, problem: ExtractionProblem, choice: Selection, optimal: bool) -> None:
@@ -285,10 +285,6 @@ LAZY_SHARE = 1 / 3  # hybrid: of the time limit, for rounds without order variab
 LP_FIRST_SHARE = 1 / 6  # auto: of the time left after pruning, for the lp search on the whole model
 
 
-def _single(search: str) -> str:
-    return "lp" if search == "auto" else search
-
-
 class CpSatExtractor:
     name = "cpsat"
 
@@ -302,6 +298,8 @@ class CpSatExtractor:
         key of `SEARCHES`."""
         self.time_limit_s, self.acyclic = time_limit_s, acyclic
         self.warm_start, self.workers, self.plain, self.prune = warm_start, workers, plain, prune
+        if search not in SEARCH_NAMES:
+            raise ValueError(f"search must be one of {', '.join(SEARCH_NAMES)}, not {search!r}")
         self.conflicts, self.parts, self.search = conflicts, parts, search
 
     def extract(self, problem: ExtractionProblem) -> Extraction:
@@ -345,11 +343,12 @@ class CpSatExtractor:
 
     def _solve(self, problem: ExtractionProblem, pruned: Pruned, class_nodes: dict[int, list[int]], s: _Search,
                deadline: float) -> _Search:
-        """`auto` (with two threads or more): the `lp` search on the whole model for
-        `LP_FIRST_SHARE` of the time left; what it did not prove, the `core` search on the
+        """`auto` (with two threads or more): the `lp` search on the whole model (its parts with
+        `parts`) for `LP_FIRST_SHARE` of the time left; what it did not prove, the `core` search on the
         independent parts for the rest, from the best program so far. One thread: `lp`."""
         if self.search != "auto" or self.workers < 2:
-            return self._solve_with(problem, pruned, class_nodes, s, deadline, _single(self.search), self.parts)
+            search = "lp" if self.search == "auto" else self.search
+            return self._solve_with(problem, pruned, class_nodes, s, deadline, search, self.parts)
         now = time.perf_counter()
         self._solve_with(problem, pruned, class_nodes, s, now + LP_FIRST_SHARE * (deadline - now), "lp", self.parts)
         if s.proven or s.overran or time.perf_counter() >= deadline:
