@@ -169,3 +169,18 @@ def test_auto_switches_to_the_core_search_on_the_parts(split_at_once, monkeypatc
     assert "lp search unproven" in e.note and "solved as 2 independent parts" in e.note
     one = CpSatExtractor(time_limit_s=10, workers=1).extract(p)  # one thread: lp only, no switch
     assert one.cost == e.cost and "lp search unproven" not in one.note
+
+
+def test_the_core_search_cuts_short_cycles_up_front():
+    """A cycle of three classes (a → b → c → a, each with a leaf way out): one cut; a chain: none."""
+    data = egraph({"a1": ("f", "ca", ["b1"], 1), "a0": ("x", "ca", [], 5), "b1": ("f", "cb", ["c1"], 1),
+                   "b0": ("x", "cb", [], 5), "c1": ("f", "cc", ["a1"], 1), "c0": ("x", "cc", [], 5),
+                   "r": ("r", "root", ["a1"], 1)}, ["root"])
+    p = problem_from_json(data)
+    built = cpsat._build(p, cpsat.all_nodes(p), "lazy")
+    assert cpsat._forbid_short_cycles(built, p) == 1
+    chain = problem_from_json(egraph({"a": ("f", "ca", ["b"], 1), "b": ("x", "cb", [], 5),
+                                      "r": ("r", "root", ["a"], 1)}, ["root"]))
+    assert cpsat._forbid_short_cycles(cpsat._build(chain, cpsat.all_nodes(chain), "lazy"), chain) == 0
+    e = CpSatExtractor(time_limit_s=10, workers=2, search="core").extract(p)
+    assert e.status is ExtractStatus.OPTIMAL and e.cost == brute_force(p)
