@@ -6,6 +6,7 @@ successors, goal)` stops early. `children_first(roots, successors)` lists the no
 from `roots`, each after its successors, raising `CycleFound(node)` on a cycle. `cycles_from(roots,
 successors)` lists cycles met depth-first (node paths). `cyclic_components(edges)` maps each node
 of a strongly connected component of size > 1 to its component id (iterative Tarjan).
+`short_cycles(edges, longest, limit)` lists simple cycles of 3 to `longest` nodes.
 `filter_cycles(roots, edges, victim)` walks depth-first from `roots`; `edges(cls)`
 lists (node, child class) pairs in the order to try them; when an edge closes a cycle,
 `victim(cycle)` picks one node of the cycle (given as nodes in path order, the closing node
@@ -102,6 +103,25 @@ def cycles_from(roots: Iterable[N], successors: Successors[N]) -> list[list[N]]:
                 path.append(child)
                 walk.append(iter(successors(child)))
     return cycles
+
+
+def short_cycles(edges: dict[int, list[int]], longest: int, limit: int) -> Iterator[list[int]]:
+    """Simple cycles of 3 to `longest` nodes (each once, from its smallest node), at most `limit`
+    of them; `edges` maps every node to its successors (self-loops and two-node cycles are left
+    out: callers handle those apart)."""
+    found = 0
+    for start in edges:
+        stack = [[start]]
+        while stack:
+            path = stack.pop()
+            for k in edges[path[-1]]:
+                if k == start and len(path) > 2:
+                    if found == limit:
+                        return
+                    found += 1
+                    yield path
+                elif k > start and k not in path and len(path) < longest:
+                    stack.append(path + [k])
 
 
 def cyclic_components(edges: dict[N, list[N]]) -> dict[N, N]:

@@ -89,3 +89,11 @@ def test_costs_follow_the_target(tmp_path, run_cli):
         assert code == 0, err
         costs[target] = json.loads((out / "report.json").read_text())["original_cost"]
     assert costs["h100"] < costs["t4"]  # lower launch overhead, more bandwidth and FLOP/s
+
+
+def test_short_cycles_lists_each_cycle_of_three_to_longest_nodes_once():
+    from eqdsl.graphs import short_cycles
+    edges = {0: [1], 1: [2, 0], 2: [0, 3], 3: [4], 4: [5], 5: [2]}  # 0-1-2 (3), 2-3-4-5 (4), 0-1 (2: left out)
+    assert sorted(map(tuple, short_cycles(edges, 5, 100))) == [(0, 1, 2), (2, 3, 4, 5)]
+    assert list(short_cycles(edges, 3, 100)) == [[0, 1, 2]]
+    assert len(list(short_cycles(edges, 5, 1))) == 1

@@ -250,17 +250,18 @@ def _forbid_short_cycles(built: _Model, problem: ExtractionProblem) -> int:
     kids = {c: sorted({k for i in nodes for k in problem.nodes[i].children if k in built.class_nodes and k != c})
             for c, nodes in built.class_nodes.items()}
     cuts = 0
-    for start in kids:  # each cycle once: from its smallest class
-        stack = [[start]]
-        while stack and cuts < MAX_SHORT_CUTS:
-            path = stack.pop()
-            for k in kids[path[-1]]:
-                if k == start and len(path) > 2:
-                    _forbid_class_cycle(built.model, problem, built.class_nodes, built.x, path)
-                    cuts += 1
-                elif k > start and k not in path and len(path) < SHORT_CYCLE:
-                    stack.append(path + [k])
+    for cycle in graphs.short_cycles(kids, SHORT_CYCLE, MAX_SHORT_CUTS):
+        _forbid_class_cycle(built.model, problem, built.class_nodes, built.x, cycle)
+        cuts += 1
     return cuts
+
+
+def _constrain(built: _Model, problem: ExtractionProblem, conflicts: tuple[tuple[int, int], ...], search: str) -> None:
+    """What every model gets before its first solve: the exit clauses, and for the core search
+    the short-cycle cuts."""
+    _forbid_pairs(built, conflicts)
+    if search == "core":
+        _forbid_short_cycles(built, problem)
 
 
 def _forbid_two_cycles(m, problem, class_nodes, x) -> None:
@@ -392,9 +393,7 @@ class CpSatExtractor:
                                                                            (acyclic, search), deadline):
                 return s
         built = _build(problem, class_nodes, self.acyclic, self.plain, pruned.acyclic)
-        _forbid_pairs(built, conflicts)
-        if search == "core" and not pruned.acyclic:
-            _forbid_short_cycles(built, problem)
+        _constrain(built, problem, conflicts, search)
         return self._search(problem, built, (acyclic, search), s, (time.perf_counter(), deadline))
 
     def _search(self, problem: ExtractionProblem, built: _Model, how: tuple[str, str], s: _Search,
@@ -461,9 +460,7 @@ class CpSatExtractor:
             left -= size
             p = _Search(selection, cost, -math.inf, choice=base)
             built = _build(problem, part, how[0], required=parts.required)
-            _forbid_pairs(built, conflicts)
-            if how[1] == "core":
-                _forbid_short_cycles(built, problem)
+            _constrain(built, problem, conflicts, how[1])
             self._search(problem, built, how, p, window, base)
             rounds, cuts, overran = rounds + p.rounds, cuts + p.cuts, overran or p.overran
             if p.alone_failed:
