@@ -19,7 +19,7 @@ import tempfile
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-EQDSL = [sys.executable, "-m", "eqdsl.cli"]
+EQDSL = [sys.executable, "-m", "eqdsl"]
 CASES = ("conv2d", "matmul", "mlp", "matmul-blocked")
 
 

@@ -25,6 +25,7 @@ from eqdsl.config import ValidateConfig
 from eqdsl.diagnostics import EqdslError
 from eqdsl.execute.executor import ExecuteSettings
 from eqdsl.extract.registry import ACYCLIC, SEARCH_NAMES, WARM_STARTS, ExtractConfig, extractor_names
+from eqdsl.output import FileScratch
 
 stderr = Console(stderr=True, highlight=False, soft_wrap=True)
 stdout = Console(highlight=False, soft_wrap=True)
@@ -60,7 +61,6 @@ def cmd_check(args: argparse.Namespace) -> int:
 
 def cmd_verify(args: argparse.Namespace) -> int:
     import shutil
-    import tempfile
 
     # Hypothesis caches into ./.hypothesis by default: never into the user's folder
     scratch = tempfile.mkdtemp(prefix="eqdsl-hypothesis-")
@@ -79,7 +79,7 @@ def _verify(args: argparse.Namespace) -> int:
     from eqdsl.verify.semantics import load_semantics
 
     lang = _with_target(load_language(args.file), args.target)
-    sem = load_semantics(lang)
+    sem = load_semantics(lang, run_ref=not args.no_ref)
     rules = operator_rules(lang, sem) + list(lang.rules)
     if args.rule:
         rules = [r for r in rules if r.name in args.rule]
@@ -150,9 +150,11 @@ def cmd_run(args: argparse.Namespace) -> Work:
         config = replace(config, validate=ValidateConfig())
     if getattr(args, "device", None) is not None:  # `eqdsl execute`
         config = replace(config, execute=ExecuteSettings(args.device, args.runs))
+    if args.no_ref and config.validate is not None:
+        config = replace(config, validate=replace(config.validate, run_ref=False))
     output = Path(args.output) if args.output else config.output
-    check_output(output, config_inputs(config), args.force)  # before the run, not after it
-    scratch = Scratch(output, args.force)
+    resolved = check_output(output, config_inputs(config), args.force)  # before the run, not after it
+    scratch = Scratch(resolved, args.force)
 
     def progress(report) -> None:
         if not args.quiet:
@@ -166,9 +168,12 @@ def cmd_run(args: argparse.Namespace) -> Work:
         result = run_pipeline(config, progress)
         written = write_outputs(result, scratch)
         print_summary(result, stdout)
-        if written != output:
+        if written != resolved:
             stderr.print(f"warning: files appeared in {output} during the run; it was left alone and "
                          f"the results were written to {written}", markup=False)
+        if scratch.kept:
+            stderr.print(f"note: --force kept {len(scratch.kept)} file(s) eqdsl did not write in {written}: "
+                         f"{', '.join(scratch.kept[:5])}{' …' if len(scratch.kept) > 5 else ''}", markup=False)
         stdout.print(f"report: {written / 'report.json'}")
         failed = (result.validation is not None and not result.validation.ok) or \
             (result.export is not None and not result.export.ok) or \
@@ -239,7 +244,19 @@ def cmd_doctor(args: argparse.Namespace) -> int:
     return 0
 
 
-def cmd_extract(args: argparse.Namespace) -> int:
+def cmd_extract(args: argparse.Namespace) -> Work:
+    return _writing(args, "out", "--out", lambda scratch: _extract(args, scratch))
+
+
+def _writing(args: argparse.Namespace, key: str, flag: str, work: Callable[[FileScratch | None], int]) -> Work:
+    """A command that writes the file `args.<key>` (if given): refused before any work if it
+    exists (without --force); written beside it first, renamed into place at the end."""
+    path = getattr(args, key)
+    scratch = None if path is None else FileScratch(Path(path), args.force, flag)
+    return Work(lambda: work(scratch), scratch.discard if scratch is not None else lambda: None)
+
+
+def _extract(args: argparse.Namespace, scratch: FileScratch | None) -> int:
     from eqdsl.extract.egraph import read_problem
     from eqdsl.extract.registry import make_extractor
     from eqdsl.report import extraction_json
@@ -255,35 +272,38 @@ def cmd_extract(args: argparse.Namespace) -> int:
           f"{len(problem.roots)} root(s)")
     print(f"extractor {e.method}: cost {e.cost:g}, status {e.status.value}, bound {bound}, "
           f"gap {gap}, {e.seconds:.3f} s" + (f" ({e.note})" if e.note else ""))
-    if args.out:
-        write_new_file(Path(args.out), json.dumps(extraction_json(e, problem), indent=2) + "\n",
-                       args.force, "--out")
+    if scratch is not None:
+        scratch.write_text(json.dumps(extraction_json(e, problem), indent=2) + "\n")
         print(f"choices written to {args.out}")
     return 0
 
 
-def cmd_import(args: argparse.Namespace) -> int:
+def cmd_import(args: argparse.Namespace) -> Work:
     if args.system == "onnx":
-        return _import_onnx(args)
+        return _writing(args, "output", "--output", lambda scratch: _import_onnx(args, scratch))
+    if args.output is None:
+        raise EqdslError.one("import tensat: expected -o/--output, the .eqr file to write")
+    return _writing(args, "output", "--output", lambda scratch: _import_tensat(args, cast(FileScratch, scratch)))
+
+
+def _import_tensat(args: argparse.Namespace, scratch: FileScratch) -> int:
     from eqdsl.frontend import check_modules, load_modules, resolve_ruleset
     from eqdsl.frontend.parse import parse_text
     from eqdsl.importers.taso import import_rules
 
-    if args.output is None:
-        raise EqdslError.one("import tensat: expected -o/--output, the .eqr file to write")
     text = import_rules(Path(args.file), Path(args.multi) if args.multi else None,
                         Path(args.predefined) if args.predefined else None)
     out = Path(args.output)
     # check before writing: a file that does not check is never written
     modules = load_modules(resolve_ruleset("tensor"))
     lang = check_modules(modules + [parse_text(text, str(out))])
-    write_new_file(out, text, args.force, "--output")
+    scratch.write_text(text)
     print(f"wrote {out}: {len(lang.single_rules)} single-pattern and {len(lang.multi_rules)} "
           "multi-pattern rules")
     return 0
 
 
-def _import_onnx(args: argparse.Namespace) -> int:
+def _import_onnx(args: argparse.Namespace, scratch: FileScratch | None) -> int:
     from collections import Counter
 
     from eqdsl.frontend import load_language
@@ -297,15 +317,19 @@ def _import_onnx(args: argparse.Namespace) -> int:
     text = f"# imported from {args.file} by `eqdsl import onnx`\n" + program_text(imported.program)
     counts = Counter(n.op for n in imported.program.nodes)
     summary = ", ".join(f"{n} {op}" for op, n in sorted(counts.items()) if op not in ("input", "weight"))
-    if args.output is None:
+    if scratch is None:
         print(text, end="")
     else:
-        write_new_file(Path(args.output), text, args.force, "--output")
+        scratch.write_text(text)
         print(f"wrote {args.output}: program {imported.program.name}, {len(imported.weights)} weights; {summary}")
     return 0
 
 
-def cmd_export(args: argparse.Namespace) -> int:
+def cmd_export(args: argparse.Namespace) -> Work:
+    return _writing(args, "output", "--output", lambda scratch: _export(args, cast(FileScratch, scratch)))
+
+
+def _export(args: argparse.Namespace, scratch: FileScratch) -> int:
     from eqdsl.exports.onnx import write_program
     from eqdsl.frontend import load_language
     from eqdsl.importers.onnx import require_onnx
@@ -316,14 +340,8 @@ def cmd_export(args: argparse.Namespace) -> int:
     lang = load_language(args.ruleset, Path.cwd())
     program = _export_program(args, lang)
     weights = _weights_from(Path(args.weights), lang) if args.weights else random_weights(program, args.seed)
-    out = Path(args.output)
-    check_new_file(out, args.force, "--output")
-    with tempfile.TemporaryDirectory(dir=out.parent, prefix=".eqdsl-") as folder:
-        files = write_program(lang, program, weights, Path(folder) / out.name)
-        for name in files[1:]:  # a large model's weights file: never over a file eqdsl was not told to replace
-            check_new_file(out.parent / name, args.force, "--output (its weights file)")
-        for name in files:  # the model (and its weights file) appear whole or not at all
-            os.replace(Path(folder) / name, out.parent / name)
+    files = write_program(lang, program, weights, scratch.file)
+    scratch.publish(files)  # a weights file is checked like the model: never over a file not to replace
     source = f"weights from {args.weights}" if args.weights else "random weights (seeded)"
     print(f"wrote {', '.join(files)}: program {program.name}, {len(program.nodes)} nodes, {source}")
     return 0
@@ -367,26 +385,6 @@ def in_worker(cmd: Callable[[argparse.Namespace], int]) -> Callable[[argparse.Na
     return lambda args: Work(lambda: cmd(args))
 
 
-def write_new_file(path: Path, text: str, force: bool, flag: str) -> None:
-    """Write `text` to `path` atomically (temporary sibling, then rename); an existing file is
-    replaced only with --force, a missing folder is an error naming the flag."""
-    from eqdsl.output import write_file_atomically
-
-    check_new_file(path, force, flag)
-    write_file_atomically(path, text)
-
-
-def check_new_file(path: Path, force: bool, flag: str) -> None:
-    if not path.parent.is_dir():
-        raise EqdslError.one(f"{flag}: expected a path in an existing folder, got {path} "
-                             f"({path.parent} does not exist)")
-    if path.exists() and not force:
-        raise EqdslError.one(f"{flag}: {path} already exists; expected a new file name "
-                             "(or --force to replace it)")
-    if path.exists() and not path.is_file():
-        raise EqdslError.one(f"{flag}: expected a file path, got the folder {path}")
-
-
 def _number(kind: type, low: float, expected: str) -> Callable[[str], float]:
     """An argparse type: a finite number ≥ low (argparse reports the flag and the value)."""
     def parse(text: str):
@@ -403,6 +401,10 @@ def _number(kind: type, low: float, expected: str) -> Callable[[str], float]:
 POSITIVE_SECONDS = _number(float, 1e-9, "a number of seconds > 0")
 AT_LEAST_ONE = _number(int, 1, "an integer ≥ 1")
 AT_LEAST_ZERO = _number(int, 0, "an integer ≥ 0")
+
+
+NO_REF_HELP = ("never run the ruleset's <name>_ref.py (reference semantics are Python: running an "
+               "untrusted ruleset's runs its code); a language that needs one is then an error")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -422,7 +424,9 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("--validate", action="store_true",
                    help="check the extracted program against the input on random data")
     c.add_argument("--force", action="store_true",
-                   help="replace the output folder even if it holds files eqdsl did not write")
+                   help="write the results into a folder that holds files eqdsl did not write: eqdsl's "
+                        "result files are replaced, every other file is kept (never deleted)")
+    c.add_argument("--no-ref", action="store_true", help=NO_REF_HELP)
     c.set_defaults(fn=cmd_run)
     c = sub.add_parser("execute", help="optimize as `run` does, then run input and optimized programs with "
                                        "eqdsl's kernels: outputs compared, both timed")
@@ -432,7 +436,10 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("--output", help="output folder (default: the config's `output`)")
     c.add_argument("--quiet", action="store_true", help="no progress lines")
     c.add_argument("--validate", action="store_true", help="also translation-validate")
-    c.add_argument("--force", action="store_true", help="replace the output folder even if it holds foreign files")
+    c.add_argument("--force", action="store_true",
+                   help="write the results into a folder that holds files eqdsl did not write: eqdsl's "
+                        "result files are replaced, every other file is kept (never deleted)")
+    c.add_argument("--no-ref", action="store_true", help=NO_REF_HELP)
     c.set_defaults(fn=cmd_run)
     c = sub.add_parser("measure", help="time every operator configuration a run's e-graph holds (fill the cache)")
     c.add_argument("config", help="a run config whose target measures, e.g. target: {measure: ort}")
@@ -452,6 +459,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="valid examples per rule (default 100)")
     c.add_argument("--seed", type=AT_LEAST_ZERO, default=0)
     c.add_argument("--target", help="values for the target params the rules read (a shipped name or a .yaml)")
+    c.add_argument("--no-ref", action="store_true", help=NO_REF_HELP)
     c.set_defaults(fn=in_worker(cmd_verify))
     c = sub.add_parser("extract", help="extract from an egraph-serialize JSON file")
     c.add_argument("egraph")
@@ -465,7 +473,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="cpsat: auto (lp on the whole model first, then core on the parts), lp or core")
     c.add_argument("--out", help="write the chosen nodes as JSON here (a new file)")
     c.add_argument("--force", action="store_true", help="replace --out if it exists")
-    c.set_defaults(fn=in_worker(cmd_extract))
+    c.set_defaults(fn=cmd_extract)
     c = sub.add_parser("import", help="import TENSAT rules or an ONNX model")
     c.add_argument("system", choices=["tensat", "onnx"])
     c.add_argument("file", help="TENSAT single-pattern rules (converted.txt), or an ONNX model")
@@ -473,7 +481,7 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("--predefined", help="TENSAT's predefined rules (predefined.txt)")
     c.add_argument("-o", "--output", help="the .eqr file to write (a new file; onnx: default stdout)")
     c.add_argument("--force", action="store_true", help="replace --output if it exists")
-    c.set_defaults(fn=in_worker(cmd_import))
+    c.set_defaults(fn=cmd_import)
     c = sub.add_parser("export", help="write a program (a .eqr file or a model builder) as an ONNX model")
     c.add_argument("format", choices=["onnx"])
     c.add_argument("program", nargs="?", help="a .eqr file holding `program` blocks")
@@ -485,19 +493,28 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("--seed", type=AT_LEAST_ZERO, default=0, help="seed of the random weights")
     c.add_argument("-o", "--output", required=True, help="the .onnx file to write (a new file)")
     c.add_argument("--force", action="store_true", help="replace --output if it exists")
-    c.set_defaults(fn=in_worker(cmd_export))
+    c.set_defaults(fn=cmd_export)
     return p
 
 
 def main(argv: list[str] | None = None) -> int:
-    from eqdsl.worker import supervise
+    from eqdsl.worker import Interrupted, stop_signals_interrupt, supervise
 
-    args = build_parser().parse_args(argv)
-    outcome = _reporting(lambda: args.fn(args))
-    if isinstance(outcome, int):
-        return outcome
     in_process = os.environ.get("EQDSL_IN_PROCESS") == "1"  # for debuggers and profilers
-    return supervise(lambda: cast(int, _reporting(outcome.run)), outcome.cleanup, in_process)
+    outcome: int | Work | None = None
+    try:
+        with stop_signals_interrupt():
+            args = build_parser().parse_args(argv)
+            outcome = _reporting(lambda: args.fn(args))
+            if isinstance(outcome, int):
+                return outcome
+            work = outcome
+            return supervise(lambda: cast(int, _reporting(work.run)), work.cleanup, in_process)
+    except Interrupted:  # before the worker started: what the command prepared is removed
+        if isinstance(outcome, Work):
+            outcome.cleanup()
+        print("interrupted: stopped, nothing written", file=sys.stderr)
+        return 130
 
 
 def _reporting(fn: Callable[[], int | Work]) -> int | Work:
@@ -511,6 +528,10 @@ def _reporting(fn: Callable[[], int | Work]) -> int | Work:
     except KeyboardInterrupt:  # only reachable in-process (the worker ignores SIGINT)
         print("interrupted", file=sys.stderr)
         return 130
+    except OSError as err:  # the machine's, not eqdsl's: a full disk, a busy mount, no permission
+        where = f": {err.filename}" if err.filename else ""
+        print(f"error: {err.strerror or err}{where} (errno {err.errno}); nothing was published", file=sys.stderr)
+        return 1
 
 
 if __name__ == "__main__":

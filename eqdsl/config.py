@@ -11,15 +11,13 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from eqdsl.diagnostics import EqdslError
 from eqdsl.execute.executor import ExecuteSettings, read_execute
 from eqdsl.execute.measure import MeasureConfig, read_target
 from eqdsl.exports.base import ExportSettings
 from eqdsl.exports.registry import read_export
 from eqdsl.extract.registry import ExtractConfig
-from eqdsl.fields import REQUIRED, Reader, int_at_least, read_section
+from eqdsl.fields import REQUIRED, Reader, int_at_least, load_yaml, read_section
 from eqdsl.schedule.registry import read_schedule
 from eqdsl.schedule.runner import LimitsConfig
 from eqdsl.sources.base import ProgramRef
@@ -49,6 +47,7 @@ class ValidateConfig:
 
     samples: int = 3
     seed: int = 0
+    run_ref: bool = True  # load a user ruleset's `_ref.py` (Python); `--no-ref` turns it off
 
 
 def parse_config(data: Any, source: Path) -> RunConfig:
@@ -92,13 +91,7 @@ def load_config(path: Path) -> RunConfig:
         text = path.read_text()
     except (OSError, UnicodeDecodeError) as err:
         raise EqdslError.one(f"cannot read config {path}: {err}") from None
-    try:
-        data = yaml.safe_load(text)
-    except yaml.YAMLError as err:
-        mark = getattr(err, "problem_mark", None)
-        where = f"{path}:{mark.line + 1}:{mark.column + 1}" if mark else str(path)
-        problem = getattr(err, "problem", None) or str(err)
-        raise EqdslError.one(f"{where}: invalid YAML: {problem}") from None
+    data = load_yaml(text, str(path))
     try:
         return parse_config(data, path)
     except EqdslError as err:

@@ -5,14 +5,89 @@ check, expected, convert)`; `read_section(cls, data, path)` returns an instance 
 `EqdslError` naming the bad key (`schedule.k_multi: expected an int ≥ 0, got 'one'`). Unknown
 keys are errors. `check` and `expected` may read a registry at call time, so a kind registered
 later (a plugin, a test) is accepted and listed.
+
+`load_yaml(text, file)` is the one way eqdsl reads a YAML file: safe tags only, aliases bounded
+(a document that expands to more than `MAX_YAML_NODES` nodes, a "billion laughs", or refers to
+itself is refused before anything is built), syntax errors as `file:line:col`. Values shown in
+messages are cut short (`shown`), so a large value never makes a huge message.
 """
 from __future__ import annotations
 
 import math
+import reprlib
 from dataclasses import MISSING, field, fields
 from typing import Any, Callable
 
+import yaml
+
 from eqdsl.diagnostics import EqdslError
+
+MAX_YAML_NODES = 1_000_000
+_SHOWN = reprlib.Repr(maxlevel=3, maxlist=8, maxdict=8, maxstring=80, maxother=80)
+
+
+def shown(value: Any) -> str:
+    """`repr(value)`, cut short: a few items per level, a few levels."""
+    return _SHOWN.repr(value)
+
+
+def load_yaml(text: str, file: str) -> Any:
+    """The YAML document in `text` (see the module docstring); `EqdslError` naming `file`."""
+    loader = yaml.SafeLoader(text)
+    try:
+        node = loader.get_single_node()
+        if node is None:
+            return None
+        size = _expanded_size(node)
+        if size is None:
+            raise EqdslError.one(f"{file}: expected YAML whose aliases do not refer to themselves; found a "
+                                 "recursive alias")
+        if size > MAX_YAML_NODES:
+            raise EqdslError.one(f"{file}: expected a YAML document of at most {MAX_YAML_NODES:,} values once "
+                                 f"its aliases are expanded; found {size:,} (aliases nested in aliases)")
+        return loader.construct_document(node)
+    except yaml.YAMLError as err:
+        mark = getattr(err, "problem_mark", None)
+        where = f"{file}:{mark.line + 1}:{mark.column + 1}" if mark else file
+        raise EqdslError.one(f"{where}: invalid YAML: {getattr(err, 'problem', None) or err}") from None
+    except RecursionError:
+        raise EqdslError.one(f"{file}: expected YAML nested at most a few hundred levels deep") from None
+    finally:
+        loader.dispose()
+
+
+def _expanded_size(root: yaml.Node) -> int | None:
+    """How many nodes `root` holds with every alias expanded (shared nodes counted each time they
+    are reached), stopping early past the limit; None for a node that contains itself."""
+    sizes: dict[int, int] = {}
+    stack: list[tuple[yaml.Node, bool]] = [(root, False)]
+    open_nodes: set[int] = set()
+    while stack:
+        node, children_done = stack.pop()
+        if id(node) in sizes:
+            continue
+        children = _children(node)
+        if children_done:
+            open_nodes.discard(id(node))
+            sizes[id(node)] = min(1 + sum(sizes[id(c)] for c in children), MAX_YAML_NODES + 1)
+            continue
+        if id(node) in open_nodes:
+            return None
+        open_nodes.add(id(node))
+        stack.append((node, True))
+        for child in children:
+            if id(child) in open_nodes:
+                return None
+            stack.append((child, False))
+    return sizes[id(root)]
+
+
+def _children(node: yaml.Node) -> list[yaml.Node]:
+    if isinstance(node, yaml.SequenceNode):
+        return list(node.value)
+    if isinstance(node, yaml.MappingNode):
+        return [n for pair in node.value for n in pair]
+    return []
 
 Check = Callable[[Any], bool]
 Expected = str | Callable[[], str]
@@ -24,7 +99,7 @@ def option(default: Any, check: Check, expected: Expected, convert: Callable[[An
 
 
 def fail(path: str, expected: str, got: Any) -> EqdslError:
-    return EqdslError.one(f"expected {expected}, got {got!r}", path=path)
+    return EqdslError.one(f"expected {expected}, got {shown(got)}", path=path)
 
 
 REQUIRED = object()

@@ -1,29 +1,46 @@
-"""Output folders: eqdsl writes only into folders it made, and never where a user's files live.
+"""Output folders and files: eqdsl never deletes or overwrites a file it did not write.
 
 Contract:
-- `check_output(folder, inputs, force)` refuses (EqdslError naming `output`) the current
-  directory or any folder containing it, the project root (nearest folder above the current one
-  with `.git` or `pyproject.toml`) or any folder containing it, a folder holding an input file,
-  an existing file, and an existing folder with files eqdsl did not write (unless `force`).
-- `Scratch(folder)` is a new hidden sibling folder (marked as eqdsl's) where results are
-  written (`scratch.new`); `publish()` renames them into place, moving an existing output aside
-  first, so a reader sees the old results or the new ones, never a mix. The folder is checked
-  again then: if a user's file appeared in it during the run, the results go to a new sibling
-  `NAME-1` instead and the folder is not touched. `discard()` removes the
-  scratch folder (only ever one carrying eqdsl's marker) and puts a moved-aside output back if
-  the new one never arrived.
+- `check_output(folder, inputs, force)` returns the resolved folder (`~` expanded: the path
+  checked is the path written) or refuses (EqdslError naming `output`): the current directory
+  or a folder containing it; the project root (nearest folder above the current one with `.git`
+  or `pyproject.toml`) or one containing it; a filesystem root, a mount point, a home folder
+  (any user's) or a folder containing one; a folder holding an input file; an existing file;
+  and, without `force`, a folder holding files eqdsl did not write (they are listed).
+- eqdsl's folders carry the marker `.eqdsl-output`, which lists the files eqdsl wrote there.
+- `Scratch(folder, force)` is a new hidden sibling folder where results are written
+  (`scratch.new`); `publish()` renames them into place:
+  - a missing folder, or one holding only eqdsl's files: the whole folder is swapped in one
+    rename (a reader sees the old results or the new ones, never a mix);
+  - with `force`, a folder holding other files: each result file is renamed into it on its own,
+    eqdsl's stale result files are removed, and every other file stays as it was. `--force`
+    never deletes or overwrites a file eqdsl did not write: a user's file with a result's name
+    (`report.json`) is refused by `check_output` even with `force`.
+  If a user's file appeared in the folder during the run (without `force`; with it, one with a
+  result's name), the results go to a new sibling `NAME-1` and the folder is not touched.
+  `discard()` removes the scratch folder (only one carrying eqdsl's marker), puts a moved-aside
+  output back if the new one never arrived, and removes the (empty) parent folders the scratch
+  folder's creation made.
+- `FileScratch(path, force, flag)`, for commands that write one file (and companions such as an
+  ONNX weights file): refuses an existing file without `force` before any work, gives a hidden
+  sibling folder to write into, `publish(names)` renames each file into place.
+Both kinds of scratch are made by the supervisor before the worker starts, so an interrupted
+or killed run leaves nothing behind: the supervisor (or its janitor) removes them.
 """
 from __future__ import annotations
 
 import os
+import pwd
 import shutil
 import tempfile
 from pathlib import Path
 from typing import Callable, Iterable
 
 from eqdsl.diagnostics import EqdslError
+from eqdsl.worker import supervisor_gone
 
 MARKER = ".eqdsl-output"
+MARKER_HEADER = "written by eqdsl; `eqdsl run` may replace this folder. Files eqdsl wrote here:"
 EXPORT_FILES = frozenset(f"{model}.onnx{data}" for model in ("input", "optimized") for data in ("", ".data"))
 RESULT_FILES = frozenset({MARKER, "report.json", "optimized.eqr", "egraph.json"}) | EXPORT_FILES
 
@@ -40,9 +57,30 @@ def project_root(start: Path) -> Path | None:
     return None
 
 
+def home_folders() -> set[Path]:
+    """Every user's home folder ($HOME and the password database's), resolved; never `/`."""
+    homes = {os.path.expanduser("~")} | {entry.pw_dir for entry in pwd.getpwall()}
+    return {Path(h).resolve() for h in homes if h and Path(h).is_absolute() and h != "/"}
+
+
+def protected_reason(out: Path) -> str | None:
+    """Why `out` (resolved) may never hold results, or None: a filesystem root, a mount point,
+    a home folder or a folder containing one."""
+    if out == Path(out.anchor):
+        return "it is a filesystem root"
+    if out.is_dir() and os.path.ismount(out):
+        return "it is a mount point"
+    for home in sorted(home_folders()):
+        if out == home or out in home.parents:
+            return f"it is (or contains) the home folder {home}"
+    return None
+
+
 def check_output(folder: Path, inputs: Iterable[Path] = (), force: bool = False) -> Path:
     """The resolved output folder, if eqdsl may write its results there (see the contract)."""
     out = folder.expanduser().resolve()
+    if (why := protected_reason(out)) is not None:
+        raise _refuse(folder, why)
     cwd = Path.cwd().resolve()
     if out == cwd:
         raise _refuse(folder, "it is the current directory")
@@ -57,55 +95,123 @@ def check_output(folder: Path, inputs: Iterable[Path] = (), force: bool = False)
             raise _refuse(folder, f"it contains the input {path}")
     if out.exists() and not out.is_dir():
         raise EqdslError.one(f"expected a folder for the results, found a file: {folder}", path="output")
-    if not force and (foreign := foreign_files(out)):
+    if (clash := [n for n in RESULT_FILES if (out / n).is_dir() or (out / n).is_symlink()]):
+        raise EqdslError.one(f"output folder {folder} holds {', '.join(sorted(clash))}, which is not a "
+                             "file eqdsl wrote; expected a folder without it", path="output")
+    foreign = foreign_files(out)
+    if foreign and not force:
         raise EqdslError.one(
-            f"output folder {folder} holds files eqdsl did not write ({foreign}); expected an empty "
-            "folder or one an earlier `eqdsl run` made. Choose another folder, move the files, or "
-            "pass --force to replace the folder", path="output")
+            f"output folder {folder} holds files eqdsl did not write ({_listed(foreign)}); expected an "
+            "empty folder or one an earlier `eqdsl run` made. Choose another folder, move the files, or "
+            "pass --force to write the results into it beside them (they are kept)", path="output")
+    if clash := sorted(set(foreign) & RESULT_FILES):
+        raise EqdslError.one(
+            f"output folder {folder} holds {_listed(clash)}, which eqdsl did not write and would replace; "
+            "--force never overwrites a file eqdsl did not write. Move or rename it, or choose another "
+            "folder", path="output")
     return out
 
 
-def foreign_files(folder: Path) -> str:
-    """The files in `folder` eqdsl did not write, for a message ('' if none or no folder)."""
+def eqdsl_files(folder: Path) -> frozenset[str]:
+    """The names eqdsl wrote in `folder`, read from its marker (none without a marker; a marker
+    that lists nothing, written before markers listed files: the result file names)."""
+    try:
+        lines = (folder / MARKER).read_text().splitlines()
+    except (OSError, UnicodeDecodeError):
+        return frozenset()
+    listed = frozenset(line.strip() for line in lines[1:] if line.strip() and "/" not in line)
+    return (listed or RESULT_FILES) | {MARKER}
+
+
+def foreign_files(folder: Path) -> list[str]:
+    """The entries of `folder` eqdsl did not write, sorted ([] if none or no folder)."""
     if not folder.is_dir():
-        return ""
-    names = sorted(p.name for p in folder.iterdir())
-    foreign = [n for n in names if n not in RESULT_FILES]
-    if not foreign and names and MARKER not in names:
-        return "files without eqdsl's marker"
-    return ", ".join(foreign[:5]) + (" …" if len(foreign) > 5 else "")
+        return []
+    ours = eqdsl_files(folder)
+    return sorted(p.name for p in folder.iterdir() if p.name not in ours or not p.is_file())
+
+
+def _listed(names: list[str], most: int = 5) -> str:
+    return ", ".join(names[:most]) + (f" and {len(names) - most} more" if len(names) > most else "")
+
+
+class _Sibling:
+    """A hidden folder beside `target`, marked as eqdsl's, made with any missing parents."""
+
+    def __init__(self, target: Path) -> None:
+        self.made_parents = _missing_parents(target.parent)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        self.path = Path(tempfile.mkdtemp(prefix=f".{target.name}.eqdsl-", dir=target.parent))
+        (self.path / MARKER).touch()
+
+    def remove(self) -> None:
+        if (self.path / MARKER).exists():
+            shutil.rmtree(self.path, ignore_errors=True)
+        for folder in self.made_parents:  # deepest first; never one that holds anything now
+            try:
+                folder.rmdir()
+            except OSError:
+                break
+
+
+def _missing_parents(folder: Path) -> list[Path]:
+    missing = []
+    while not folder.exists() and folder != folder.parent:
+        missing.append(folder)
+        folder = folder.parent
+    return missing
 
 
 class Scratch:
-    """A hidden sibling of the output folder that results are written into first."""
+    """Where a run's results are written before they are published (see the contract)."""
 
     def __init__(self, folder: Path, force: bool = False) -> None:
-        self.folder, self.force = folder, force
-        folder.parent.mkdir(parents=True, exist_ok=True)
-        self.path = Path(tempfile.mkdtemp(prefix=f".{folder.name}.eqdsl-", dir=folder.parent))
-        (self.path / MARKER).touch()
+        self.folder, self.force = folder.expanduser().resolve(), force
+        self._sibling = _Sibling(self.folder)
+        self.path = self._sibling.path
         self.new = self.path / "new"
         self.new.mkdir()  # mode from the umask, like any folder the user makes
-        (self.new / MARKER).write_text("written by eqdsl; `eqdsl run` may replace this folder\n")
         self._aside = self.path / "old"
+        self.kept: list[str] = []  # files not eqdsl's that a --force publish left in the folder
 
     def publish(self) -> Path:
-        """Rename the results into place; returns where they went. If files appeared in the
-        output folder during the run, it is left alone and the results go to a new sibling."""
-        if not self.force and foreign_files(self.folder):
+        """Put the results in place; returns where they went."""
+        if supervisor_gone():
+            raise SystemExit(130)  # the user killed eqdsl: publish nothing
+        _write_marker(self.new, sorted(p.name for p in self.new.iterdir()))
+        foreign = foreign_files(self.folder)
+        if foreign and (not self.force or set(foreign) & RESULT_FILES):
             target = _free_sibling(self.folder)
             os.rename(self.new, target)
             return target
+        if foreign:
+            self._merge(foreign)
+            return self.folder
         if self.folder.exists():
             os.rename(self.folder, self._aside)
         os.rename(self.new, self.folder)
         return self.folder
 
+    def _merge(self, foreign: list[str]) -> None:
+        """--force into a folder with other files: replace eqdsl's files one by one."""
+        written = {p.name for p in self.new.iterdir()} - {MARKER}
+        for name in sorted(eqdsl_files(self.folder) - written - {MARKER}):
+            stale = self.folder / name
+            if stale.is_file() and not stale.is_symlink():
+                stale.unlink()
+        for name in sorted(written):
+            os.replace(self.new / name, self.folder / name)
+        os.replace(self.new / MARKER, self.folder / MARKER)
+        self.kept = [n for n in foreign if n not in written]
+
     def discard(self) -> None:
         if self._aside.exists() and not self.folder.exists():
             os.rename(self._aside, self.folder)
-        if (self.path / MARKER).exists():
-            shutil.rmtree(self.path, ignore_errors=True)
+        self._sibling.remove()
+
+
+def _write_marker(folder: Path, names: list[str]) -> None:
+    (folder / MARKER).write_text("\n".join([MARKER_HEADER, *names]) + "\n")
 
 
 def _free_sibling(folder: Path) -> Path:
@@ -113,6 +219,52 @@ def _free_sibling(folder: Path) -> Path:
     while (candidate := folder.with_name(f"{folder.name}-{n}")).exists():
         n += 1
     return candidate
+
+
+def check_new_file(path: Path, force: bool, flag: str) -> None:
+    """`path` may be written: its folder exists, and it is a new file (or `force`, a file)."""
+    if not path.parent.is_dir():
+        raise EqdslError.one(f"{flag}: expected a path in an existing folder, got {path} "
+                             f"({path.parent} does not exist)")
+    if path.is_dir():
+        raise EqdslError.one(f"{flag}: expected a file path, got the folder {path}")
+    if (path.exists() or path.is_symlink()) and not force:
+        raise EqdslError.one(f"{flag}: {path} already exists; expected a new file name "
+                             "(or --force to replace it)")
+
+
+class FileScratch:
+    """A command's output file (and companions), written beside it first (see the contract)."""
+
+    def __init__(self, path: Path, force: bool, flag: str) -> None:
+        check_new_file(path, force, flag)
+        self.target, self.force, self.flag = path, force, flag
+        self._sibling = _Sibling(path)
+        self.folder = self._sibling.path
+
+    @property
+    def file(self) -> Path:
+        """Where to write the output file itself."""
+        return self.folder / self.target.name
+
+    def write_text(self, text: str) -> None:
+        self.file.write_text(text)
+        self.publish([self.target.name])
+
+    def publish(self, names: Iterable[str]) -> None:
+        """Rename each written file into the target's folder (companions checked like it)."""
+        names = list(names)
+        for name in names[1:]:
+            check_new_file(self.target.parent / name, self.force, f"{self.flag} (its file {name})")
+        if supervisor_gone():
+            raise SystemExit(130)
+        for name in names:
+            written = self.folder / name
+            os.chmod(written, 0o666 & ~_umask())
+            os.replace(written, self.target.parent / name)
+
+    def discard(self) -> None:
+        self._sibling.remove()
 
 
 def write_file_atomically(path: Path, text: str) -> None:

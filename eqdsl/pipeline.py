@@ -18,7 +18,7 @@ from typing import Iterator
 
 from eqdsl import ir
 from eqdsl.config import RunConfig
-from eqdsl.cost.targets import bind_target, load_target
+from eqdsl.cost.targets import bind_target, load_target, target_path
 from eqdsl.diagnostics import EqdslError
 from eqdsl.egglog.live import LiveEGraph
 from eqdsl.egglog.lower import Lowered, lower_language
@@ -33,7 +33,7 @@ from eqdsl.exports.registry import EXPORTS
 from eqdsl.extract.egraph import dag_cost
 from eqdsl.extract.registry import ExtractConfig, make_extractor
 from eqdsl.extract.result import Extraction
-from eqdsl.frontend import load_language, load_program_text
+from eqdsl.frontend import load_language, load_modules, load_program_text, resolve_ruleset
 from eqdsl.importers.onnx.weights import random_weights
 from eqdsl.ir.params import bind_params
 from eqdsl.schedule.registry import make_scheduler
@@ -90,11 +90,17 @@ def _stage(result: RunResult, name: str) -> Iterator[None]:
 
 
 def config_inputs(config: RunConfig) -> list[Path]:
-    """The files a run reads (an output folder must not contain any of them)."""
+    """Every file a run reads (an output folder must not contain any of them): the config, the
+    program's files, the ruleset and every file it includes (with their `_ref.py`), the target
+    file and the timing cache."""
     inputs = [config.source, *source_inputs(config.program)]
-    ruleset = config.source.parent / config.ruleset
-    if ruleset.is_file():
-        inputs.append(ruleset)
+    for module in load_modules(resolve_ruleset(config.ruleset, config.source.parent)):
+        file = Path(module.file)
+        inputs += [file, file.with_name(file.stem + "_ref.py")]
+    if config.target is not None:
+        inputs.append(target_path(config.target, config.source.parent))
+    if config.measure is not None:
+        inputs.append(config.measure.cache_path)
     return inputs
 
 
@@ -132,7 +138,7 @@ def run_pipeline(config: RunConfig, progress: ProgressFn | None = None) -> RunRe
         with _stage(result, "validate"):
             optimized = load_program_text(result.optimized_text, "<extracted program>", lang)["optimized"]
             result.validation = validate(lang, loaded.program, optimized, config.validate.samples,
-                                         config.validate.seed)
+                                         config.validate.seed, config.validate.run_ref)
     if config.execute is not None:
         with _stage(result, f"execute:{config.execute.device}"):
             weights = loaded.weights if loaded.weights is not None else random_weights(loaded.program)

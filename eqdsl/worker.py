@@ -21,13 +21,16 @@ associative-commutative sum grew to 9.8 GB and ignored Ctrl-C for 40 s). So:
 from __future__ import annotations
 
 import os
+import shutil
 import signal
 import sys
+import tempfile
 import time
 import traceback
+from contextlib import contextmanager
 from dataclasses import dataclass
 from enum import Enum
-from typing import Callable, Generic, TypeVar
+from typing import Callable, Generic, Iterable, Iterator, TypeVar
 
 T = TypeVar("T")
 
@@ -163,67 +166,228 @@ def _private_bytes(pid: int) -> int:
         return 0
 
 
+# ---- lineages: disposable processes whose work may be guarded ---------------------------------
+
+@dataclass(frozen=True)
+class Lineage:
+    """A forked process running one piece of work (a sweep task) with guarding on: its
+    snapshots may take over from it, and whichever process finishes writes the result to `fd`'s
+    pipe. End of file on `fd` means the lineage is over."""
+
+    pid: int
+    fd: int
+
+
+def start_lineage(work: Callable[[], bytes]) -> Lineage:
+    """Fork a lineage for `work()` (its bytes are the result; an exception is printed on stderr
+    and gives no result). It stays in the caller's process group, so the supervisor's kill of
+    that group takes it too."""
+    global _in_worker, _status_fd
+    result_r, result_w = os.pipe()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    pid = os.fork()
+    if pid != 0:
+        os.close(result_w)
+        return Lineage(pid, result_r)
+    os.close(result_r)
+    if _status_fd is not None:  # only the command's worker reports the command's exit code
+        os.close(_status_fd)
+        _status_fd = None
+    _in_worker = True
+    data = b""
+    try:
+        data = work()
+    except BaseException:  # noqa: BLE001 - reported by the caller as a task without a result
+        traceback.print_exc()
+    finally:
+        _flush_quietly()
+        _write_all(result_w, data)
+        os._exit(0)
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view):]
+
+
+def wait_lineages(running: dict[int, bytearray]) -> list[tuple[int, bytes | None]]:
+    """Block until at least one lineage (by its `fd`, with the bytes read so far) ends; returns
+    (fd, result or None when it died without one) for each that ended, and closes its fd."""
+    import select
+
+    ended: list[tuple[int, bytes | None]] = []
+    while not ended:
+        ready, _, _ = select.select(list(running), [], [])
+        for fd in ready:
+            chunk = os.read(fd, 1 << 16)
+            if chunk:
+                running[fd] += chunk
+                continue
+            os.close(fd)
+            data = bytes(running.pop(fd))
+            ended.append((fd, data or None))
+    return ended
+
+
+def reap_quietly(pid: int) -> int | None:
+    """The exit status of a child that has ended (None if it was already reaped)."""
+    try:
+        return os.waitpid(pid, 0)[1]
+    except ChildProcessError:
+        return None
+
+
 # ---- the supervisor ----------------------------------------------------------------------------
+
+STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT)
+_lifeline_fd: int | None = None  # the worker lineage's read end: end of file once the supervisor is gone
+
+
+def supervisor_gone() -> bool:
+    """True in a worker whose supervisor has died (killed, even with SIGKILL): the user wants
+    nothing more from this run, so nothing may be published."""
+    import select
+
+    return _lifeline_fd is not None and bool(select.select([_lifeline_fd], [], [], 0)[0])
+
 
 def supervise(work: Callable[[], int], cleanup: Callable[[], None] = lambda: None,
               in_process: bool = False) -> int:
     """Run `work()` (returning an exit code) in a worker process; see the module docstring.
 
-    Exit codes: work's own, 130 when interrupted (SIGINT/SIGTERM), 1 when the worker died
-    without reporting (a crash of native code). `cleanup` runs in the supervisor once the worker
-    is gone, however it ended (in-process: after `work`).
+    Exit codes: work's own, 130 when stopped by SIGINT, SIGTERM, SIGHUP or SIGQUIT, 1 when the
+    worker died without reporting (a crash of native code). `cleanup` runs once the worker is
+    gone, however it ended (in-process: after `work`): in the supervisor, or, if the supervisor
+    itself was killed (SIGKILL), in its janitor, which kills the worker's process group first.
+    The worker's temporary files go to a private folder that is removed the same way.
     """
     if in_process or not hasattr(os, "fork"):
         try:
             return work()
         finally:
             cleanup()
-    status_r, status_w = os.pipe()
+    private_tmp = tempfile.mkdtemp(prefix="eqdsl-")
+
+    def clean_all() -> None:
+        cleanup()
+        shutil.rmtree(private_tmp, ignore_errors=True)  # eqdsl's own temporary folder
+
     sys.stdout.flush()
     sys.stderr.flush()
+    # no stop signal between the forks and `_wait`'s handlers: each process unblocks its own
+    unblocked = signal.pthread_sigmask(signal.SIG_BLOCK, STOP_SIGNALS)
+    janitor_fd, janitor = _start_janitor(clean_all, unblocked)
+    lifeline_r, lifeline_w = os.pipe()
+    status_r, status_w = os.pipe()
     pid = os.fork()
     if pid == 0:
-        _worker_main(work, status_r, status_w)
+        os.close(janitor_fd)
+        os.close(lifeline_w)
+        os.close(status_r)
+        _worker_main(work, status_w, lifeline_r, private_tmp, unblocked)
     os.close(status_w)
-    return _wait(pid, status_r, cleanup)
+    os.close(lifeline_r)
+    os.write(janitor_fd, f"{pid}\n".encode())
+    try:
+        return _wait(pid, status_r, clean_all, unblocked)
+    finally:
+        os.write(janitor_fd, JANITOR_DONE)  # cleaned up here: the janitor exits quietly
+        os.close(janitor_fd)
+        os.close(lifeline_w)
+        _reap(janitor)
 
 
-def _worker_main(work: Callable[[], int], status_r: int, status_w: int) -> None:
-    global _in_worker, _status_fd
-    os.close(status_r)
+JANITOR_DONE = b"done\n"
+
+
+def _start_janitor(cleanup: Callable[[], None], unblocked: Iterable[int]) -> tuple[int, int]:
+    """A process that outlives a killed supervisor: it reads the worker's pid, then waits for
+    end of file on its pipe. Without the supervisor's `done` first, the supervisor died: kill the
+    worker's group, clean up. Stop signals are ignored: it ends when the supervisor does."""
+    control_r, control_w = os.pipe()
+    janitor = os.fork()
+    if janitor != 0:
+        os.close(control_r)
+        return control_w, janitor
+    os.close(control_w)
+    for s in STOP_SIGNALS:
+        signal.signal(s, signal.SIG_IGN)
+    signal.pthread_sigmask(signal.SIG_SETMASK, unblocked)
+    data = b""
+    while chunk := os.read(control_r, 64):
+        data += chunk
+    if not data.endswith(JANITOR_DONE):
+        if data.split():
+            _kill_group(int(data.split()[0]))
+        cleanup()
+    os._exit(0)
+
+
+def _worker_main(work: Callable[[], int], status_w: int, lifeline_r: int, private_tmp: str,
+                 unblocked: Iterable[int]) -> None:
+    global _in_worker, _status_fd, _lifeline_fd
     os.setpgid(0, 0)  # its own group: the supervisor kills every process of the lineage at once
-    signal.signal(signal.SIGINT, signal.SIG_IGN)  # the supervisor alone decides
-    signal.signal(signal.SIGTERM, signal.SIG_DFL)
-    _in_worker, _status_fd = True, status_w
+    for s in STOP_SIGNALS:
+        signal.signal(s, signal.SIG_IGN if s == signal.SIGINT else signal.SIG_DFL)  # the supervisor decides
+    signal.pthread_sigmask(signal.SIG_SETMASK, unblocked)
+    _in_worker, _status_fd, _lifeline_fd = True, status_w, lifeline_r
+    tempfile.tempdir = os.environ["TMPDIR"] = private_tmp
     code = 1
     try:
         code = work()
+    except SystemExit as stop:  # raised where the supervisor was found gone
+        code = stop.code if isinstance(stop.code, int) else 1
     except BaseException:  # noqa: BLE001 - an internal error: report it, never hang the supervisor
         traceback.print_exc()
     finally:
-        sys.stdout.flush()
-        sys.stderr.flush()
+        _flush_quietly()
         os.write(status_w, f"{code}\n".encode())
         os._exit(code)
 
 
-class _Interrupted(Exception):
-    pass
+def _flush_quietly() -> None:
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError):  # a closed terminal or pipe: nothing left to say
+            pass
 
 
-def _wait(pid: int, status_r: int, cleanup: Callable[[], None]) -> int:
+class Interrupted(Exception):
+    """A stop signal reached the supervisor (`stop_signals_interrupt`)."""
+
+
+@contextmanager
+def stop_signals_interrupt() -> Iterator[None]:
+    """Inside: SIGINT, SIGTERM, SIGHUP and SIGQUIT raise `Interrupted` (the command line's
+    preparation, before `supervise` has a worker to kill, ends cleanly too)."""
     def interrupt(signum, frame):
-        raise _Interrupted
+        raise Interrupted
 
-    old = {s: signal.signal(s, interrupt) for s in (signal.SIGINT, signal.SIGTERM)}
+    old = {s: signal.signal(s, interrupt) for s in STOP_SIGNALS}
     try:
+        yield
+    finally:
+        for s, handler in old.items():
+            signal.signal(s, handler)
+
+
+def _wait(pid: int, status_r: int, cleanup: Callable[[], None], unblocked: Iterable[int]) -> int:
+    def interrupt(signum, frame):
+        raise Interrupted
+
+    old = {s: signal.signal(s, interrupt) for s in STOP_SIGNALS}
+    try:
+        signal.pthread_sigmask(signal.SIG_SETMASK, unblocked)  # a signal sent meanwhile lands here
         data = b""
         while chunk := os.read(status_r, 64):
             data += chunk
         code = int(data.split()[0]) if data.split() else None
-    except _Interrupted:
+    except Interrupted:
         _kill_group(pid)
-        print("interrupted: stopped, nothing written", file=sys.stderr)
+        _say("interrupted: stopped, nothing written")
         return INTERRUPTED
     finally:
         for s in old:  # a second Ctrl-C must not cut the clean-up short
@@ -234,10 +398,17 @@ def _wait(pid: int, status_r: int, cleanup: Callable[[], None]) -> int:
         for s, handler in old.items():
             signal.signal(s, handler)
     if code is None:
-        print("error: the eqdsl worker process died without a result (killed from outside, or a "
-              "crash in native code)", file=sys.stderr)
+        _say("error: the eqdsl worker process died without a result (killed from outside, or a "
+             "crash in native code)")
         return 1
     return code
+
+
+def _say(line: str) -> None:
+    try:
+        print(line, file=sys.stderr, flush=True)
+    except OSError:  # the terminal is gone (SIGHUP): the exit code says it
+        pass
 
 
 def _kill_group(pid: int) -> None:

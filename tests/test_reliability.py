@@ -16,7 +16,7 @@ import pytest
 
 from conftest import EXAMPLES, ROOT
 
-EQDSL = [sys.executable, "-m", "eqdsl.cli"]
+EQDSL = [sys.executable, "-m", "eqdsl"]
 
 
 def _arith_copy(folder: Path) -> Path:
@@ -64,8 +64,9 @@ def test_a_users_folder_is_never_replaced_without_force(tmp_path, run_cli):
     code, _, err = run_cli("run", config, "--output", keep, "--quiet")
     assert code == 2 and "holds files eqdsl did not write (notes.txt)" in err
     assert (keep / "notes.txt").read_text() == "precious\n"
-    code, _, _ = run_cli("run", config, "--output", keep, "--quiet", "--force")
-    assert code == 0 and (keep / "report.json").exists() and not (keep / "notes.txt").exists()
+    code, _, err = run_cli("run", config, "--output", keep, "--quiet", "--force")
+    assert code == 0 and (keep / "report.json").exists() and "--force kept 1 file(s)" in err
+    assert (keep / "notes.txt").read_text() == "precious\n"  # --force never deletes a user's file
 
 
 def test_eqdsl_replaces_its_own_output_and_leaves_no_scratch(tmp_path, run_cli):

@@ -16,10 +16,9 @@ from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
 
-import yaml
-
 from eqdsl import ir
 from eqdsl.diagnostics import EqdslError
+from eqdsl.fields import load_yaml
 
 
 @dataclass(frozen=True)
@@ -35,7 +34,8 @@ def shipped_targets() -> list[str]:
     return sorted(p.name[:-5] for p in folder.iterdir() if p.name.endswith(".yaml"))
 
 
-def _resolve(ref: str, base: Path | None) -> Path:
+def target_path(ref: str, base: Path | None) -> Path:
+    """The target file `ref` names: a .yaml path (relative to `base`) or a shipped target."""
     candidate = (base / ref) if base is not None and not Path(ref).is_absolute() else Path(ref)
     if candidate.suffix in (".yaml", ".yml"):
         if not candidate.is_file():
@@ -49,11 +49,12 @@ def _resolve(ref: str, base: Path | None) -> Path:
 
 
 def load_target(ref: str, base: Path | None = None) -> Target:
-    path = _resolve(ref, base)
+    path = target_path(ref, base)
     try:
-        data = yaml.safe_load(path.read_text())
-    except (OSError, UnicodeDecodeError, yaml.YAMLError) as err:
+        text = path.read_text()
+    except (OSError, UnicodeDecodeError) as err:
         raise EqdslError.one(f"cannot read target {path}: {err}") from None
+    data = load_yaml(text, str(path))
     where = f"{path}: "
     if not isinstance(data, dict) or not isinstance(data.get("params"), dict):
         raise EqdslError.one("expected a mapping with `params: {name: int, ...}`", path=f"{where}params")

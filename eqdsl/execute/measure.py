@@ -198,11 +198,15 @@ class MeasureConfig:
     runs: int = 20
     cache: Path | None = None  # None: default_cache_path()
 
-    def costs(self, lang: ir.Language, progress: ProgressFn | None = None) -> MeasuredCosts:
+    @property
+    def cache_path(self) -> Path:
         from eqdsl.execute.cache import default_cache_path
 
+        return self.cache or default_cache_path()
+
+    def costs(self, lang: ir.Language, progress: ProgressFn | None = None) -> MeasuredCosts:
         backend = BACKENDS[self.backend]()
-        return MeasuredCosts(lang, backend, TimingCache(self.cache or default_cache_path()), self.runs, progress)
+        return MeasuredCosts(lang, backend, TimingCache(self.cache_path), self.runs, progress)
 
 
 def read_target(data: Any, base: Path) -> tuple[str | None, MeasureConfig | None]:

@@ -50,10 +50,7 @@ def _load(path: Path, out: list[ast.Module], seen: set[Path], stack: list[Path],
         raise EqdslError.one(f"include cycle: {cycle}", span)
     if path in seen:
         return
-    try:
-        text = path.read_text()
-    except (OSError, UnicodeDecodeError) as err:
-        raise EqdslError.one(f"cannot read {path}: {err}", span) from None
+    text = read_eqr(path, "ruleset", span)
     module = parse_text(text, str(path))
     stack.append(path)
     for item in module.items:
@@ -67,6 +64,17 @@ def _load(path: Path, out: list[ast.Module], seen: set[Path], stack: list[Path],
     stack.pop()
     seen.add(path)
     out.append(module)
+
+
+def read_eqr(path: Path, what: str, span: Span | None = None) -> str:
+    """The text of a `.eqr` file. Any other file is refused unread: an error shows the line it is
+    about, and a config naming, say, a key file must not get its first line printed."""
+    if path.suffix != ".eqr":
+        raise EqdslError.one(f"expected a .eqr {what} file, got {path}", span)
+    try:
+        return path.read_text()
+    except (OSError, UnicodeDecodeError) as err:
+        raise EqdslError.one(f"cannot read {what} file {path}: {err}", span) from None
 
 
 def check_modules(modules: list[ast.Module]) -> ir.Language:
@@ -106,10 +114,7 @@ def load_language(ref: str | Path, base: Path | None = None) -> ir.Language:
 
 def load_program_file(path: Path, language: ir.Language) -> dict[str, ir.Program]:
     """Programs written in a separate `.eqr` file against an already-loaded language."""
-    try:
-        text = path.read_text()
-    except (OSError, UnicodeDecodeError) as err:
-        raise EqdslError.one(f"cannot read program file {path}: {err}") from None
+    text = read_eqr(path, "program")
     return load_program_text(text, str(path), language)
 
 

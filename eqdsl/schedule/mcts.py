@@ -25,7 +25,9 @@ iteration each (`path`); an action is one rule (single- or multi-pattern). One s
   rollout's decreases sum to its first cost minus its last: only the last state is priced
   (the same reward wherever each pricing proves optimal; BENCHMARKS.md);
 - backpropagation of visits and rewards to the root.
-Every state is reached with egglog push, replay of its path, pop. After `budget` iterations the
+Every state is reached with egglog push, replay of its path, pop. A whole search runs under the
+memory limit and the time left (`LimitedLoop.guard`): one that passes either is undone and ends the
+schedule with that stop reason. After `budget` iterations the
 root's child of best mean reward is applied to the real e-graph (an iteration of `LimitedLoop`:
 node, time and memory limits as for saturate) and the search starts again from there, until no
 child has a positive mean reward, the node limit, `max_steps` or the time limit. The pipeline's
@@ -144,7 +146,10 @@ class MctsScheduler:
               progress: ProgressFn | None) -> StopReason | None:
         """Search from the session's e-graph, apply the best first rule; why to stop, or None."""
         t0 = time.perf_counter()
-        root, iterations = self._search(session, loop)
+        searched = loop.guard(lambda: self._search(session, loop))
+        if isinstance(searched, StopReason):  # the search passed the memory or time limit
+            return searched  # the e-graph (and the tree, and the cost cache) are as before it
+        root, iterations = searched
         best = max(root.changed_children(), key=lambda c: (c.mean, -self.rules.index(c.path[-1])), default=None)
         if best is None or best.mean <= 0:
             return StopReason.SATURATED  # no action improves the cost

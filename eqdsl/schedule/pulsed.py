@@ -5,7 +5,9 @@ Each epoch grows the e-graph from the current program for at most `explore_iter`
 root together (DAG cost, `epoch_extract`: cpsat or greedy-dag, `epoch_time_limit_s` each), and
 starts the next epoch from an e-graph holding only the extracted program. Dropping everything
 else keeps the e-graph small enough to explore again, where one long exploration would stall at
-the node limit. The best program of all epochs is kept.
+the node limit. The best program of all epochs is kept. An epoch's extraction runs under the
+schedule's memory limit and the time left (`LimitedLoop.guard`): one that passes either ends the
+schedule with that stop reason and the best program so far.
 
 Contract: `run` leaves the session holding exactly the best program found (its input included),
 so any extractor then returns that program; `ScheduleOutcome.epochs` records each epoch's cost.
@@ -75,7 +77,11 @@ class PulsedScheduler:
                                count_classes=False)
             stop = loop.run(lambda _: ruleset, progress)
             reports += loop.reports
-            current = self._extract(session)
+            extracted = loop.guard(lambda: self._extract(session))  # under the same memory and time
+            if isinstance(extracted, StopReason):  # the epoch's e-graph is dropped: the best program stays
+                stop = extracted
+                break
+            current = extracted
             epochs.append(EpochReport(epoch, current[1].cost, session.size(), current[1].seconds,
                                       stop.value, current[1].status.value))
             if current[1].cost < best[1].cost:

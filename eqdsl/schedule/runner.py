@@ -13,7 +13,7 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass, field
 from enum import Enum
-from typing import Callable, ClassVar, Protocol
+from typing import Callable, ClassVar, Protocol, TypeVar
 
 from eqdsl import ir
 from eqdsl.diagnostics import EqdslError
@@ -22,6 +22,8 @@ from eqdsl.extract.registry import ExtractConfig
 from eqdsl.fields import int_at_least, option, positive_number
 from eqdsl.schedule.cycles import CycleFilter
 from eqdsl.worker import Budget, StopCause, Stopped, default_memory_bytes, guarded
+
+T = TypeVar("T")
 
 
 class StopReason(Enum):
@@ -211,10 +213,8 @@ class LimitedLoop:
         if pushed:
             self.session.push()
             self.anchors.append(_Anchor(None if cycle_filter is None else cycle_filter.snapshot()))
-        budget = Budget(self.limits.memory_bytes,
-                        time.monotonic() + self.limits.time_limit_s - self.elapsed())
         try:
-            done = guarded(apply or (lambda: self.session.step(ruleset)), budget)
+            done = guarded(apply or (lambda: self.session.step(ruleset)), self.budget())
         except EqdslError as err:
             self._undo(pushed, cycle_filter)
             if "Illegal merge" in str(err):
@@ -241,6 +241,16 @@ class LimitedLoop:
                                             step.matches, time.perf_counter() - t0, None,
                                             filtered, filter_s))
         return None if step.updated else StopReason.SATURATED
+
+    def budget(self) -> Budget:
+        """What one guarded step may use: the memory limit and the time left."""
+        return Budget(self.limits.memory_bytes, time.monotonic() + self.limits.time_limit_s - self.elapsed())
+
+    def guard(self, work: Callable[[], T]) -> T | StopReason:
+        """`work()` under `budget()` (work that is not an iteration: an MCTS search); the limit
+        it passed, with the session as before it, if it was stopped."""
+        done = guarded(work, self.budget())
+        return _STOPS[done.cause] if isinstance(done, Stopped) else done.value
 
     def _might_overshoot(self, nodes: int) -> bool:
         return (not self.anchors or not self.anchors[-1].replayable

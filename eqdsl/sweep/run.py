@@ -1,26 +1,26 @@
 """Running a sweep: the output folder, the executors (local processes, Ray), finished tasks kept.
 
 Contract: `run_sweep(sweep, progress)` runs every task without a successful result in
-`output/tasks/<id>.json` (a re-run skips finished tasks and retries failed ones), writes each
-result there as it arrives (atomically), and returns all results by task id. The output folder
-holds only files the sweep writes (`SWEEP_FILES`, marker `.eqdsl-sweep`): anything else in it is
-an error before any task runs. Local tasks run in `workers` fresh (spawned) processes; with
-`executor: ray` they are Ray tasks, on `ray_address`'s cluster or a Ray started here with
-`workers` CPUs. Ctrl-C ends the sweep (the command's worker takes its processes with it);
+`output/tasks/<id>.json` (a re-run skips finished tasks and retries failed ones), writes each result
+there as it arrives (atomically), and returns all results by task id. The output folder holds only
+files the sweep writes (`SWEEP_FILES`, marker `.eqdsl-sweep`): anything else in it is an error
+before any task runs. Local tasks run `workers` at once, each in a forked process under the
+schedule's memory and time guard (one dying fails only its task); with `executor: ray` they are Ray
+tasks (each in a fresh `python -m eqdsl.sweep.tasks`), on `ray_address`'s cluster or a Ray started
+here with `workers` CPUs. Ctrl-C ends the sweep (the command's worker takes its processes with it);
 finished results stay.
 """
 from __future__ import annotations
 
 import json
-import multiprocessing
-from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 from pathlib import Path
 from typing import Any, Callable
 
 from eqdsl.diagnostics import EqdslError
 from eqdsl.output import check_output, write_file_atomically
 from eqdsl.sweep.spec import Sweep, Task
-from eqdsl.sweep.tasks import run_task
+from eqdsl.sweep.tasks import run_task_isolated, task_result, task_work
+from eqdsl.worker import reap_quietly, start_lineage, wait_lineages
 
 MARKER = ".eqdsl-sweep"
 SWEEP_FILES = frozenset({MARKER, "tasks", "results.csv", "results.md", "speedup_vs_time.png", "rules_heatmap.png"})
@@ -70,20 +70,21 @@ def run_sweep(sweep: Sweep, progress: Progress | None = None) -> dict[str, dict[
 
 
 def _local(sweep: Sweep, todo: list[Task], record: Callable[[Task, dict[str, Any]], None]) -> None:
-    if not todo:
-        return
-    context = multiprocessing.get_context("spawn")  # fresh interpreters: no inherited threads or e-graphs
-    with ProcessPoolExecutor(min(sweep.workers, len(todo)), mp_context=context) as pool:
-        pending = {pool.submit(run_task, t.config, str(sweep.source)): t for t in todo}
-        while pending:
-            done, _ = wait(pending, return_when=FIRST_COMPLETED)
-            for future in done:
-                task = pending.pop(future)
-                try:
-                    result = future.result()
-                except Exception as err:  # noqa: BLE001 - the task's process died: recorded, go on
-                    result = {"ok": False, "error": f"worker process failed: {type(err).__name__}: {err}"}
-                record(task, result)
+    """Up to `workers` tasks at once, each in its own forked lineage (eqdsl.worker): the
+    per-iteration memory and time guard holds in each, and a task whose process dies is recorded
+    as failed while the others go on."""
+    queue = list(reversed(todo))
+    running: dict[int, bytearray] = {}
+    started: dict[int, tuple[Task, int]] = {}  # fd → (task, first pid)
+    while queue or running:
+        while queue and len(running) < sweep.workers:
+            task = queue.pop()
+            lineage = start_lineage(task_work(task.config, str(sweep.source)))
+            running[lineage.fd] = bytearray()
+            started[lineage.fd] = (task, lineage.pid)
+        for fd, data in wait_lineages(running):
+            task, pid = started.pop(fd)
+            record(task, task_result(data, reap_quietly(pid)))
 
 
 def _require_ray(address: str | None) -> None:
@@ -108,7 +109,7 @@ def _ray(sweep: Sweep, todo: list[Task], record: Callable[[Task, dict[str, Any]]
                              f"{type(err).__name__}: {str(err).splitlines()[0] if str(err) else ''}",
                              path="ray_address") from None
     try:
-        remote = ray.remote(num_cpus=1, max_retries=0)(run_task)
+        remote = ray.remote(num_cpus=1, max_retries=0)(run_task_isolated)
         pending = {remote.remote(t.config, str(sweep.source)): t for t in todo}
         while pending:
             done, _ = ray.wait(list(pending), num_returns=1)

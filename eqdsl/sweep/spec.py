@@ -27,11 +27,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from eqdsl.config import parse_config
 from eqdsl.diagnostics import EqdslError
-from eqdsl.fields import Reader, int_at_least, one_of
+from eqdsl.fields import Reader, int_at_least, load_yaml, one_of
 
 EXECUTORS = ("local", "ray")
 
@@ -67,6 +65,7 @@ def load_sweep(path: Path) -> Sweep:
     executor = r.get("executor", "local", one_of(EXECUTORS), "local or ray")
     address = r.get("ray_address", None, lambda v: v is None or isinstance(v, str), "a Ray address or null")
     r.finish()
+    _check_size(grid, seeds)
     tasks = _expand(base, grid, seeds, path)
     keys = tuple(dict.fromkeys(k for t in tasks for k, _ in t.labels))
     return Sweep(path, tasks, keys, (path.parent / output).resolve(), workers, executor, address)
@@ -74,13 +73,25 @@ def load_sweep(path: Path) -> Sweep:
 
 def _yaml(path: Path) -> Any:
     try:
-        return yaml.safe_load(path.read_text())
+        text = path.read_text()
     except (OSError, UnicodeDecodeError) as err:
         raise EqdslError.one(f"cannot read sweep file {path}: {err}") from None
-    except yaml.YAMLError as err:
-        mark = getattr(err, "problem_mark", None)
-        where = f"{path}:{mark.line + 1}:{mark.column + 1}" if mark else str(path)
-        raise EqdslError.one(f"{where}: invalid YAML: {getattr(err, 'problem', None) or err}") from None
+    return load_yaml(text, str(path))
+
+
+MAX_TASKS = 10_000
+
+
+def _check_size(grid: dict[str, list], seeds: list[int]) -> None:
+    """Refuse, before expanding it, a grid of more than `MAX_TASKS` tasks (every task's config is
+    validated up front: a million would take minutes before the first line)."""
+    count = len(seeds)
+    for values in grid.values():
+        count *= len(values)
+    if count > MAX_TASKS:
+        sizes = " × ".join([*(f"{len(v)} {k}" for k, v in grid.items()), f"{len(seeds)} seeds"])
+        raise EqdslError.one(f"expected at most {MAX_TASKS:,} tasks, the grid makes up to {count:,} ({sizes}); "
+                             "split the sweep into several files", path="grid")
 
 
 def _base(value: str | dict, path: Path) -> dict:

@@ -4,6 +4,9 @@ Contract: `load_semantics(lang)` returns {op: function or Leaf} covering every o
 or raises `EqdslError` naming the missing ones. A language's table is `SEMANTICS` in the module
 `eqdsl.languages.<name>.semantics` (shipped languages) or in `<file>_ref.py` beside its `.eqr` file (a
 user's); an including language inherits the included ones' entries and may override them.
+A `_ref.py` is Python: loading it runs it, with the user's rights. `load_semantics(lang,
+run_ref=False)` (`--no-ref`) refuses to, naming the file, so an untrusted ruleset can be checked
+and verified only where it needs no code of its own.
 Functions take the operator's arguments in declared order (arrays or floats for sort-typed ones,
 int / str / tuple for values) and return an array, a float, or a tuple for multi-output sorts.
 `evaluate_pattern` and `evaluate_program` run them; a NaN/Inf an operator makes from finite
@@ -28,11 +31,11 @@ class SemanticsError(Exception):
     """An operator misbehaved on valid inputs (NaN/Inf, an exception); the message names it."""
 
 
-def load_semantics(lang: ir.Language) -> dict[str, OpSemantics]:
+def load_semantics(lang: ir.Language, run_ref: bool = True) -> dict[str, OpSemantics]:
     table: dict[str, OpSemantics] = {}
     searched = []
     for name, file in lang.lineage:
-        module, where = _find_module(name, file)
+        module, where = _find_module(name, file, run_ref)
         searched.append(where)
         if module is not None:
             table.update(getattr(module, "SEMANTICS", {}))
@@ -43,13 +46,16 @@ def load_semantics(lang: ir.Language) -> dict[str, OpSemantics]:
     return {op: table[op] for op in lang.ops}
 
 
-def _find_module(name: str, file: str):
+def _find_module(name: str, file: str, run_ref: bool):
     shipped = f"eqdsl.languages.{name.replace('-', '_')}.semantics"
     if _shipped(shipped):
         return importlib.import_module(shipped), shipped
     sibling = Path(file).with_name(Path(file).stem + "_ref.py")
     if not sibling.is_file():
         return None, str(sibling)
+    if not run_ref:
+        raise EqdslError.one(f"{sibling}: reference semantics are Python code, and --no-ref forbids "
+                             "running it; expected no --no-ref for a ruleset you trust")
     spec = importlib.util.spec_from_file_location(f"eqdsl_user_ref_{name}", sibling)
     module = importlib.util.module_from_spec(spec)
     try:

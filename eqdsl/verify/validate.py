@@ -24,8 +24,8 @@ class Validation:
 
 
 def validate(lang: ir.Language, original: ir.Program, optimized: ir.Program,
-             samples: int, seed: int) -> Validation:
-    sem = load_semantics(lang)
+             samples: int, seed: int, run_ref: bool = True) -> Validation:
+    sem = load_semantics(lang, run_ref)
     worst, where = 0.0, ""
     for k in range(samples):
         try:

@@ -1,0 +1,247 @@
+"""Data safety and hard limits (issue 42): --force never deletes a user's file, protected places,
+`~`, inputs found through includes and targets, killed supervisors, temporary files, limits in
+MCTS and sweeps, YAML bombs, disk errors, `--no-ref`."""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from interrupts import alive, descendants  # benchmarks/: the process-tree readers
+
+from conftest import EXAMPLES
+
+EQDSL = [sys.executable, "-m", "eqdsl"]
+
+
+def _arith(folder: Path) -> Path:
+    folder.mkdir(parents=True, exist_ok=True)
+    for f in ("config.yaml", "input.eqr"):
+        shutil.copy(EXAMPLES / "arith" / f, folder / f)
+    return folder / "config.yaml"
+
+
+def _tree(folder: Path) -> dict[str, bytes]:
+    return {str(p.relative_to(folder)): p.read_bytes() for p in folder.rglob("*") if p.is_file()}
+
+
+def test_an_included_ruleset_in_the_output_folder_is_refused_even_with_force(tmp_path, run_cli):
+    common = tmp_path / "common"
+    common.mkdir()
+    (common / "base.eqr").write_text("include arith\n")
+    (tmp_path / "mine.eqr").write_text('include "common/base.eqr"\n')
+    config = _arith(tmp_path)
+    config.write_text(config.read_text().replace("ruleset: arith", "ruleset: mine.eqr"))
+    before = _tree(tmp_path)
+    code, _, err = run_cli("run", config, "--output", common, "--force", "--quiet")
+    assert code == 2 and "contains the input" in err and "base.eqr" in err
+    assert _tree(tmp_path) == before
+
+
+def test_the_target_file_in_the_output_folder_is_refused(tmp_path, run_cli):
+    config = _arith(tmp_path)
+    (tmp_path / "tgt").mkdir()
+    (tmp_path / "tgt" / "mytarget.yaml").write_text("params: {bw: 1}\n")
+    config.write_text(config.read_text() + "target: tgt/mytarget.yaml\n")
+    code, _, err = run_cli("run", config, "--output", tmp_path / "tgt", "--force", "--quiet")
+    assert code == 2 and "contains the input" in err and "mytarget.yaml" in err
+    assert (tmp_path / "tgt" / "mytarget.yaml").exists()
+
+
+@pytest.mark.parametrize("where, why", [("home", "home folder"), ("/", "filesystem root"),
+                                        ("/proc", "mount point"), ("/dev", "mount point")])
+def test_protected_folders_are_refused_even_with_force(tmp_path, run_cli, monkeypatch, where, why):
+    home = tmp_path / "home"
+    (home / "keep").mkdir(parents=True)
+    (home / ".profile").write_text("mine\n")
+    monkeypatch.setenv("HOME", str(home))
+    config = _arith(tmp_path / "work")
+    monkeypatch.chdir(tmp_path / "work")
+    target = home if where == "home" else Path(where)
+    code, _, err = run_cli("run", config, "--output", target, "--force", "--quiet")
+    assert code == 2 and "refusing to write results" in err and why in err, err
+    assert (home / ".profile").read_text() == "mine\n"
+
+
+def test_tilde_is_written_where_it_is_checked(tmp_path, run_cli, monkeypatch):
+    home = tmp_path / "home"
+    home.mkdir()
+    monkeypatch.setenv("HOME", str(home))
+    config = _arith(tmp_path / "work")
+    monkeypatch.chdir(tmp_path / "work")
+    code, _, err = run_cli("run", config, "--output", "~/res", "--quiet")
+    assert code == 0, err
+    assert (home / "res" / "report.json").exists() and not (tmp_path / "work" / "~").exists()
+
+
+def test_force_merges_keeps_user_files_and_drops_only_eqdsls_stale_ones(tmp_path, run_cli):
+    config = _arith(tmp_path)
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "notes.txt").write_text("mine\n")
+    (out / "sub").mkdir()
+    (out / "sub" / "data.bin").write_bytes(b"\0" * 10)
+    for _ in range(2):
+        code, _, err = run_cli("run", config, "--output", out, "--force", "--quiet")
+        assert code == 0, err
+    assert (out / "notes.txt").read_text() == "mine\n" and (out / "sub" / "data.bin").exists()
+    assert {"report.json", "optimized.eqr", "egraph.json", ".eqdsl-output"} <= {p.name for p in out.iterdir()}
+    assert "report.json" in (out / ".eqdsl-output").read_text()
+
+
+def test_a_symlinked_output_is_resolved_and_its_target_protected(tmp_path, run_cli):
+    config = _arith(tmp_path)
+    real = tmp_path / "real"
+    real.mkdir()
+    (real / "notes.txt").write_text("mine\n")
+    (tmp_path / "link").symlink_to(real)
+    code, _, err = run_cli("run", config, "--output", tmp_path / "link", "--quiet")
+    assert code == 2 and "notes.txt" in err
+    assert (tmp_path / "link").is_symlink() and (real / "notes.txt").read_text() == "mine\n"
+
+
+def test_a_failed_write_is_one_line_and_leaves_no_folders(tmp_path, run_cli, monkeypatch):
+    import errno
+
+    import eqdsl.report
+
+    def full_disk(result, scratch):
+        raise OSError(errno.ENOSPC, "No space left on device", str(scratch.new / "egraph.json"))
+
+    monkeypatch.setattr(eqdsl.report, "write_outputs", full_disk)
+    config = _arith(tmp_path)
+    code, _, err = run_cli("run", config, "--output", tmp_path / "a" / "b" / "out", "--quiet")
+    assert code == 1 and "No space left on device" in err and "Traceback" not in err
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["config.yaml", "input.eqr"]
+
+
+def test_extract_out_onto_an_existing_file_is_refused_before_extracting(tmp_path, run_cli):
+    (tmp_path / "taken.json").write_text("mine")
+    code, _, err = run_cli("extract", tmp_path / "missing-egraph.json", "--out", tmp_path / "taken.json")
+    assert code == 2 and "already exists" in err and "missing-egraph" not in err
+    assert (tmp_path / "taken.json").read_text() == "mine"
+
+
+def test_a_yaml_alias_bomb_is_refused_at_once(tmp_path, run_cli):
+    lines = ['a0: &a0 ["lol", "lol", "lol", "lol", "lol", "lol", "lol", "lol", "lol"]']
+    lines += [f"a{i}: &a{i} [{', '.join([f'*a{i - 1}'] * 9)}]" for i in range(1, 10)]
+    (tmp_path / "bomb.yaml").write_text("\n".join(lines) + "\nruleset: *a9\n")
+    t0 = time.perf_counter()
+    code, _, err = run_cli("run", tmp_path / "bomb.yaml", "--quiet")
+    assert code == 2 and "aliases" in err and time.perf_counter() - t0 < 5
+    (tmp_path / "self.yaml").write_text("a: &a [1, *a]\n")
+    code, _, err = run_cli("run", tmp_path / "self.yaml", "--quiet")
+    assert code == 2 and "recursive alias" in err
+
+
+def test_a_huge_sweep_grid_is_refused_before_it_expands(tmp_path, run_cli):
+    grid = "\n".join(f"  k{i}: [{', '.join(str(v) for v in range(10))}]" for i in range(6))
+    (tmp_path / "sweep.yaml").write_text(f"base: {{ruleset: arith}}\ngrid:\n{grid}\n")
+    t0 = time.perf_counter()
+    code, _, err = run_cli("sweep", tmp_path / "sweep.yaml")
+    assert code == 2 and "at most 10,000 tasks" in err and "1,000,000" in err
+    assert time.perf_counter() - t0 < 5
+
+
+def test_no_ref_never_runs_a_rulesets_python(tmp_path, run_cli):
+    shutil.copy(EXAMPLES / "acsum" / "acsum.eqr", tmp_path / "acsum.eqr")
+    ran = tmp_path / "ran"
+    (tmp_path / "acsum_ref.py").write_text(f"open({str(ran)!r}, 'w').close()\nSEMANTICS = {{}}\n")
+    code, _, err = run_cli("verify", tmp_path / "acsum.eqr", "--no-ref")
+    assert code == 2 and "--no-ref" in err and "acsum_ref.py" in err and not ran.exists()
+
+
+def test_a_non_eqr_program_path_is_never_read_or_echoed(tmp_path, run_cli):
+    secret = tmp_path / "secret.txt"
+    secret.write_text("TOPSECRET line\n")
+    config = _arith(tmp_path / "cfg")
+    config.write_text(f"ruleset: arith\nprogram: {{file: {secret}}}\n")
+    code, _, err = run_cli("run", config, "--quiet")
+    assert code == 2 and "expected a .eqr program file" in err and "TOPSECRET" not in err
+
+
+def test_one_dying_task_fails_only_itself(tmp_path, monkeypatch):
+    import eqdsl.sweep.run as sweep_run
+    from eqdsl.sweep.spec import Sweep, Task
+
+    def work(config, source):
+        def run() -> bytes:
+            if config["die"]:
+                os.kill(os.getpid(), signal.SIGKILL)
+            return json.dumps({"ok": True, "value": config["value"]}).encode()
+        return run
+
+    monkeypatch.setattr(sweep_run, "task_work", work)
+    tasks = [Task(str(i), (), {"die": i == 1, "value": i}) for i in range(4)]
+    sweep = Sweep(tmp_path / "s.yaml", tuple(tasks), (), tmp_path / "out", 2, "local", None)
+    got: dict[str, dict] = {}
+    sweep_run._local(sweep, tasks, lambda task, result: got.__setitem__(task.id, result))
+    assert got["1"]["ok"] is False and "SIGKILL" in got["1"]["error"]
+    assert [got[k]["value"] for k in ("0", "2", "3")] == [0, 2, 3]
+
+
+def test_a_sweep_task_is_held_to_its_memory_limit(tmp_path, run_cli):
+    base = (EXAMPLES / "acsum" / "config.yaml").read_text().replace("memory_limit_mb: 4096", "memory_limit_mb: 400")
+    base = base.replace("ruleset: acsum.eqr", f"ruleset: {EXAMPLES / 'acsum' / 'acsum.eqr'}")
+    base = base.replace("validate: true", "validate: false")
+    (tmp_path / "run.yaml").write_text(base)
+    (tmp_path / "sweep.yaml").write_text(f"base: run.yaml\noutput: {tmp_path / 'out'}\n")
+    code, out, err = run_cli("sweep", tmp_path / "sweep.yaml")
+    assert code == 0, out + err
+    [result] = [json.loads(p.read_text()) for p in (tmp_path / "out" / "tasks").iterdir()]
+    assert result["stop"] == "memory limit"
+
+
+def test_mcts_search_is_held_to_the_memory_limit(tmp_path, run_cli):
+    (tmp_path / "c.yaml").write_text(
+        "ruleset: tensat\nprogram: {builder: nasrnn}\ntarget: a100\n"
+        "schedule: {kind: mcts, budget: 4, memory_limit_mb: 64}\nextract: {method: greedy-dag}\n")
+    code, _, err = run_cli("run", tmp_path / "c.yaml", "--output", tmp_path / "out", "--quiet")
+    assert code == 0, err
+    schedule = json.loads((tmp_path / "out" / "report.json").read_text())["schedule"]
+    assert schedule["stop_reason"] == "memory limit"
+
+
+@pytest.mark.parametrize("sig", [signal.SIGKILL, signal.SIGHUP, signal.SIGQUIT])
+def test_killing_eqdsl_takes_the_worker_and_leaves_nothing(tmp_path, sig):
+    config = tmp_path / "c.yaml"
+    config.write_text((EXAMPLES / "acsum" / "config.yaml").read_text()
+                      .replace("ruleset: acsum.eqr", f"ruleset: {EXAMPLES / 'acsum' / 'acsum.eqr'}"))
+    (tmp_path / "tmp").mkdir()
+    env = {**os.environ, "TMPDIR": str(tmp_path / "tmp")}
+    proc = subprocess.Popen(EQDSL + ["run", str(config), "--output", str(tmp_path / "out"), "--quiet"],
+                            cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    time.sleep(3.0)
+    family = descendants(proc.pid)
+    assert family, "the worker should be running"
+    os.kill(proc.pid, sig)
+    proc.wait(timeout=10)
+    deadline = time.monotonic() + 2.0
+    while alive(family) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not alive(family)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["c.yaml", "tmp"]
+    assert list((tmp_path / "tmp").iterdir()) == []
+    if sig != signal.SIGKILL:
+        assert proc.returncode == 130 and b"Traceback" not in proc.stderr.read()
+
+
+@pytest.mark.parametrize("argv", [["verify", "tensat", "--examples", "100000"],
+                                  ["export", "onnx", "--builder", "bert", "-o", "b.onnx"]])
+def test_interrupted_commands_leave_no_temporary_files(tmp_path, argv):
+    pytest.importorskip("onnx")
+    (tmp_path / "tmp").mkdir()
+    env = {**os.environ, "TMPDIR": str(tmp_path / "tmp")}
+    proc = subprocess.Popen(EQDSL + argv, cwd=tmp_path, env=env, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.PIPE)
+    time.sleep(4.0)
+    proc.send_signal(signal.SIGINT)
+    assert proc.wait(timeout=10) == 130
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["tmp"]
+    assert list((tmp_path / "tmp").iterdir()) == []
