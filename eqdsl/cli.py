@@ -410,37 +410,54 @@ NO_REF_HELP = ("never run the ruleset's <name>_ref.py (reference semantics are P
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="eqdsl", description="Equality saturation for tensor programs.")
     sub = p.add_subparsers(dest="command", required=True)
+    _language_commands(sub)
+    _run_commands(sub)
+    _file_commands(sub)
+    return p
+
+
+FORCE_HELP = ("write the results into a folder beside files eqdsl did not write: they are kept, never "
+              "deleted or overwritten (one named like a result, e.g. report.json, is refused)")
+TARGET_HELP = "values for the target params the rules read (a shipped name or a .yaml)"
+
+
+def _language_commands(sub) -> None:
     c = sub.add_parser("check", help="check a .eqr file; print every error")
     c.add_argument("file", help="a .eqr path or a shipped ruleset name")
     c.set_defaults(fn=in_worker(cmd_check))
     c = sub.add_parser("compile", help="print the egglog program a .eqr file lowers to")
     c.add_argument("file")
-    c.add_argument("--target", help="values for the target params the rules read (a shipped name or a .yaml)")
+    c.add_argument("--target", help=TARGET_HELP)
     c.set_defaults(fn=in_worker(cmd_compile))
-    c = sub.add_parser("run", help="optimize the program a config.yaml names")
+    c = sub.add_parser("verify", help="check every rule of a .eqr file against the reference semantics")
+    c.add_argument("file", help="a .eqr path or a shipped ruleset name")
+    c.add_argument("--rule", action="append", help="only this rule (repeatable)")
+    c.add_argument("--examples", type=AT_LEAST_ONE, default=100,
+                   help="valid examples per rule (default 100)")
+    c.add_argument("--seed", type=AT_LEAST_ZERO, default=0)
+    c.add_argument("--target", help=TARGET_HELP)
+    c.add_argument("--no-ref", action="store_true", help=NO_REF_HELP)
+    c.set_defaults(fn=in_worker(cmd_verify))
+
+
+def _run_options(c, validate_help: str) -> None:
     c.add_argument("config")
     c.add_argument("--output", help="output folder (default: the config's `output`)")
     c.add_argument("--quiet", action="store_true", help="no progress lines")
-    c.add_argument("--validate", action="store_true",
-                   help="check the extracted program against the input on random data")
-    c.add_argument("--force", action="store_true",
-                   help="write the results into a folder that holds files eqdsl did not write: eqdsl's "
-                        "result files are replaced, every other file is kept (never deleted)")
+    c.add_argument("--validate", action="store_true", help=validate_help)
+    c.add_argument("--force", action="store_true", help=FORCE_HELP)
     c.add_argument("--no-ref", action="store_true", help=NO_REF_HELP)
     c.set_defaults(fn=cmd_run)
+
+
+def _run_commands(sub) -> None:
+    c = sub.add_parser("run", help="optimize the program a config.yaml names")
+    _run_options(c, "check the extracted program against the input on random data")
     c = sub.add_parser("execute", help="optimize as `run` does, then run input and optimized programs with "
                                        "eqdsl's kernels: outputs compared, both timed")
-    c.add_argument("config")
+    _run_options(c, "also translation-validate")
     c.add_argument("--device", choices=["cpu", "cuda"], default="cpu")
     c.add_argument("--runs", type=AT_LEAST_ONE, default=10, help="timed runs of each program (median)")
-    c.add_argument("--output", help="output folder (default: the config's `output`)")
-    c.add_argument("--quiet", action="store_true", help="no progress lines")
-    c.add_argument("--validate", action="store_true", help="also translation-validate")
-    c.add_argument("--force", action="store_true",
-                   help="write the results into a folder that holds files eqdsl did not write: eqdsl's "
-                        "result files are replaced, every other file is kept (never deleted)")
-    c.add_argument("--no-ref", action="store_true", help=NO_REF_HELP)
-    c.set_defaults(fn=cmd_run)
     c = sub.add_parser("measure", help="time every operator configuration a run's e-graph holds (fill the cache)")
     c.add_argument("config", help="a run config whose target measures, e.g. target: {measure: ort}")
     c.set_defaults(fn=in_worker(cmd_measure))
@@ -452,15 +469,9 @@ def build_parser() -> argparse.ArgumentParser:
     c.set_defaults(fn=in_worker(cmd_sweep))
     c = sub.add_parser("doctor", help="print what this machine offers eqdsl: packages, CPU, CUDA GPU")
     c.set_defaults(fn=in_worker(cmd_doctor))
-    c = sub.add_parser("verify", help="check every rule of a .eqr file against the reference semantics")
-    c.add_argument("file", help="a .eqr path or a shipped ruleset name")
-    c.add_argument("--rule", action="append", help="only this rule (repeatable)")
-    c.add_argument("--examples", type=AT_LEAST_ONE, default=100,
-                   help="valid examples per rule (default 100)")
-    c.add_argument("--seed", type=AT_LEAST_ZERO, default=0)
-    c.add_argument("--target", help="values for the target params the rules read (a shipped name or a .yaml)")
-    c.add_argument("--no-ref", action="store_true", help=NO_REF_HELP)
-    c.set_defaults(fn=in_worker(cmd_verify))
+
+
+def _file_commands(sub) -> None:
     c = sub.add_parser("extract", help="extract from an egraph-serialize JSON file")
     c.add_argument("egraph")
     c.add_argument("--extractor", choices=extractor_names(), default="cpsat")
@@ -494,7 +505,6 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("-o", "--output", required=True, help="the .onnx file to write (a new file)")
     c.add_argument("--force", action="store_true", help="replace --output if it exists")
     c.set_defaults(fn=cmd_export)
-    return p
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -8,6 +8,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Iterable, TypeVar
+
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -91,6 +94,13 @@ class DiagnosticSink:
     def raise_if_any(self) -> None:
         if self.items:
             raise EqdslError(sorted(self.items, key=_order))
+
+
+def all_present(items: Iterable[T | None]) -> list[T] | None:
+    """Checkers return None for what they reported to the sink: `items` without a None, or None."""
+    listed = list(items)
+    present = [item for item in listed if item is not None]
+    return present if len(present) == len(listed) else None
 
 
 def _order(d: Diagnostic) -> tuple[str, int, int]:

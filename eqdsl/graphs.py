@@ -15,11 +15,11 @@ unfiltered nodes form a DAG. Returns the filtered nodes. Node and class ids are 
 """
 from __future__ import annotations
 
-from typing import Any, Callable, Hashable, Iterable, Iterator, Sequence, TypeVar
+from typing import Any, Callable, Hashable, Iterable, Iterator, TypeVar
 
-Edges = Callable[[Hashable], Iterable[tuple[Hashable, Hashable]]]
-Victim = Callable[[Sequence[Hashable]], Hashable]
 N = TypeVar("N", bound=Hashable)
+C = TypeVar("C", bound=Hashable)  # a class (filter_cycles walks classes)
+E = TypeVar("E", bound=Hashable)  # an edge: the node leading from a class to a child class
 Successors = Callable[[N], Iterable[N]]
 
 
@@ -169,15 +169,17 @@ def _pop_component(stack: list[N], on_stack: set[N], head: N) -> list[N]:
             return members
 
 
-def filter_cycles(roots: Iterable[Hashable], edges: Edges, victim: Victim) -> set:
-    roots = list(roots)
-    filtered: set = set()
-    while _one_walk(roots, edges, victim, filtered):
+def filter_cycles(roots: Iterable[C], edges: Callable[[C], Iterable[tuple[E, C]]],
+                  victim: Callable[[list[E]], E]) -> set[E]:
+    starts = list(roots)
+    filtered: set[E] = set()
+    while _one_walk(starts, edges, victim, filtered):
         pass
     return filtered
 
 
-def _one_walk(roots, edges: Edges, victim: Victim, filtered: set) -> bool:
+def _one_walk(roots: list[C], edges: Callable[[C], Iterable[tuple[E, C]]],
+              victim: Callable[[list[E]], E], filtered: set[E]) -> bool:
     found = False
     state: dict = {}  # 1: on the stack, 2: finished
     for root in roots:
@@ -185,7 +187,7 @@ def _one_walk(roots, edges: Edges, victim: Victim, filtered: set) -> bool:
             continue
         state[root] = 1
         # (class, its edge walk, node used to enter it)
-        stack: list[tuple[Hashable, Iterator[tuple[Hashable, Hashable]], Hashable]] = [(root, iter(edges(root)), None)]
+        stack: list[tuple[C, Iterator[tuple[E, C]], Any]] = [(root, iter(edges(root)), None)]
         while stack:
             cls, walk, _ = stack[-1]
             step = next(walk, None)

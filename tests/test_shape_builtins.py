@@ -95,3 +95,14 @@ def test_prod_agrees_with_python_and_refuses_past_max_rank():
     cond = ir.BinOp("eq", ir.Builtin("prod", (A,), ir.Prim.INT), ir.Builtin("prod", (B,), ir.Prim.INT), BOOL)
     assert _egglog_holds(cond, cases) == [True, True, False, True, False, True]
     assert list(itertools.starmap(lambda a, b: _python_holds(cond, a, b), cases))[:4] == [True, True, False, True]
+
+
+def test_every_builtin_has_its_meaning_in_each_layer():
+    """One table (eqdsl.ir.builtins): egglog lowers exactly the builtins marked `in_egglog`, the
+    evaluator runs every one that is not sugar, and the checker knows no other name."""
+    from eqdsl.egglog.terms import LOWERINGS
+    from eqdsl.ir.builtins import BUILTINS, SUGAR
+
+    assert set(LOWERINGS) == {n for n, spec in BUILTINS.items() if spec.in_egglog and n not in SUGAR}
+    assert all(spec.evaluate is not None for n, spec in BUILTINS.items() if n not in SUGAR)
+    assert SUGAR == {"items", "split_at"}

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any, Callable, cast
 
 from eqdsl import ir
 from eqdsl.diagnostics import EqdslError
@@ -30,7 +30,7 @@ def _decode_value(node_id: str, nodes: dict) -> Value:
     node = nodes[node_id]
     op = node["op"]
     if op == "vec-of":
-        return tuple(_decode_value(k, nodes) for k in node["children"])
+        return tuple(cast(int, _decode_value(k, nodes)) for k in node["children"])  # [Int] is the only vec
     if op == "vec-empty":
         return ()
     if op.startswith('"'):
@@ -62,7 +62,7 @@ def live_problem(data: dict, lowered: Lowered, params: dict[str, int] | None = N
         if op in lowered.bookkeeping:
             continue
         if op in lowered.root_rels:
-            roots.append((_decode_value(kids[1], nodes), nodes[kids[0]]["eclass"]))
+            roots.append((cast(int, _decode_value(kids[1], nodes)), nodes[kids[0]]["eclass"]))
         elif op in lowered.analysis_fns:  # many classes share one shape value: decode it once
             shape = decoded.get(node["eclass"])
             if shape is None:
@@ -160,7 +160,7 @@ def _node_cost(lang: ir.Language, row, nodes: dict, values: dict, shapes: dict,
     rule, op = lang.costs[op_name], lang.ops[op_name]
     if rule.constant is not None:
         return rule.constant
-    env: dict[str, Value] = dict(params)
+    env: dict[str, Any] = dict(params)  # an operand without a shape is None: the rule's error names it
     for name, param, kid in zip(rule.params, op.params, kids):
         kid_class = nodes[kid]["eclass"]
         env[name] = shapes.get(kid_class) if isinstance(param.type, ir.SortType) else values[kid_class]
@@ -175,8 +175,9 @@ def _node_cost(lang: ir.Language, row, nodes: dict, values: dict, shapes: dict,
     except (EvalError, KeyError, TypeError) as err:
         raise EqdslError.one(f"cost rule of '{op_name}' failed on a node with {env}: {err}",
                              rule.span) from None
-    if cost < 0:
-        raise EqdslError.one(f"cost rule of '{op_name}' gave a negative cost {cost} for {env}", rule.span)
+    if not isinstance(cost, (int, float)) or cost < 0:
+        raise EqdslError.one(f"cost rule of '{op_name}' gave {cost!r} for {env}; expected a number ≥ 0",
+                             rule.span)
     if len(_COSTS) > COST_CACHE_SIZE:
         _COSTS.clear()
     _COSTS[key] = (rule, float(cost))

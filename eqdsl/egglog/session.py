@@ -245,9 +245,14 @@ class _HandleWriter:
         return self._render(node)
 
     def _render(self, node: FrozenNode) -> str:
-        args = [self.name_of(f"{s}:{v}") if s in self.session._class_sorts else self.literal(s, v)
+        args = [self._defined(f"{s}:{v}") if s in self.session._class_sorts else self.literal(s, v)
                 for s, v in node.args]
         return f"({node.fn}{''.join(' ' + a for a in args)})"
+
+    def _defined(self, key: str) -> str:
+        name = self.name_of(key)
+        assert name is not None, f"class {key} rendered before `define` named it"
+        return name
 
     def define(self, keys: tuple[str, ...]) -> None:
         """Let-bind every class in `keys` that has no name yet, children before parents."""

@@ -227,7 +227,10 @@ def term(e: ir.Expr, env: dict[str, Sexp]) -> Sexp:
             assert_never(e)
 
 
-_SHAPE_BUILTINS: dict[str, Callable[..., Sexp]] = {
+# egglog's meaning of each builtin of `eqdsl.ir.builtins.BUILTINS` whose `in_egglog` is set
+LOWERINGS: dict[str, Callable[..., Sexp]] = {
+    "len": _length, "remove": lambda xs, i: call("vec-remove", xs, i),
+    "min": lambda a, b: Call("min", (a, b)), "max": lambda a, b: Call("max", (a, b)),
     "prod": _prod, "permute": _permute, "is_perm": _is_perm, "positive": _positive,
     "broadcasts": lambda b, a: chain("and", _broadcasts_conds(b, a)),
 }
@@ -236,18 +239,10 @@ _SHAPE_BUILTINS: dict[str, Callable[..., Sexp]] = {
 def _builtin(e: ir.Builtin, env: dict[str, Sexp]) -> Sexp:
     if e.fn == "len" and isinstance(e.args[0], ir.FieldOf) and e.args[0].index == 0:
         return call("vec-get", term(e.args[0].base, env), num(0))  # stored as the value's first item
-    args = [term(a, env) for a in e.args]
-    match e.fn:
-        case "len":
-            return _length(*args)
-        case "remove":
-            return call("vec-remove", *args)
-        case "min" | "max":
-            return Call(e.fn, tuple(args))
-        case fn if fn in _SHAPE_BUILTINS:
-            return _SHAPE_BUILTINS[fn](*args)
-        case fn:
-            raise Unlowerable(f"{fn}(...) is only available in cost rules")
+    lower = LOWERINGS.get(e.fn)
+    if lower is None:
+        raise Unlowerable(f"{e.fn}(...) is only available in cost rules")
+    return lower(*(term(a, env) for a in e.args))
 
 
 def _index(base: Sexp, index: ir.Expr, env: dict[str, Sexp]) -> Sexp:

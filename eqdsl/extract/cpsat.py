@@ -37,6 +37,7 @@ import math
 import os
 import time
 from dataclasses import dataclass, replace
+from functools import partial
 
 from ortools.sat.python import cp_model, cp_model_helper
 
@@ -140,18 +141,18 @@ def _build(problem: ExtractionProblem, class_nodes: dict[int, list[int]], acycli
     roots that pick exactly one node. A child class outside `class_nodes` is taken as present
     (a part of a split problem: `eqdsl.extract.decompose`)."""
     m = cp_model.CpModel()
-    x = {i: m.NewBoolVar(f"n{i}") for nodes in class_nodes.values() for i in nodes}
+    x = {i: m.new_bool_var(f"n{i}") for nodes in class_nodes.values() for i in nodes}
     for c, nodes in class_nodes.items():
         if c in problem.roots or c in required:
-            m.AddExactlyOne([x[i] for i in nodes])
+            m.add_exactly_one([x[i] for i in nodes])
         else:
-            m.AddAtMostOne([x[i] for i in nodes])
+            m.add_at_most_one([x[i] for i in nodes])
     for i, var in x.items():
         _require_children(m, problem.nodes[i].children, class_nodes, x, var)
     if problem.has_negative_costs:
         _only_needed(m, problem, class_nodes, x)
     scale = _scale([problem.nodes[i].cost for i in x])
-    m.Minimize(cp_model.LinearExpr.WeightedSum(list(x.values()), [round(problem.nodes[i].cost * scale) for i in x]))
+    m.minimize(cp_model.LinearExpr.weighted_sum(list(x.values()), [round(problem.nodes[i].cost * scale) for i in x]))
     if plain or (acyclic == "order" and not cycle_free):
         _add_order(m, problem, class_nodes, x, plain)
     elif not cycle_free:
@@ -172,9 +173,9 @@ def _require_children(m: cp_model.CpModel, children: tuple[int, ...], class_node
         if len(kids) == 1:
             only.append(x[kids[0]])
         else:
-            m.Add(sum(x[j] for j in kids) >= var)
+            m.add(sum(x[j] for j in kids) >= var)
     if only:
-        m.AddBoolAnd(only).OnlyEnforceIf(var)
+        m.add_bool_and(only).only_enforce_if(var)
 
 
 def _forbid_pairs(built: _Model, pairs: tuple[tuple[int, int], ...]) -> None:
@@ -192,7 +193,7 @@ def _forbid_pairs(built: _Model, pairs: tuple[tuple[int, int], ...]) -> None:
             paired.setdefault((b, eclass[a]), set()).add(a)
     for (n, d), excluded in paired.items():
         exits = [built.x[j] for j in built.class_nodes[d] if j not in excluded]
-        built.model.AddBoolOr([built.x[n].Not(), *exits])
+        built.model.add_bool_or([built.x[n].negated(), *exits])
 
 
 def _only_needed(m, problem: ExtractionProblem, class_nodes: dict[int, list[int]], x) -> None:
@@ -204,7 +205,7 @@ def _only_needed(m, problem: ExtractionProblem, class_nodes: dict[int, list[int]
             users[child].append(i)
     for c, nodes in class_nodes.items():
         if c not in problem.roots:
-            m.Add(sum(x[i] for i in nodes) <= sum(x[i] for i in users[c]))
+            m.add(sum(x[i] for i in nodes) <= sum(x[i] for i in users[c]))
 
 
 def _add_order(m, problem, class_nodes, x, plain: bool = False) -> None:
@@ -213,12 +214,12 @@ def _add_order(m, problem, class_nodes, x, plain: bool = False) -> None:
     sizes: dict[int, int] = {}
     for comp in component.values():
         sizes[comp] = sizes.get(comp, 0) + 1
-    t = {c: m.NewIntVar(0, sizes[comp] - 1, f"t{c}") for c, comp in component.items()}
+    t = {c: m.new_int_var(0, sizes[comp] - 1, f"t{c}") for c, comp in component.items()}
     for i, var in x.items():
         node = problem.nodes[i]
         for child in set(node.children):
             if child in component and component.get(node.eclass) == component[child]:
-                m.Add(t[node.eclass] > t[child]).OnlyEnforceIf(var)
+                m.add(t[node.eclass] > t[child]).only_enforce_if(var)
 
 
 def cyclic_components(problem: ExtractionProblem, class_nodes: dict[int, list[int]]) -> dict[int, int]:
@@ -238,7 +239,7 @@ def _forbid_class_cycle(m, problem: ExtractionProblem, class_nodes: dict[int, li
     edges = []
     for a, b in zip(classes, classes[1:] + classes[:1]):
         edges += [x[n] for n in class_nodes[a] if b in problem.nodes[n].children]
-    m.Add(sum(edges) <= len(classes) - 1)
+    m.add(sum(edges) <= len(classes) - 1)
 
 
 def _forbid_short_cycles(built: _Model, problem: ExtractionProblem) -> int:
@@ -272,17 +273,17 @@ def _forbid_two_cycles(m, problem, class_nodes, x) -> None:
             _forbid_class_cycle(m, problem, class_nodes, x, [a, b])
 
 
-def _solve(solver: cp_model.CpSolver, built: _Model) -> tuple[int, tuple[Selection, float] | None]:
+def _solve(solver: cp_model.CpSolver, built: _Model) -> tuple[cp_model.CpSolverStatus, tuple[Selection, float] | None]:
     """Status, and the solution and bound read inside the (possibly guarded) process that solved."""
-    status = solver.Solve(built.model)
+    status = solver.solve(built.model)
     if status not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
         return status, None
-    return status, (_decode(solver, built), solver.BestObjectiveBound())
+    return status, (_decode(solver, built), solver.best_objective_bound)
 
 
 def _decode(solver: cp_model.CpSolver, built: _Model) -> Selection:
-    values = list(solver.ResponseProto().solution)  # read at once: Value per variable is 1 µs each
-    return {c: i for c, nodes in built.class_nodes.items() for i in nodes if values[built.x[i].Index()]}
+    values = list(solver.response_proto.solution)  # read at once: Value per variable is 1 µs each
+    return {c: i for c, nodes in built.class_nodes.items() for i in nodes if values[built.x[i].index]}
 
 
 def find_cycles(problem: ExtractionProblem, choice: Selection) -> list[list[int]]:
@@ -410,14 +411,13 @@ class CpSatExtractor:
         while (remaining := deadline - time.perf_counter()) > 0:
             solver = self._solver(remaining, search)
             self._hint(built, s.best if base is None else base)
-            done = guarded(lambda solver=solver: _solve(solver, built),
-                           Budget(deadline=time.monotonic() + 1.1 * remaining + 1.0))
+            done = guarded(partial(_solve, solver, built), Budget(deadline=time.monotonic() + 1.1 * remaining + 1.0))
             s.rounds += 1
             if isinstance(done, Stopped):  # CP-SAT overran its own limit (presolve of huge models)
                 s.overran = True
                 return s
             status, found = done.value
-            if status not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
+            if found is None:  # neither optimal nor feasible
                 if status == cp_model.INFEASIBLE and base is not None:
                     s.alone_failed = True
                 elif status == cp_model.INFEASIBLE:
@@ -518,10 +518,10 @@ class CpSatExtractor:
 
     @staticmethod
     def _hint(built: _Model, selection: Selection) -> None:
-        built.model.ClearHints()
+        built.model.clear_hints()
         chosen = set(selection.values())
         hint = built.model.proto.solution_hint  # written at once: AddHint per variable took 12 ms on 3,500
-        hint.vars.extend([var.Index() for var in built.x.values()])
+        hint.vars.extend([var.index for var in built.x.values()])
         hint.values.extend([int(i in chosen) for i in built.x])
 
     @staticmethod

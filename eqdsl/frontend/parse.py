@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import functools
 from importlib import resources
+from typing import Any, Callable
 
 from lark import Lark, Token, Transformer, v_args
 from lark.exceptions import UnexpectedCharacters, UnexpectedEOF, UnexpectedInput, UnexpectedToken
@@ -49,10 +50,11 @@ def _syntax_error(err: UnexpectedInput, text: str, file: str) -> EqdslError:
             found = "end of file" if err.token.type == "$END" else repr(str(err.token))
             expected = _describe_expected(err.expected)
         case UnexpectedCharacters():
-            found = repr(text[err.pos_in_stream]) if err.pos_in_stream < len(text) else "end of file"
+            pos = err.pos_in_stream
+            found = repr(text[pos]) if pos is not None and pos < len(text) else "end of file"
             expected = _describe_expected(err.allowed or set())
         case UnexpectedEOF():
-            found, expected = "end of file", _describe_expected(err.expected)
+            found, expected = "end of file", _describe_expected({str(t) for t in err.expected})
             line = text.count("\n") + 1
             col = len(text.rsplit("\n", 1)[-1]) + 1
         case _:
@@ -82,6 +84,13 @@ def _span(file: str, meta: Meta | Token) -> Span:
 
 def _unquote(s: str) -> str:
     return bytes(s[1:-1], "utf-8").decode("unicode_escape")
+
+
+def _binary(op: str) -> Callable[[Any, Any, list], ast.Binary]:
+    """A `_ToAst` method that builds `ast.Binary(op, ...)` (one per binary grammar rule)."""
+    def method(self: Any, meta: Any, c: list) -> ast.Binary:
+        return ast.Binary(op, c[0], c[1], self._s(meta))
+    return method
 
 
 @v_args(meta=True)
@@ -224,12 +233,6 @@ class _ToAst(Transformer):
     def with_(self, meta, c):
         return ast.With(c[0], c[1], c[2], self._s(meta))
 
-    def _binary(op):  # noqa: N805 - builds methods below
-        def method(self, meta, c):
-            return ast.Binary(op, c[0], c[1], self._s(meta))
-        return method
-
     add, sub, cat = _binary("add"), _binary("sub"), _binary("cat")
     mul, div, mod = _binary("mul"), _binary("div"), _binary("mod")
     and_, or_ = _binary("and"), _binary("or")
-    del _binary

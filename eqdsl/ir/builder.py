@@ -8,7 +8,7 @@ and the requirement's source line. `program(name, roots)` returns the `ir.Progra
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import cast
+from typing import Any, cast
 
 from eqdsl import ir
 from eqdsl.diagnostics import EqdslError, Span
@@ -59,7 +59,7 @@ class GraphBuilder:
         rule = self.lang.shapes.get(op.name)
         if rule is None:
             return None
-        env = {n: (a.shape if isinstance(a, Tensor) else _value(a)) for n, a in zip(rule.params, args)}
+        env: dict[str, Any] = {n: (a.shape if isinstance(a, Tensor) else _value(a)) for n, a in zip(rule.params, args)}
         try:
             return applied_shape(rule, env)
         except ShapeViolation:

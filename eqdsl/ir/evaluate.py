@@ -6,17 +6,12 @@ index out of range or a division by zero raises `EvalError`.
 """
 from __future__ import annotations
 
-import math
-from typing import assert_never
+from typing import Any, Callable, assert_never
 
 from eqdsl import ir
+from eqdsl.ir.builtins import BUILTINS, EvalError
 from eqdsl.ir.exprs import const_int, env_key
-
-Value = int | str | bool | tuple[int, ...]
-
-
-class EvalError(Exception):
-    pass
+from eqdsl.ir.nodes import Value
 
 
 def _div(a: int, b: int) -> int:
@@ -39,53 +34,12 @@ def field_of(value: tuple[int, ...] | list, index: int) -> tuple | list:
     return value[1:1 + value[0]] if index == 0 else value[1 + value[0]:]
 
 
-BINARY_OPS = {
+BINARY_OPS: dict[str, Callable[[Any, Any], Value]] = {
     "add": lambda a, b: a + b, "sub": lambda a, b: a - b, "mul": lambda a, b: a * b,
     "div": _div, "mod": _mod, "cat": lambda a, b: tuple(a) + tuple(b),
     "eq": lambda a, b: a == b, "ne": lambda a, b: a != b, "lt": lambda a, b: a < b,
     "le": lambda a, b: a <= b, "gt": lambda a, b: a > b, "ge": lambda a, b: a >= b,
 }
-def _ranked(shape: tuple[int, ...]) -> tuple[int, ...]:
-    if len(shape) > ir.MAX_RANK:
-        raise EvalError(f"a shape of rank {len(shape)}: shape builtins support ranks up to {ir.MAX_RANK}")
-    return shape
-
-
-def broadcasts(b: tuple[int, ...], a: tuple[int, ...]) -> bool:
-    """True when b broadcasts to a's shape (numpy: right-aligned, each dim 1 or equal); b has
-    rank >= 1 (egglog's lowering re-checks b's first axis past its rank)."""
-    _ranked(b)
-    return 1 <= len(b) <= len(a) and all(d in (1, a[len(a) - len(b) + i]) for i, d in enumerate(b))
-
-
-def is_perm(p: tuple[int, ...]) -> bool:
-    return sorted(_ranked(p)) == list(range(len(p)))
-
-
-def permute(x: tuple[int, ...], p: tuple[int, ...]) -> tuple[int, ...]:
-    if len(p) != len(x) or not is_perm(p):
-        raise EvalError(f"{list(p)} is not a permutation of the axes of a rank-{len(x)} shape")
-    return tuple(x[i] for i in p)
-
-
-def prod(x: tuple[int, ...]) -> int:
-    return math.prod(_ranked(x))
-
-
-def positive(x: tuple[int, ...]) -> bool:
-    return len(_ranked(x)) >= 1 and all(d >= 1 for d in x)
-
-
-def remove(x: tuple[int, ...], i: int) -> tuple[int, ...]:
-    if not 0 <= i < len(x):
-        raise EvalError(f"remove({list(x)}, {i}): index out of range")
-    return tuple(x[:i]) + tuple(x[i + 1:])
-
-
-_BUILTIN = {"len": len, "prod": prod, "positive": positive, "sum": sum, "min": min, "max": max,
-            "broadcasts": broadcasts, "permute": permute, "is_perm": is_perm, "remove": remove}
-
-
 def _at(seq: tuple[int, ...], i: int) -> int:
     if not -len(seq) <= i < len(seq):
         raise EvalError(f"index {i} out of range for a shape of rank {len(seq)}")
@@ -99,7 +53,7 @@ def evaluate(e: ir.Expr, env: dict[str, Value]) -> Value:
         case ir.Ref() | ir.ShapeOf() | ir.ShapeOfTerm():
             return env[env_key(e)]
         case ir.Builtin(fn=fn, args=args):
-            return _BUILTIN[fn](*(evaluate(a, env) for a in args))
+            return _builtin(fn)(*(evaluate(a, env) for a in args))
         case ir.BinOp(op="and", left=l, right=r):
             return bool(evaluate(l, env)) and bool(evaluate(r, env))
         case ir.BinOp(op="or", left=l, right=r):
@@ -107,25 +61,49 @@ def evaluate(e: ir.Expr, env: dict[str, Value]) -> Value:
         case ir.BinOp(op=op, left=l, right=r):
             return BINARY_OPS[op](evaluate(l, env), evaluate(r, env))
         case ir.UnOp(op="neg", arg=a):
-            return -evaluate(a, env)
+            return -_int(a, env)
         case ir.UnOp(arg=a):
             return not evaluate(a, env)
         case ir.ListOf(items=items):
-            return tuple(evaluate(i, env) for i in items)
+            return tuple(_int(i, env) for i in items)
         case ir.IndexOf(base=b, index=i):
-            return _at(evaluate(b, env), evaluate(i, env))
+            return _at(_ints(b, env), _int(i, env))
         case ir.SliceOf(base=b, lo=lo, hi=hi):
-            return tuple(evaluate(b, env))[lo:hi]
+            return _ints(b, env)[lo:hi]
         case ir.FieldOf(base=b, index=k):
-            return tuple(field_of(tuple(evaluate(b, env)), k))
+            return tuple(field_of(_ints(b, env), k))
         case ir.Replace(base=b, index=i, value=v):
-            seq = list(evaluate(b, env))
-            k = evaluate(i, env)
+            seq = list(_ints(b, env))
+            k = _int(i, env)
             _at(tuple(seq), k)
-            seq[k] = evaluate(v, env)
+            seq[k] = _int(v, env)
             return tuple(seq)
         case _:
             assert_never(e)
+
+
+def _builtin(name: str) -> Callable[..., Value]:
+    fn = BUILTINS[name].evaluate
+    assert fn is not None, f"{name} is sugar the checker rewrites"
+    return fn
+
+
+def _int(e: ir.Expr, env: dict[str, Value]) -> int:
+    """`e`'s value where the checker typed it Int."""
+    value = evaluate(e, env)
+    if not isinstance(value, int):
+        raise EvalError(f"expected an Int, found {value!r}")
+    return value
+
+
+def _ints(e: ir.Expr, env: dict[str, Value]) -> tuple[int, ...]:
+    """`e`'s value where the checker typed it [Int] (a list from a caller's env is taken too)."""
+    value: object = evaluate(e, env)
+    if isinstance(value, list):
+        value = tuple(value)
+    if not isinstance(value, tuple):
+        raise EvalError(f"expected a list of Ints, found {value!r}")
+    return value
 
 
 __all__ = ["evaluate", "EvalError", "Value", "const_int"]

@@ -18,6 +18,8 @@ class Prim(Enum):
     INTS = "[Int]"
 
 
+Value = int | str | bool | tuple[int, ...]  # a Prim's value: Int, Str, Bool, [Int]
+
 MAX_RANK = 8  # shape builtins (prod, broadcasts, permute, is_perm) unroll to this many axes in egglog
 
 @dataclass(frozen=True)

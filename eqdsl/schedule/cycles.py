@@ -19,6 +19,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 from dataclasses import dataclass, field
+from typing import AbstractSet
 
 from eqdsl.egglog.session import EGraphSession, FrozenGraph
 from eqdsl.graphs import filter_cycles, reaches
@@ -52,10 +53,10 @@ class CycleFilter:
         cut = closing_nodes(graph, ages, self.passes) if self.vanilla else set()
         cut |= back_edge_nodes(graph, ages, cut)
         witness, kept = repair(graph, cut, ages)
-        cut = [i for i in sorted(cut) if all(k in witness for k in graph.nodes[i].children)]
-        if cut:
-            session.subsume(graph, cut, witness)
-        return FilterReport(len(cut), kept)
+        subsumed = [i for i in sorted(cut) if all(k in witness for k in graph.nodes[i].children)]
+        if subsumed:
+            session.subsume(graph, subsumed, witness)
+        return FilterReport(len(subsumed), kept)
 
 
 def _class_members(graph: FrozenGraph, ages: list[int]) -> dict[str, list[int]]:
@@ -92,7 +93,7 @@ def closing_nodes(graph: FrozenGraph, ages: list[int], newest: int) -> set[int]:
 
 
 
-def back_edge_nodes(graph: FrozenGraph, ages: list[int], already: set[int] = frozenset()) -> set[int]:
+def back_edge_nodes(graph: FrozenGraph, ages: list[int], already: AbstractSet[int] = frozenset()) -> set[int]:
     """Efficient: the youngest node of each cycle met depth-first from the roots (each class's
     nodes oldest first; among equally young nodes, the one closing the cycle). Nodes in
     `already` count as removed."""

@@ -49,7 +49,7 @@ class ExampleSpace:
             _collect_vars(p, self.vars)
         self.sized = sorted(v for v, t in self.vars.items() if self._has_size(t))
         self.int_vars = sorted(v for v, t in self.vars.items() if t == ir.Prim.INT)
-        self._models: dict[tuple[int, ...], tuple[CpBackend, list]] = {}
+        self._models: dict[tuple[int, ...], tuple[CpBackend, list, list[dict[int, Any]]]] = {}
 
     def _has_size(self, t: ir.ValueType) -> bool:
         if isinstance(t, ir.SortType):
@@ -256,7 +256,7 @@ class ExampleSpace:
             for side in (*self.rule.lhs, *self.rule.rhs):
                 if _concrete_shape(self.lang, side, env, {}) is _FAILED:
                     return None
-            wheres = {}
+            wheres: dict[str, Any] = {}
             for name, expr in self.rule.wheres:
                 env[name] = wheres[name] = self._concrete_value(expr, env, wheres)
             for side in self.rule.rhs:

@@ -102,8 +102,10 @@ def _hypothesis_test(space: ExampleSpace, sem, tally: _Tally, examples: int, see
         hints = data.draw(st.lists(st.integers(1, space.max_dim), min_size=n, max_size=n), label="sizes")
         assignment = space.solve(ranks, hints)
         assume(assignment is not None)
+        assert assignment is not None  # assume() above ends the example otherwise
         concrete = space.concrete(assignment)
         assume(concrete is not None)
+        assert concrete is not None
         rng = np.random.default_rng(data.draw(st.integers(0, 2 ** 32 - 1), label="data seed"))
         _check_example(space, sem, assignment, concrete, rng)
         tally.valid += 1
@@ -129,7 +131,8 @@ def _check_example(space: ExampleSpace, sem, a: Assignment, c: Concrete, rng: np
             _fail(a, c, float("nan"), f"only the {which} side is undefined here: {err}", env)
     for p, value in memo.items():
         want = c.shape_of(p) if isinstance(p, ir.PApp) else None
-        if want is not None and not isinstance(value, tuple) and value_shape(value) != tuple(want):
+        if isinstance(p, ir.PApp) and want is not None and not isinstance(value, tuple) \
+                and value_shape(value) != tuple(want):
             _fail(a, c, float("inf"), f"'{p.op}' gave a result of shape {list(value_shape(value))}; its shape "
                                       f"rule says {list(want)}: the shape rule and the semantics disagree")
     # float64 rounding grows with the largest intermediate value (edge values reach 1e8, and a
@@ -217,7 +220,7 @@ def operator_rules(lang: ir.Language, sem: dict[str, OpSemantics]) -> list[ir.Ru
 
 
 def _application(lang: ir.Language, sem, op: ir.Operator, depth: int, prefix: str = "a") -> ir.PApp | None:
-    args = []
+    args: list[ir.Pattern] = []
     for i, param in enumerate(op.params):
         name = f"{prefix}{i}"
         if isinstance(param.type, ir.SortType) and not _drawable(lang, sem, param.type.name):

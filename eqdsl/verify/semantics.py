@@ -57,6 +57,7 @@ def _find_module(name: str, file: str, run_ref: bool):
         raise EqdslError.one(f"{sibling}: reference semantics are Python code, and --no-ref forbids "
                              "running it; expected no --no-ref for a ruleset you trust")
     spec = importlib.util.spec_from_file_location(f"eqdsl_user_ref_{name}", sibling)
+    assert spec is not None and spec.loader is not None  # a .py path always has a source loader
     module = importlib.util.module_from_spec(spec)
     try:
         spec.loader.exec_module(module)

@@ -11,7 +11,7 @@ from __future__ import annotations
 import random
 
 from eqdsl import ir
-from eqdsl.ir.evaluate import EvalError
+from eqdsl.ir.evaluate import EvalError, Value
 from eqdsl.ir.exprs import shape_key
 from eqdsl.verify.examples import _FAILED, _collect_vars, _concrete_shape
 
@@ -25,14 +25,15 @@ def shape_changing_rules(lang: ir.Language, tries: int = 200, seed: int = 0) -> 
         variables: dict[str, ir.ValueType] = {}
         _collect_vars(rule.lhs[0], variables)
         for _ in range(tries):
-            env = {}
+            env: dict[str, Value] = {}
+            drawn: dict[str, tuple[int, ...]] = {}
             for v in variables:
                 rank = rng.randint(1, 4)
-                env[shape_key(v)] = tuple(rng.randint(1, 4) for _ in range(rank))
+                env[shape_key(v)] = drawn[v] = tuple(rng.randint(1, 4) for _ in range(rank))
                 env["?" + v] = rng.randint(0, 3)
             left, right = (_shape_or_none(lang, p, env) for p in (rule.lhs[0], rule.rhs[0]))
             if left is not None and right is not None and left != right:
-                shapes = ", ".join(f"?{v}: {list(env[shape_key(v)])}" for v, t in variables.items()
+                shapes = ", ".join(f"?{v}: {list(drawn[v])}" for v, t in variables.items()
                                    if isinstance(t, ir.SortType))
                 found.append((rule, f"with {shapes} the left side has shape {list(left)}, the right "
                                     f"side {list(right)}"))

@@ -36,10 +36,10 @@ def validate(lang: ir.Language, original: ir.Program, optimized: ir.Program,
         if len(want) != len(got):
             return Validation(k, float("inf"), False, f"{len(want)} roots in, {len(got)} out")
         for i, (w, g) in enumerate(zip(want, got)):
-            err = largest_difference(w, g)
+            difference = largest_difference(w, g)
             scale = max(1.0, magnitude(w))
-            if err / scale > worst:
-                worst, where = err / scale, f"root {i}, sample {k} (|difference| {err:.3g})"
+            if difference / scale > worst:
+                worst, where = difference / scale, f"root {i}, sample {k} (|difference| {difference:.3g})"
     ok = worst <= RTOL
     verdict = "agree" if ok else "DISAGREE"
     return Validation(samples, worst, ok, f"input and extracted programs {verdict} on {samples} "

@@ -6,7 +6,7 @@ build; the caller raises once at the end so a user sees all errors of a file at 
 from __future__ import annotations
 
 from eqdsl import ir
-from eqdsl.diagnostics import DiagnosticSink, Span
+from eqdsl.diagnostics import DiagnosticSink, Span, all_present
 from eqdsl.frontend import ast
 from eqdsl.frontend.check.exprs import Scope, field_names, resolve
 from eqdsl.ir import Prim
@@ -84,12 +84,13 @@ def check_ops(decls: list[ast.OpDecl], sorts: dict[str, ir.Sort], sink: Diagnost
         if d.name in ("shape",) or d.name in _RESERVED:
             sink.error(f"'{d.name}' is reserved; expected another operator name", d.span)
             continue
-        params = [ir.Param(p.name, _value_type(p.type, sorts, sink)) for p in d.params]
+        types: list[ir.ValueType] | None = all_present([_value_type(p.type, sorts, sink) for p in d.params])
         if d.result not in sorts:
             sink.error(f"operator result must be a declared sort; found '{d.result}'", d.result_span)
             continue
-        if all(p.type is not None for p in params):
-            ops[d.name] = ir.Operator(d.name, tuple(params), d.result, d.span, d.const)
+        if types is not None:
+            params = tuple(ir.Param(p.name, t) for p, t in zip(d.params, types))
+            ops[d.name] = ir.Operator(d.name, params, d.result, d.span, d.const)
     return ops
 
 
@@ -145,14 +146,15 @@ def check_shapes(decls: list[ast.ShapeDecl], ops: dict[str, ir.Operator], sorts:
             continue
         scope = _op_scope(op, d.params, sorts, f"the shape rule of '{d.op}'")
         body = resolve(d.body, scope, sink)
-        requires = [resolve(r, scope, sink) for r in d.requires]
+        resolved = [resolve(r, scope, sink) for r in d.requires]
+        requires: list[ir.Expr] | None = all_present(resolved)
         if body is not None and body.type != want:
             sink.error(f"shape of '{d.op}' must be {want.value}; found {body.type.value}", d.body.span)
             continue
-        for r, src in zip(requires, d.requires):
+        for r, src in zip(resolved, d.requires):
             if r is not None and r.type != Prim.BOOL:
                 sink.error(f"a requirement must be a condition; found {r.type.value}", src.span)
-        if body is not None and None not in requires:
+        if body is not None and requires is not None:
             shapes[d.op] = ir.ShapeRule(d.op, d.params, body, tuple(requires), d.span)
     for op in ops.values():
         if sorts[op.result].shape_type is not None and op.name not in declared:

@@ -9,26 +9,11 @@ from dataclasses import dataclass, field
 from typing import Callable, assert_never
 
 from eqdsl import ir
-from eqdsl.diagnostics import DiagnosticSink
+from eqdsl.diagnostics import DiagnosticSink, all_present
 from eqdsl.frontend import ast
 from eqdsl.ir import Prim
+from eqdsl.ir.builtins import BUILTINS
 
-BUILTINS: dict[str, tuple[tuple[Prim, ...], Prim]] = {
-    "len": ((Prim.INTS,), Prim.INT),
-    "prod": ((Prim.INTS,), Prim.INT),
-    "sum": ((Prim.INTS,), Prim.INT),
-    "min": ((Prim.INT, Prim.INT), Prim.INT),
-    "max": ((Prim.INT, Prim.INT), Prim.INT),
-    # shape builtins for ranks up to MAX_RANK (8): egglog has no loops over a vec
-    "broadcasts": ((Prim.INTS, Prim.INTS), Prim.BOOL),  # b broadcasts to a, numpy rules
-    "permute": ((Prim.INTS, Prim.INTS), Prim.INTS),     # [x[p[0]], ..., x[p[n-1]]]
-    "is_perm": ((Prim.INTS,), Prim.BOOL),               # p is a permutation of 0..len(p)-1
-    "positive": ((Prim.INTS,), Prim.BOOL),              # len(x) >= 1 and every x[i] >= 1
-    "remove": ((Prim.INTS, Prim.INT), Prim.INTS),       # x without its item i
-    # two-field values (ir.FieldOf): all items in order, and a list split after its first n items
-    "items": ((Prim.INTS,), Prim.INTS),                 # x.first ++ x.second
-    "split_at": ((Prim.INTS, Prim.INT), Prim.INTS),     # {first: xs[:n], second: xs[n:]}
-}
 ARITH = {"add", "sub", "mul", "div", "mod"}
 CMP_NAMES = {"==": "eq", "!=": "ne", "<": "lt", "<=": "le", ">": "gt", ">=": "ge"}
 
@@ -79,17 +64,18 @@ def resolve(e: ast.Expr, scope: Scope, sink: DiagnosticSink) -> ir.Expr | None:
         case ast.Call():
             return _call(e, scope, sink)
         case ast.ListLit(items=items, span=span):
-            args = [_expect(i, Prim.INT, scope, sink) for i in items]
-            return None if None in args else ir.ListOf(tuple(args))
+            args: list[ir.Expr] | None = all_present([_expect(i, Prim.INT, scope, sink) for i in items])
+            return None if args is None else ir.ListOf(tuple(args))
         case ast.Index(base=b, index=i):
             base, idx = _expect(b, Prim.INTS, scope, sink), _expect(i, Prim.INT, scope, sink)
             return None if base is None or idx is None else ir.IndexOf(base, idx)
         case ast.Slice():
             return _slice(e, scope, sink)
         case ast.With(base=b, index=i, value=v):
-            parts = (_expect(b, Prim.INTS, scope, sink), _expect(i, Prim.INT, scope, sink),
-                     _expect(v, Prim.INT, scope, sink))
-            return None if None in parts else ir.Replace(*parts)
+            found = [_expect(b, Prim.INTS, scope, sink), _expect(i, Prim.INT, scope, sink),
+                     _expect(v, Prim.INT, scope, sink)]
+            parts: list[ir.Expr] | None = all_present(found)
+            return None if parts is None else ir.Replace(parts[0], parts[1], parts[2])
         case ast.Unary(op=op, arg=a):
             want = Prim.INT if op == "neg" else Prim.BOOL
             arg = _expect(a, want, scope, sink)
@@ -165,12 +151,12 @@ def _call(e: ast.Call, scope: Scope, sink: DiagnosticSink) -> ir.Expr | None:
         sink.error(f"unknown function '{e.fn}' in {scope.what}; expected one of: shape, "
                    f"{', '.join(sorted(BUILTINS))}", e.fn_span)
         return None
-    param_types, result = BUILTINS[e.fn]
+    param_types, result = BUILTINS[e.fn].params, BUILTINS[e.fn].result
     if len(e.args) != len(param_types):
         sink.error(f"'{e.fn}' takes {len(param_types)} argument(s), found {len(e.args)}", e.span)
         return None
-    args = [_expect(a, t, scope, sink) for a, t in zip(e.args, param_types)]
-    if None in args:
+    args: list[ir.Expr] | None = all_present([_expect(a, t, scope, sink) for a, t in zip(e.args, param_types)])
+    if args is None:
         return None
     match e.fn, args:  # two-field values are stored [len(first)] ++ first ++ second: see ir.FieldOf
         case "items", [x]:
@@ -202,9 +188,13 @@ def _shape_of(e: ast.Call, scope: Scope, sink: DiagnosticSink) -> ir.Expr | None
 def _slice(e: ast.Slice, scope: Scope, sink: DiagnosticSink) -> ir.Expr | None:
     base = _expect(e.base, Prim.INTS, scope, sink)
     bounds = [_const_int(b, sink) if b is not None else None for b in (e.lo, e.hi)]
-    if base is None or "bad" in bounds:
+    lo, hi = (b if isinstance(b, int) else None for b in bounds)
+    if base is None or BAD in bounds:
         return None
-    return ir.SliceOf(base, bounds[0], bounds[1])
+    return ir.SliceOf(base, lo, hi)
+
+
+BAD = "bad"  # a slice bound that is not a constant (reported)
 
 
 def _const_int(e: ast.Expr, sink: DiagnosticSink) -> int | str:
@@ -215,7 +205,7 @@ def _const_int(e: ast.Expr, sink: DiagnosticSink) -> int | str:
             return -v
         case _:
             sink.error("slice bounds must be integer constants such as 1 or -1", e.span)
-            return "bad"
+            return BAD
 
 
 def _binary(e: ast.Binary, scope: Scope, sink: DiagnosticSink) -> ir.Expr | None:
@@ -230,8 +220,8 @@ def _binary(e: ast.Binary, scope: Scope, sink: DiagnosticSink) -> ir.Expr | None
 
 
 def _compare(e: ast.Compare, scope: Scope, sink: DiagnosticSink) -> ir.Expr | None:
-    operands = [resolve(o, scope, sink) for o in e.operands]
-    if None in operands:
+    operands: list[ir.Expr] | None = all_present([resolve(o, scope, sink) for o in e.operands])
+    if operands is None:
         return None
     result: ir.Expr | None = None
     for (left, right), op, node in zip(zip(operands, operands[1:]), e.ops, e.operands[1:]):

@@ -5,7 +5,7 @@ Contract: as in `declarations`: report to the sink, return what could be built.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, assert_never
+from typing import Any, assert_never, cast
 
 from eqdsl import ir
 from eqdsl.diagnostics import DiagnosticSink
@@ -100,7 +100,8 @@ def _application(fn: str, args, span, fn_span, want, ctx: _PatternContext) -> ir
         ctx.sink.error(f"sort mismatch: expected {_type_name(want)}, found '{fn}' of sort {op.result}", span)
         return None
     children = [_pattern(a, p.type, ctx) for a, p in zip(args, op.params)]
-    return None if None in children else ir.PApp(fn, tuple(children), span)
+    present = [c for c in children if c is not None]
+    return ir.PApp(fn, tuple(present), span) if len(present) == len(children) else None
 
 
 def pattern_sort(p: ir.Pattern, ops: dict[str, ir.Operator]) -> ir.ValueType:
@@ -144,9 +145,10 @@ def check_rules(decls: list[ast.RuleDecl], ops: dict[str, ir.Operator], sorts: d
 
 def _rule(name, lhs_src, rhs_src, d: ast.RuleDecl, ops, sorts, sink, params) -> ir.Rule | None:
     ctx = _PatternContext(ops, sink, {}, {}, binding=True)
-    lhs = [_pattern(p, ANY_SORT, ctx) for p in lhs_src]
-    if None in lhs:
+    lhs_found = [_pattern(p, ANY_SORT, ctx) for p in lhs_src]
+    if None in lhs_found:
         return None
+    lhs = cast(list[ir.PApp], lhs_found)  # the grammar makes every left pattern an application
     scope = _rule_scope(ctx.var_types, sorts, f"rule '{name}'")
     scope.names.update({p: ir.Prim.INT for p in params})
     scope.term_shape = lambda t: _term_shape(t, ctx, sorts)
@@ -166,9 +168,11 @@ def _rule(name, lhs_src, rhs_src, d: ast.RuleDecl, ops, sorts, sink, params) -> 
         ctx.bound[b.name] = value.type
         wheres.append((b.name, value))
     ctx.binding = False
-    rhs = [_pattern(p, ANY_SORT, ctx) for p in rhs_src]
-    conds = [_condition(c, scope, ctx) for c in d.conds]
-    if None in rhs or None in conds:
+    rhs_found = [_pattern(p, ANY_SORT, ctx) for p in rhs_src]
+    conds_found = [_condition(c, scope, ctx) for c in d.conds]
+    rhs = [p for p in rhs_found if p is not None]
+    conds = [c for c in conds_found if c is not None]
+    if len(rhs) != len(rhs_found) or len(conds) != len(conds_found):
         return None
     for left, right, src in zip(lhs, rhs, rhs_src):
         ls, rs = pattern_sort(left, ops), pattern_sort(right, ops)
@@ -268,6 +272,16 @@ def _is_negative_literal(e: ast.Expr) -> bool:
     return isinstance(e, ast.Unary) and e.op == "neg" and isinstance(e.arg, ast.IntLit)
 
 
+def _int_literal(e: ast.Expr) -> int:
+    """The value of an int literal, or of a negated one (`_is_negative_literal`)."""
+    match e:
+        case ast.IntLit(value=v):
+            return v
+        case ast.Unary(op="neg", arg=ast.IntLit(value=v)):
+            return -v
+    raise AssertionError(f"not an int literal: {e}")
+
+
 class _DagBuilder:
     """Builds a hash-consed term DAG; `let` names share nodes."""
 
@@ -351,7 +365,7 @@ class _DagBuilder:
                 return v
             case Prim.INTS, ast.ListLit(items=items) if all(
                     isinstance(i, ast.IntLit) or _is_negative_literal(i) for i in items):
-                return tuple(i.value if isinstance(i, ast.IntLit) else -i.arg.value for i in items)
+                return tuple(_int_literal(i) for i in items)
             case ir.SortType(), _:
                 index = self.node(a, want)
                 return None if index is None else ir.Child(index)

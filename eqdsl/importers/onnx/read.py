@@ -24,7 +24,7 @@ from eqdsl import ir
 from eqdsl.diagnostics import EqdslError
 from eqdsl.importers.onnx.weights import Weights
 from eqdsl.ir.builder import GraphBuilder, Tensor, without_dead_nodes
-from eqdsl.ir.evaluate import broadcasts
+from eqdsl.ir.builtins import broadcasts
 from eqdsl.languages.tensor import opaque
 
 OPSETS = range(13, 22)

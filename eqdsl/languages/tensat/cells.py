@@ -73,8 +73,8 @@ def inceptionv3(lang: ir.Language, size: int = 299, classes: int = 1000) -> ir.P
         x = _inception_c(n, x, c7)
     x = _inception_d(n, x)
     x = _inception_e(n, _inception_e(n, x))
-    x = n.avgpool(x, x.shape[2], 1, VALID)
-    x = n.matmul(n.g.reshape(x, [1, x.shape[1]]), classes)
+    x = n.avgpool(x, x.dims[2], 1, VALID)
+    x = n.matmul(n.g.reshape(x, [1, x.dims[1]]), classes)
     return n.program("inceptionv3", [x])
 
 
@@ -85,13 +85,13 @@ def _squeeze(n: Net, x: Tensor, out_c: int) -> Tensor:
 
 def _fit(n: Net, cur: Tensor, prev: Tensor) -> Tensor:
     """Bring the previous cell's output to the current one's channels and size."""
-    if prev.shape[2] == cur.shape[2]:
-        return _squeeze(n, prev, cur.shape[1])
-    return n.conv(prev, cur.shape[1], (3, 3), (2, 2))
+    if prev.dims[2] == cur.dims[2]:
+        return _squeeze(n, prev, cur.dims[1])
+    return n.conv(prev, cur.dims[1], (3, 3), (2, 2))
 
 
 def _separable(n: Net, x: Tensor, out_c: int, k: int, stride: int = 1) -> Tensor:
-    depthwise = n.conv(x, x.shape[1], (k, k), (stride, stride), SAME, relu=False, groups=x.shape[1])
+    depthwise = n.conv(x, x.dims[1], (k, k), (stride, stride), SAME, relu=False, groups=x.dims[1])
     return n.conv(depthwise, out_c, (1, 1))
 
 

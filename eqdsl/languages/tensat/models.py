@@ -7,6 +7,7 @@ residual adds) as TASO/TENSAT build them. Contract: `build_model(lang, name, **p
 from __future__ import annotations
 
 import inspect
+from typing import Callable
 
 from eqdsl import ir
 from eqdsl.diagnostics import EqdslError
@@ -61,7 +62,7 @@ def vgg19(lang: ir.Language, size: int = 224, classes: int = 1000) -> ir.Program
         for _ in range(count):
             x = n.conv(x, width, (3, 3))
         x = n.maxpool(x, 2, 2, VALID)
-    x = n.g.reshape(x, [1, x.shape[1] * x.shape[2] * x.shape[3]])
+    x = n.g.reshape(x, [1, x.dims[1] * x.dims[2] * x.dims[3]])
     x = n.matmul(n.matmul(x, 4096, relu=True), 4096, relu=True)
     return n.program("vgg19", [n.matmul(x, classes)])
 
@@ -82,14 +83,14 @@ def squeezenet(lang: ir.Language, size: int = 224) -> ir.Program:
         if i in (2, 6):
             x = n.maxpool(x, 3, 2)
     x = n.conv(x, 1000, (1, 1))
-    return n.program("squeezenet", [n.avgpool(x, x.shape[2], 1, VALID)])
+    return n.program("squeezenet", [n.avgpool(x, x.dims[2], 1, VALID)])
 
 
 def _bottleneck(n: Net, x, width: int, out_c: int, stride: int, groups: int):
     y = n.conv(x, width, (1, 1))
     y = n.conv(y, width, (3, 3), (stride, stride), groups=groups)
     y = n.conv(y, out_c, (1, 1), relu=False)
-    if stride != 1 or x.shape[1] != out_c:
+    if stride != 1 or x.dims[1] != out_c:
         x = n.conv(x, out_c, (1, 1), (stride, stride), relu=False)
     return n.relu(n.add(x, y))
 
@@ -131,20 +132,21 @@ def mobilenetv2(lang: ir.Language, size: int = 224, classes: int = 1000) -> ir.P
                           (6, 160, 3, 2), (6, 320, 1, 1)]:
         for r in range(reps):
             stride = s if r == 0 else 1
-            hidden = x.shape[1] * t
+            hidden = x.dims[1] * t
             y = _conv_bn(n, x, hidden, 1)
             y = _conv_bn(n, y, hidden, 3, stride, groups=hidden)
             y = _conv_bn(n, y, c, 1, relu=False)
-            x = n.add(x, y) if stride == 1 and x.shape[1] == c else y
+            x = n.add(x, y) if stride == 1 and x.dims[1] == c else y
     x = _conv_bn(n, x, 1280, 1)
-    x = n.avgpool(x, x.shape[2], 1, VALID)
+    x = n.avgpool(x, x.dims[2], 1, VALID)
     return n.program("mobilenetv2", [n.conv(x, classes, (1, 1), relu=False)])
 
 
-MODELS = {"bert": bert, "nasrnn": nasrnn, "vgg19": vgg19, "squeezenet": squeezenet,
-          "resnet50": resnet50, "resnext50": resnext50, "mobilenetv2": mobilenetv2,
-          "inceptionv3": inceptionv3, "nasneta": nasneta, "vit_base": vit_base, "vit_large": vit_large,
-          "vit_huge": vit_huge, "transformer_transducer": transformer_transducer}
+MODELS: dict[str, Callable[..., ir.Program]] = {
+    "bert": bert, "nasrnn": nasrnn, "vgg19": vgg19, "squeezenet": squeezenet, "resnet50": resnet50,
+    "resnext50": resnext50, "mobilenetv2": mobilenetv2, "inceptionv3": inceptionv3, "nasneta": nasneta,
+    "vit_base": vit_base, "vit_large": vit_large, "vit_huge": vit_huge,
+    "transformer_transducer": transformer_transducer}
 
 
 def build_model(lang: ir.Language, name: str, **params) -> ir.Program:

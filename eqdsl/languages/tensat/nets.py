@@ -29,12 +29,12 @@ class Net:
 
     def conv(self, x: Tensor, out_c: int, kernel: tuple[int, int], stride: tuple[int, int] = (1, 1),
              pad: int = SAME, relu: bool = True, groups: int = 1) -> Tensor:
-        w = self.weight([out_c, x.shape[1] // groups, kernel[0], kernel[1]])
+        w = self.weight([out_c, x.dims[1] // groups, kernel[0], kernel[1]])
         y = self.g.conv2d(stride[0], stride[1], pad, NONE, x, w)
         return self.g.relu(y) if relu else y
 
     def batchnorm(self, x: Tensor) -> Tensor:
-        c = [x.shape[1]]
+        c = [x.dims[1]]
         return self.g.batchnorm(x, self.weight(c), self.weight(c), self.weight(c), self.weight(c))
 
     def maxpool(self, x: Tensor, k: int, s: int, pad: int = SAME) -> Tensor:
@@ -44,7 +44,7 @@ class Net:
         return self.g.poolavg(x, k, k, s, s, pad, NONE)
 
     def matmul(self, x: Tensor, out_features: int, relu: bool = False) -> Tensor:
-        y = self.g.matmul(NONE, x, self.weight([x.shape[-1], out_features]))
+        y = self.g.matmul(NONE, x, self.weight([x.dims[-1], out_features]))
         return self.g.relu(y) if relu else y
 
     def linear(self, x: Tensor, out_features: int) -> Tensor:
@@ -53,7 +53,7 @@ class Net:
 
     def opaque(self, key: str, inputs: list[Tensor], dims: list[int] | None = None) -> Tensor:
         """An operator the language has no rules for (`eqdsl.languages.tensor.opaque`)."""
-        out = list(dims if dims is not None else inputs[0].shape)
+        out = list(dims if dims is not None else inputs[0].dims)
         return self.g.op(f"opaque{len(inputs)}", key, out, *inputs)
 
     def add(self, a: Tensor, b: Tensor) -> Tensor:

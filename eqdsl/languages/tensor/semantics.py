@@ -6,13 +6,15 @@ the bottom/right), 1 VALID. One function per operator, in the order of the `.eqr
 """
 from __future__ import annotations
 
+from typing import Callable
+
 import numpy as np
 from numpy.lib.stride_tricks import sliding_window_view
 
 from eqdsl.languages.base import External, Leaf
 from eqdsl.languages.tensor import opaque
 
-ACTIVATIONS = {
+ACTIVATIONS: dict[int, Callable[[np.ndarray], np.ndarray]] = {
     0: lambda x: x,
     1: lambda x: 1.0 / (1.0 + np.exp(-x)),
     2: lambda x: np.maximum(x, 0.0),
@@ -86,7 +88,8 @@ def merge(w: np.ndarray, count: int) -> np.ndarray:
 
 
 def split(axis: int, at: int, x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    return tuple(np.split(x, [at], axis=axis))
+    first, second = np.split(x, [at], axis=axis)
+    return first, second
 
 
 def batchnorm(x, scale, bias, mean, var, eps: float = 1e-5):
