@@ -206,7 +206,9 @@ def test_mcts_search_is_held_to_the_memory_limit(tmp_path, run_cli):
     code, _, err = run_cli("run", tmp_path / "c.yaml", "--output", tmp_path / "out", "--quiet")
     assert code == 0, err
     schedule = json.loads((tmp_path / "out" / "report.json").read_text())["schedule"]
-    assert schedule["stop_reason"] == "memory limit"
+    # stopped in the search itself: before, only the step applied after it was guarded (it would
+    # show as a rolled-back iteration)
+    assert schedule["stop_reason"] == "memory limit" and schedule["iterations"] == []
 
 
 @pytest.mark.parametrize("sig", [signal.SIGKILL, signal.SIGHUP, signal.SIGQUIT])
