@@ -54,14 +54,19 @@ def _prepare(kind: str, d: Path) -> list[str]:
     raise ValueError(kind)
 
 
+def stat_fields(pid: int) -> list[str] | None:
+    """The fields of /proc/PID/stat after the command name (state, ppid, pgrp, …), or None."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except (OSError, IndexError):
+        return None
+
+
 def descendants(pid: int) -> set[int]:
     children: dict[int, list[int]] = defaultdict(list)
     for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            try:
-                children[int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])].append(int(entry.name))
-            except (OSError, IndexError, ValueError):
-                continue
+        if entry.name.isdigit() and (fields := stat_fields(int(entry.name))) is not None:
+            children[int(fields[1])].append(int(entry.name))
     found, todo = set(), [pid]
     while todo:
         for child in children.get(todo.pop(), []):
@@ -72,14 +77,7 @@ def descendants(pid: int) -> set[int]:
 
 def alive(pids: set[int]) -> set[int]:
     """The processes of `pids` that still run (zombies have ended)."""
-    running = set()
-    for pid in pids:
-        try:
-            if Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z":
-                running.add(pid)
-        except OSError:
-            continue
-    return running
+    return {pid for pid in pids if (fields := stat_fields(pid)) is not None and fields[0] != "Z"}
 
 
 def one_run(kind: str, sig: signal.Signals, delay: float) -> dict:

@@ -34,7 +34,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "benchmarks"))
-from interrupts import alive, descendants  # noqa: E402
+from interrupts import alive, descendants, stat_fields  # noqa: E402
 
 EQDSL = [sys.executable, "-m", "eqdsl"]
 ACSUM = (ROOT / "examples/acsum/config.yaml").read_text().replace(
@@ -240,17 +240,13 @@ def _kill_one_task(supervisor: int) -> int:
 
 
 def _ppid(pid: int) -> int:
-    try:
-        return int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1])
-    except (OSError, ValueError, IndexError):
-        return -1
+    fields = stat_fields(pid)
+    return -1 if fields is None else int(fields[1])
 
 
 def _pgid(pid: int) -> int:
-    try:
-        return int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[2])
-    except (OSError, ValueError, IndexError):
-        return -1
+    fields = stat_fields(pid)
+    return -1 if fields is None else int(fields[2])
 
 
 def main() -> None:

@@ -10,8 +10,10 @@ Contract:
 - eqdsl's folders carry the marker `.eqdsl-output`, which lists the files eqdsl wrote there.
 - `Scratch(folder, force)` is a new hidden sibling folder where results are written
   (`scratch.new`); `publish()` renames them into place:
-  - a missing folder, or one holding only eqdsl's files: the whole folder is swapped in one
-    rename (a reader sees the old results or the new ones, never a mix);
+  - a missing folder, or one eqdsl made (its marker) holding only eqdsl's files: the whole folder
+    is swapped in one rename (a reader sees the old results or the new ones, never a mix); the old
+    one, moved aside, is checked again before it is removed with the scratch folder;
+  - an empty folder eqdsl did not make: the files are renamed into it, the folder itself stays;
   - with `force`, a folder holding other files: each result file is renamed into it on its own,
     eqdsl's stale result files are removed, and every other file stays as it was. `--force`
     never deletes or overwrites a file eqdsl did not write: a user's file with a result's name
@@ -176,21 +178,26 @@ class Scratch:
 
     def publish(self) -> Path:
         """Put the results in place; returns where they went."""
-        if supervisor_gone():
-            raise SystemExit(130)  # the user killed eqdsl: publish nothing
+        _stop_if_abandoned()
         _write_marker(self.new, sorted(p.name for p in self.new.iterdir()))
         foreign = foreign_files(self.folder)
         if foreign and (not self.force or set(foreign) & RESULT_FILES):
-            target = _free_sibling(self.folder)
-            os.rename(self.new, target)
-            return target
-        if foreign:
-            self._merge(foreign)
+            return self._beside()
+        if foreign or (self.folder.exists() and not (self.folder / MARKER).is_file()):
+            self._merge(foreign)  # a folder eqdsl did not make stays; only files are put into it
             return self.folder
         if self.folder.exists():
             os.rename(self.folder, self._aside)
+            if foreign_files(self._aside):  # a file arrived since the check: give the folder back
+                os.rename(self._aside, self.folder)
+                return self._beside()
         os.rename(self.new, self.folder)
         return self.folder
+
+    def _beside(self) -> Path:
+        target = _free_sibling(self.folder)
+        os.rename(self.new, target)
+        return target
 
     def _merge(self, foreign: list[str]) -> None:
         """--force into a folder with other files: replace eqdsl's files one by one."""
@@ -208,6 +215,12 @@ class Scratch:
         if self._aside.exists() and not self.folder.exists():
             os.rename(self._aside, self.folder)
         self._sibling.remove()
+
+
+def _stop_if_abandoned() -> None:
+    """Publish nothing once the user has killed eqdsl (the worker outlived its supervisor)."""
+    if supervisor_gone():
+        raise SystemExit(130)
 
 
 def _write_marker(folder: Path, names: list[str]) -> None:
@@ -256,8 +269,7 @@ class FileScratch:
         names = list(names)
         for name in names[1:]:
             check_new_file(self.target.parent / name, self.force, f"{self.flag} (its file {name})")
-        if supervisor_gone():
-            raise SystemExit(130)
+        _stop_if_abandoned()
         for name in names:
             written = self.folder / name
             os.chmod(written, 0o666 & ~_umask())

@@ -30,7 +30,7 @@ import traceback
 from contextlib import contextmanager
 from dataclasses import dataclass
 from enum import Enum
-from typing import Callable, Generic, Iterable, Iterator, TypeVar
+from typing import Any, Callable, Generic, Iterable, Iterator, TypeVar
 
 T = TypeVar("T")
 
@@ -296,7 +296,7 @@ def supervise(work: Callable[[], int], cleanup: Callable[[], None] = lambda: Non
         os.write(janitor_fd, JANITOR_DONE)  # cleaned up here: the janitor exits quietly
         os.close(janitor_fd)
         os.close(lifeline_w)
-        _reap(janitor)
+        reap_quietly(janitor)
 
 
 JANITOR_DONE = b"done\n"
@@ -359,44 +359,44 @@ class Interrupted(Exception):
     """A stop signal reached the supervisor (`stop_signals_interrupt`)."""
 
 
-@contextmanager
-def stop_signals_interrupt() -> Iterator[None]:
-    """Inside: SIGINT, SIGTERM, SIGHUP and SIGQUIT raise `Interrupted` (the command line's
-    preparation, before `supervise` has a worker to kill, ends cleanly too)."""
-    def interrupt(signum, frame):
-        raise Interrupted
+def _raise_interrupted(signum, frame) -> None:
+    raise Interrupted
 
-    old = {s: signal.signal(s, interrupt) for s in STOP_SIGNALS}
+
+@contextmanager
+def stop_signals(handler: Callable[[int, Any], None] | signal.Handlers) -> Iterator[None]:
+    """Inside: SIGINT, SIGTERM, SIGHUP and SIGQUIT go to `handler`; the old handlers after."""
+    old = {s: signal.signal(s, handler) for s in STOP_SIGNALS}
     try:
         yield
     finally:
-        for s, handler in old.items():
-            signal.signal(s, handler)
+        for s, previous in old.items():
+            signal.signal(s, previous)
+
+
+def stop_signals_interrupt():
+    """Inside: stop signals raise `Interrupted` (the command line's preparation, before
+    `supervise` has a worker to kill, ends cleanly too)."""
+    return stop_signals(_raise_interrupted)
 
 
 def _wait(pid: int, status_r: int, cleanup: Callable[[], None], unblocked: Iterable[int]) -> int:
-    def interrupt(signum, frame):
-        raise Interrupted
-
-    old = {s: signal.signal(s, interrupt) for s in STOP_SIGNALS}
     try:
-        signal.pthread_sigmask(signal.SIG_SETMASK, unblocked)  # a signal sent meanwhile lands here
-        data = b""
-        while chunk := os.read(status_r, 64):
-            data += chunk
+        with stop_signals(_raise_interrupted):
+            signal.pthread_sigmask(signal.SIG_SETMASK, unblocked)  # a signal sent meanwhile lands here
+            data = b""
+            while chunk := os.read(status_r, 64):
+                data += chunk
         code = int(data.split()[0]) if data.split() else None
     except Interrupted:
         _kill_group(pid)
         _say("interrupted: stopped, nothing written")
         return INTERRUPTED
     finally:
-        for s in old:  # a second Ctrl-C must not cut the clean-up short
-            signal.signal(s, signal.SIG_IGN)
-        os.close(status_r)
-        _reap(pid)
-        cleanup()
-        for s, handler in old.items():
-            signal.signal(s, handler)
+        with stop_signals(signal.SIG_IGN):  # a second Ctrl-C must not cut the clean-up short
+            os.close(status_r)
+            reap_quietly(pid)
+            cleanup()
     if code is None:
         _say("error: the eqdsl worker process died without a result (killed from outside, or a "
              "crash in native code)")
@@ -415,11 +415,4 @@ def _kill_group(pid: int) -> None:
     try:
         os.killpg(pid, signal.SIGKILL)
     except (ProcessLookupError, PermissionError):
-        pass
-
-
-def _reap(pid: int) -> None:
-    try:
-        os.waitpid(pid, 0)
-    except ChildProcessError:
         pass

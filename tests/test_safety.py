@@ -95,6 +95,18 @@ def test_force_merges_keeps_user_files_and_drops_only_eqdsls_stale_ones(tmp_path
     assert "report.json" in (out / ".eqdsl-output").read_text()
 
 
+def test_an_empty_folder_of_the_users_is_written_into_not_replaced(tmp_path, run_cli):
+    config = _arith(tmp_path)
+    mine = tmp_path / "mine"
+    mine.mkdir(mode=0o750)
+    before = mine.stat()
+    code, _, err = run_cli("run", config, "--output", mine, "--quiet")
+    assert code == 0, err
+    after = mine.stat()
+    assert (after.st_ino, after.st_mode) == (before.st_ino, before.st_mode)
+    assert (mine / "report.json").exists() and (mine / ".eqdsl-output").exists()
+
+
 def test_a_symlinked_output_is_resolved_and_its_target_protected(tmp_path, run_cli):
     config = _arith(tmp_path)
     real = tmp_path / "real"

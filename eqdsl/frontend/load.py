@@ -5,6 +5,7 @@ diagnostic found. `ref` is a path to a `.eqr` file or the name of a shipped rule
 """
 from __future__ import annotations
 
+import functools
 from importlib import resources
 from pathlib import Path
 
@@ -51,7 +52,7 @@ def _load(path: Path, out: list[ast.Module], seen: set[Path], stack: list[Path],
     if path in seen:
         return
     text = read_eqr(path, "ruleset", span)
-    module = parse_text(text, str(path))
+    module = _parse_cached(text, str(path))
     stack.append(path)
     for item in module.items:
         if isinstance(item, ast.IncludeDecl):
@@ -64,6 +65,13 @@ def _load(path: Path, out: list[ast.Module], seen: set[Path], stack: list[Path],
     stack.pop()
     seen.add(path)
     out.append(module)
+
+
+@functools.lru_cache(maxsize=64)
+def _parse_cached(text: str, file: str) -> ast.Module:
+    """`parse_text`, once per file content: `eqdsl run` reads the ruleset's includes to protect
+    them before the run (`pipeline.config_inputs`), and its worker, forked after, loads them again."""
+    return parse_text(text, file)
 
 
 def read_eqr(path: Path, what: str, span: Span | None = None) -> str:
