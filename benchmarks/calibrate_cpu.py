@@ -14,7 +14,7 @@ import numpy as np
 import onnxruntime as ort
 from onnx import TensorProto, helper
 
-from eqdsl.importers.onnx.runtime import median_ms
+from eqdsl.onnx.runtime import median_ms
 
 
 def _session(nodes, inputs, output, threads):

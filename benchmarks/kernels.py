@@ -95,8 +95,8 @@ def cpu_rows(runs: int) -> list[dict]:
 
     from eqdsl.execute.measure import one_op_session
     from eqdsl.frontend import load_language
-    from eqdsl.importers.onnx.runtime import median_ms, random_feeds
     from eqdsl.kernels import cpu
+    from eqdsl.onnx.runtime import median_ms, random_feeds
 
     lang, threads = load_language("tensor"), numba.get_num_threads()
     print(f"CPU: {threads} threads on both sides")

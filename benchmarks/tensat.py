@@ -68,9 +68,9 @@ def ort_columns(r: RunResult, args) -> str:
     """ONNX Runtime CPU: input → optimized medians (ms) and the measured speedup; '!' if outputs differ."""
     import tempfile
 
-    from eqdsl.exports.onnx import write_program
-    from eqdsl.importers.onnx.runtime import compare
-    from eqdsl.importers.onnx.weights import random_weights
+    from eqdsl.onnx.runtime import compare
+    from eqdsl.onnx.weights import random_weights
+    from eqdsl.onnx.write import write_program
 
     weights = random_weights(r.program)
     with tempfile.TemporaryDirectory() as folder:
@@ -116,7 +116,7 @@ def rank_correlations(r: RunResult) -> str:
 
 def execute_columns(r: RunResult, args) -> str:
     from eqdsl.execute.executor import compare
-    from eqdsl.importers.onnx.weights import random_weights
+    from eqdsl.onnx.weights import random_weights
 
     check = compare(r.language, r.program, r.optimized_program(), random_weights(r.program), args.execute,
                     args.execute_runs)

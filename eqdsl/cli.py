@@ -307,11 +307,11 @@ def _import_onnx(args: argparse.Namespace, scratch: FileScratch | None) -> int:
     from collections import Counter
 
     from eqdsl.frontend import load_language
-    from eqdsl.importers.onnx import require_onnx
+    from eqdsl.onnx import require_onnx
 
     require_onnx()
-    from eqdsl.importers.onnx.read import read_onnx
     from eqdsl.ir.text import program_text
+    from eqdsl.onnx.read import read_onnx
 
     imported = read_onnx(Path(args.file), load_language("tensat"))
     text = f"# imported from {args.file} by `eqdsl import onnx`\n" + program_text(imported.program)
@@ -330,10 +330,10 @@ def cmd_export(args: argparse.Namespace) -> Work:
 
 
 def _export(args: argparse.Namespace, scratch: FileScratch) -> int:
-    from eqdsl.exports.onnx import write_program
     from eqdsl.frontend import load_language
-    from eqdsl.importers.onnx import require_onnx
-    from eqdsl.importers.onnx.weights import random_weights
+    from eqdsl.onnx import require_onnx
+    from eqdsl.onnx.weights import random_weights
+    from eqdsl.onnx.write import write_program
 
     require_onnx()
 
@@ -376,7 +376,7 @@ def _param(text: str) -> tuple[str, int]:
 
 def _weights_from(path: Path, lang):
     """The weights of a program imported from `path` (its initializers and what import derives)."""
-    from eqdsl.importers.onnx.read import read_onnx
+    from eqdsl.onnx.read import read_onnx
 
     return read_onnx(path, lang).weights
 

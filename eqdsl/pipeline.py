@@ -34,8 +34,8 @@ from eqdsl.extract.egraph import dag_cost
 from eqdsl.extract.registry import ExtractConfig, make_extractor
 from eqdsl.extract.result import Extraction
 from eqdsl.frontend import load_language, load_modules, load_program_text, resolve_ruleset
-from eqdsl.importers.onnx.weights import random_weights
 from eqdsl.ir.params import bind_params
+from eqdsl.onnx.weights import random_weights
 from eqdsl.schedule.registry import make_scheduler
 from eqdsl.schedule.runner import LimitsConfig, ProgressFn, ScheduleContext, ScheduleOutcome
 from eqdsl.sources.base import Baselines, SourceProgram

@@ -13,8 +13,8 @@ import pytest
 
 from eqdsl.execute.executor import Executor, input_feeds
 from eqdsl.frontend import load_language
-from eqdsl.importers.onnx.weights import random_weights
 from eqdsl.languages.tensat.models import build_model
+from eqdsl.onnx.weights import random_weights
 from eqdsl.verify.semantics import evaluate_program, load_semantics
 
 from conftest import ROOT
@@ -81,7 +81,7 @@ def test_an_operator_without_kernel_runs_on_the_reference_semantics(monkeypatch)
 
 
 def test_inputs_are_halved_until_the_outputs_are_finite():
-    from eqdsl.importers.onnx.runtime import halved_until_finite
+    from eqdsl.onnx.runtime import halved_until_finite
 
     class Overflowing:  # an input program that overflows float32 unless its inputs are below 0.3
         def run(self, feeds):

@@ -73,7 +73,7 @@ def test_two_field_values_in_semantics_and_analysis(lang):
 
 
 def test_maxpool_written_in_glenside_is_a_max_pool(lang):
-    from eqdsl.languages.tensor.semantics import poolmax
+    from eqdsl.languages.tensor.reference import poolmax
 
     sem = load_semantics(lang)
     text = (EXAMPLES / "maxpool.eqr").read_text()

@@ -22,7 +22,7 @@ LAYERS: list[set[str]] = [
     {"output"},
     {"ir"},
     {"frontend", "extract", "languages"},
-    {"egglog", "verify", "importers", "cost", "kernels"},
+    {"egglog", "verify", "importers", "onnx", "cost", "kernels"},
     {"schedule", "execute"},
     {"sources", "exports"},
     {"config"},

@@ -11,11 +11,11 @@ from onnx import TensorProto, helper, numpy_helper
 
 from eqdsl.diagnostics import EqdslError
 from eqdsl.frontend import load_language
-from eqdsl.importers.onnx.read import read_onnx
-from eqdsl.importers.onnx.runtime import random_feeds
-from eqdsl.importers.onnx.weights import random_weights
-from eqdsl.importers.onnx.write import to_onnx
 from eqdsl.languages.tensat.models import MODELS, build_model
+from eqdsl.onnx.read import read_onnx
+from eqdsl.onnx.runtime import random_feeds
+from eqdsl.onnx.weights import random_weights
+from eqdsl.onnx.write import to_onnx
 from eqdsl.verify.semantics import evaluate_program, load_semantics
 
 # the real architectures at sizes a test can afford (same operators, fewer channels/layers)
@@ -149,7 +149,7 @@ def test_builder_run_exports_both_models(tmp_path, run_cli):
 
 
 def test_disagreeing_export_fails_and_keeps_both_models(tmp_path, run_cli, monkeypatch):
-    import eqdsl.importers.onnx.runtime as runtime
+    import eqdsl.onnx.runtime as runtime
 
     monkeypatch.setattr(runtime, "RTOL", -1.0)  # nothing agrees
     (tmp_path / "run.yaml").write_text(
@@ -221,7 +221,7 @@ def test_missing_weight_is_named(tensat):
 @pytest.mark.parametrize("name", sorted(SMALL))
 def test_builder_round_trips_at_full_size(tensat, tmp_path, name):
     """The published sizes (ViT-Large/Huge keep their weights in an external data file)."""
-    from eqdsl.exports.onnx import write_program
+    from eqdsl.onnx.write import write_program
 
     program = build_model(tensat, name)
     weights = random_weights(program)
@@ -231,7 +231,7 @@ def test_builder_round_trips_at_full_size(tensat, tmp_path, name):
 
 
 def test_export_never_replaces_a_weights_file_it_was_not_told_to(tmp_path, run_cli, monkeypatch):
-    import eqdsl.exports.onnx as export
+    import eqdsl.onnx.write as export
 
     monkeypatch.setattr(export, "EXTERNAL_DATA_BYTES", 1)  # every model keeps its weights beside it
     (tmp_path / "m.onnx.data").write_text("a user's file")

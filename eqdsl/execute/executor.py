@@ -19,16 +19,14 @@ from typing import Any, Callable, Mapping
 import numpy as np
 
 from eqdsl import ir
-from eqdsl.importers.onnx.runtime import RTOL, halved_until_finite, largest_error  # float32, as the ORT check
 from eqdsl.kernels.shapes import Unsupported
 from eqdsl.languages.tensor.folding import const_nodes, output_nodes
-from eqdsl.languages.tensor.semantics import SEMANTICS
+from eqdsl.languages.tensor.ops import SEMANTICS, SPECS
+from eqdsl.onnx.runtime import RTOL, halved_until_finite, largest_error  # float32, as the ORT check
 
-# Operators that only re-label memory: a view on host and device (arrays are contiguous).
-VIEWS: dict[str, Callable[..., Any]] = {
-    "split0": lambda t: t[0], "split1": lambda t: t[1], "dropout": lambda x: x,
-    "reshape": lambda x, dims: x.reshape(tuple(dims)),
-}
+# Operators that only re-label memory: their reference is a view on host and device arrays alike.
+VIEWS: dict[str, Callable[..., Any]] = {op: spec.reference for op, spec in SPECS.items()
+                                        if spec.view and callable(spec.reference)}
 
 
 def _reference(op: str) -> Callable[..., Any]:
@@ -47,7 +45,7 @@ class _Host:
     def __init__(self) -> None:
         from eqdsl.kernels.cpu import RUNNERS
 
-        self.kernels = RUNNERS
+        self.kernels: dict[str, Callable[..., Any]] = RUNNERS
 
     def to_device(self, x: np.ndarray) -> Any:
         return np.ascontiguousarray(x, np.float32)

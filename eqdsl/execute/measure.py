@@ -25,10 +25,11 @@ from eqdsl.diagnostics import EqdslError
 from eqdsl.execute.cache import TimingCache
 from eqdsl.ir.builder import GraphBuilder
 from eqdsl.kernels.shapes import Unsupported
+from eqdsl.languages.tensor.ops import OPS
 
 Request = tuple[str, tuple[Any, ...], Any]  # (op, args, output shape)
 ProgressFn = Callable[[int, int, str], None]  # (done, total, what)
-NOT_TIMED = {"input", "weight", "noop", "dropout", "split0", "split1"}  # leaves, roots, views
+NOT_TIMED = {spec.name for spec in OPS if not spec.timed}  # leaves, roots, free views
 
 
 def processor() -> str:
@@ -70,12 +71,12 @@ class OrtBackend:
         return f"ort-cpu onnxruntime {ort.__version__} | {processor()} | 1 thread"
 
     def supports(self, op: str) -> bool:
-        from eqdsl.importers.onnx.write import EMITTERS
+        from eqdsl.onnx.write import EMITTERS  # the operators the table gives an ONNX form
 
         return op in EMITTERS and op not in NOT_TIMED
 
     def time_ns(self, lang: ir.Language, op: str, args: tuple[Any, ...], runs: int) -> float:
-        from eqdsl.importers.onnx.runtime import median_ms, random_feeds
+        from eqdsl.onnx.runtime import median_ms, random_feeds
 
         one = one_op_session(lang, op, args, threads=1)
         return 1e6 * median_ms([one], random_feeds(one, 0), runs)[0]
@@ -84,8 +85,8 @@ class OrtBackend:
 def one_op_session(lang: ir.Language, op: str, args: tuple[Any, ...], threads: int) -> Any:
     """An ONNX Runtime session of a model holding one `op` node (tensor operands: shapes in
     `args`, as `Backend.time_ns` takes them), its operands as the model's inputs."""
-    from eqdsl.importers.onnx.runtime import session
-    from eqdsl.importers.onnx.write import to_onnx
+    from eqdsl.onnx.runtime import session
+    from eqdsl.onnx.write import to_onnx
 
     g = GraphBuilder(lang)
     operands = [g.input(f"in{k}", list(a)) if is_tensor else a

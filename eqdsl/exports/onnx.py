@@ -7,43 +7,10 @@ must agree, and both are timed with one thread and with all of them.
 """
 from __future__ import annotations
 
-from pathlib import Path
-from typing import TYPE_CHECKING
-
-from eqdsl import ir
 from eqdsl.exports.base import ExportJob, ExportOutcome
-from eqdsl.importers.onnx import require_onnx
-from eqdsl.importers.onnx.runtime import RuntimeCheck, compare
-from eqdsl.importers.onnx.weights import Weights, random_weights
-
-if TYPE_CHECKING:  # onnx is an optional dependency (`eqdsl[onnx]`): imported when an export runs
-    import onnx
-
-EXTERNAL_DATA_BYTES = 1 << 30  # protobuf cannot hold 2 GiB: larger models keep weights beside the file
-
-
-def save_model(model: onnx.ModelProto, path: Path) -> list[str]:
-    """Write `model` to `path` (weights in `path.data` when large); the names of the files written."""
-    import onnx
-
-    size = sum(len(t.raw_data) for t in model.graph.initializer)
-    if size < EXTERNAL_DATA_BYTES:
-        onnx.save_model(model, str(path))
-        return [path.name]
-    data = f"{path.name}.data"
-    onnx.save_model(model, str(path), save_as_external_data=True, all_tensors_to_one_file=True, location=data)
-    return [path.name] + ([data] if (path.parent / data).exists() else [])  # small tensors stay inline
-
-
-def write_program(lang: ir.Language, program: ir.Program, weights: Weights, path: Path) -> list[str]:
-    """`program` as an ONNX model at `path`, checked by `onnx.checker` (full check) as written."""
-    import onnx
-
-    from eqdsl.importers.onnx.write import to_onnx
-
-    files = save_model(to_onnx(lang, program, weights), path)
-    onnx.checker.check_model(str(path), full_check=True)
-    return files
+from eqdsl.onnx import require_onnx
+from eqdsl.onnx.runtime import RuntimeCheck, compare
+from eqdsl.onnx.weights import random_weights
 
 
 class OnnxExport:
@@ -51,6 +18,8 @@ class OnnxExport:
 
     def run(self, job: ExportJob) -> ExportOutcome:
         require_onnx()
+        from eqdsl.onnx.write import write_program  # onnx is optional (`eqdsl[onnx]`): imported when used
+
         weights = dict(job.weights) if job.weights is not None else random_weights(job.original, job.settings.seed)
         files = write_program(job.language, job.optimized, weights, job.folder / "optimized.onnx")
         original = job.source_file

@@ -17,6 +17,7 @@ from numba import config, njit, prange
 
 from eqdsl.kernels import layout
 from eqdsl.kernels.shapes import spatial
+from eqdsl.languages.tensor.ops import OPS
 
 # eqdsl forks (the worker, the per-iteration memory guard): GNU OpenMP aborts a forked child that
 # runs a parallel region, so the parallel kernels use Numba's fork-safe workqueue layer.
@@ -306,13 +307,17 @@ def run_layout(op: str, *args: Any) -> Any:
     return outs[0] if len(outs) == 1 else tuple(outs)
 
 
-RUNNERS: dict[str, Callable[..., np.ndarray]] = {
-    "batchnorm": _run_batchnorm,
-    "matmul": _run_matmul, "conv2d": _run_conv2d, "poolmax": _run_pool(True), "poolavg": _run_pool(False),
-    "ewadd": _run_binary(0), "ewmul": _run_binary(1), "sigmoid": _run_unary(1),
-    "relu": _run_unary(2), "tanh": _run_unary(3),
-    **{op: (lambda *args, op=op: run_layout(op, *args)) for op in layout.PLANNERS},
+def _fixed(runner: Callable[..., Any]) -> Callable[[str], Callable[..., Any]]:
+    return lambda op: runner
+
+
+FAMILIES: dict[str, Callable[..., Callable[..., Any]]] = {
+    "unary": lambda op, code: _run_unary(code), "binary": lambda op, code: _run_binary(code),
+    "matmul": _fixed(_run_matmul), "conv2d": _fixed(_run_conv2d), "pool": lambda op, is_max: _run_pool(is_max),
+    "batchnorm": _fixed(_run_batchnorm), "layout": lambda op: (lambda *args: run_layout(op, *args)),
 }
+RUNNERS: dict[str, Callable[..., Any]] = {spec.name: FAMILIES[spec.cpu.family](spec.name, *spec.cpu.params)
+                                          for spec in OPS if spec.cpu is not None}
 
 
 def as_float32(args: tuple[Any, ...]) -> tuple[Any, ...]:

@@ -22,6 +22,7 @@ from numba import cuda
 
 from eqdsl.kernels import layout
 from eqdsl.kernels.shapes import spatial
+from eqdsl.languages.tensor.ops import OPS
 
 TILE = 16  # matmul tile edge: TILE × TILE threads, two TILE × TILE float32 tiles in shared memory
 GEMM_MIN_DEPTH = 16  # products per output below which (depthwise) the direct convolution runs
@@ -285,19 +286,18 @@ def _launch_batchnorm(x, scale, bias, mean, var, out=None):
     return out
 
 
-LAUNCHERS: dict[str, Callable[..., Any]] = {
-    "batchnorm": _launch_batchnorm,
-    "matmul": _launch_matmul,
-    "conv2d": _launch_conv2d,
-    "poolmax": _launch_pool(True),
-    "poolavg": _launch_pool(False),
-    "ewadd": _launch_binary(0),
-    "ewmul": _launch_binary(1),
-    "sigmoid": _launch_unary(1),
-    "relu": _launch_unary(2),
-    "tanh": _launch_unary(3),
-    **{op: (lambda *args, op=op, out=None: launch_layout(op, *args, out=out)) for op in layout.PLANNERS},
+def _fixed(launch: Callable[..., Any]) -> Callable[[str], Callable[..., Any]]:
+    return lambda op: launch
+
+
+FAMILIES: dict[str, Callable[..., Callable[..., Any]]] = {
+    "unary": lambda op, code: _launch_unary(code), "binary": lambda op, code: _launch_binary(code),
+    "matmul": _fixed(_launch_matmul), "conv2d": _fixed(_launch_conv2d),
+    "pool": lambda op, is_max: _launch_pool(is_max), "batchnorm": _fixed(_launch_batchnorm),
+    "layout": lambda op: (lambda *args, out=None: launch_layout(op, *args, out=out)),
 }
+LAUNCHERS: dict[str, Callable[..., Any]] = {spec.name: FAMILIES[spec.cuda.family](spec.name, *spec.cuda.params)
+                                            for spec in OPS if spec.cuda is not None}
 
 
 def to_device(args: tuple[Any, ...]) -> tuple[Any, ...]:

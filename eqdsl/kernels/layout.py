@@ -21,7 +21,7 @@ from typing import Any, Callable
 import numpy as np
 
 from eqdsl.kernels.shapes import Unsupported
-from eqdsl.languages.tensor.semantics import LOWEST
+from eqdsl.languages.tensor.reference import LOWEST
 
 RANK = 8  # the tensor language's transpose takes any rank up to 8
 Shape = tuple[int, ...]

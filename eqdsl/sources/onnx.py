@@ -1,4 +1,4 @@
-"""ONNX models as program sources: `program: {onnx: model.onnx}` (`eqdsl.importers.onnx.read`).
+"""ONNX models as program sources: `program: {onnx: model.onnx}` (`eqdsl.onnx.read`).
 
 The program keeps the model's weights (exports use them) and the file (the runtime check compares
 the optimized model with it); runs export ONNX unless the config says `export: false`.
@@ -20,10 +20,10 @@ class OnnxSource:
     file_key: str | None = "onnx"
 
     def load(self, ref: ProgramRef, language: ir.Language) -> SourceProgram:
-        from eqdsl.importers.onnx import require_onnx
+        from eqdsl.onnx import require_onnx
 
         require_onnx()
-        from eqdsl.importers.onnx.read import read_onnx
+        from eqdsl.onnx.read import read_onnx
 
         if "conv2d" not in language.ops:
             raise EqdslError.one(f"an ONNX model imports to the tensat language, not {language.name!r}",

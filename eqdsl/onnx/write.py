@@ -11,7 +11,8 @@ as they were imported. A weight the store lacks, or one whose size disagrees wit
 """
 from __future__ import annotations
 
-from typing import Any, Callable, cast
+from pathlib import Path
+from typing import Any, cast
 
 import numpy as np
 import onnx
@@ -19,20 +20,17 @@ from onnx import TensorProto, helper, numpy_helper
 
 from eqdsl import ir
 from eqdsl.diagnostics import EqdslError
-from eqdsl.importers.onnx.weights import Weights
 from eqdsl.ir.builder import program_shapes
-from eqdsl.languages.tensor import opaque
 from eqdsl.languages.tensor.folding import const_nodes, output_nodes
-from eqdsl.languages.tensor.semantics import LOWEST, SEMANTICS
+from eqdsl.languages.tensor.ops import OPS, SEMANTICS
+from eqdsl.onnx.export_forms import FAMILIES, Emit
+from eqdsl.onnx.weights import Weights
 
 OPSET = 20  # Gelu (20), LayerNormalization (17); ONNX Runtime ≥ 1.16 runs it
 ACT_OPS = {1: "Sigmoid", 2: "Relu", 3: "Tanh"}
-AUTO_PAD = {0: "SAME_UPPER", 1: "VALID"}  # SAME is TensorFlow's: the extra row goes at the end
-LEAVES = {"input", "weight"}
-ALIASES = {"dropout"}  # the identity at inference
 
 
-class _Emitter:
+class Emitter:
     """Walks the program once; `names[i]` is the ONNX value holding node i."""
 
     def __init__(self, lang: ir.Language, program: ir.Program, weights: Weights) -> None:
@@ -113,86 +111,13 @@ def _weight(weights: Weights, wid: str, dims: tuple[int, ...]) -> np.ndarray:
     return value.reshape(dims)
 
 
-Emit = Callable[[_Emitter, int, list], str]
-
-
-def _simple(op_type: str) -> Emit:
-    return lambda e, i, a: e.node(op_type, a, f"t{i}")
-
-
-def _matmul(e: _Emitter, i: int, a: list) -> str:
-    act, x, w = a
-    return e.activation(act, e.node("MatMul", [x, w], f"t{i}" if act == 0 else f"t{i}_mm"), f"t{i}")
-
-
-def _conv(e: _Emitter, i: int, a: list) -> str:
-    sh, sw, pad, act, x, w = a
-    xs, ws = e.dims(i, 4), e.dims(i, 5)
-    out = e.node("Conv", [x, w], f"t{i}" if act == 0 else f"t{i}_conv", strides=[sh, sw],
-                 auto_pad=AUTO_PAD[pad], group=xs[1] // ws[1], kernel_shape=list(ws[2:]))
-    return e.activation(act, out, f"t{i}")
-
-
-def _pool(op_type: str) -> Emit:
-    def emit(e: _Emitter, i: int, a: list) -> str:
-        x, kh, kw, sh, sw, pad, act = a
-        extra = {"count_include_pad": 0} if op_type == "AveragePool" else {}
-        out = e.node(op_type, [x], f"t{i}" if act == 0 else f"t{i}_pool", kernel_shape=[kh, kw],
-                     strides=[sh, sw], auto_pad=AUTO_PAD[pad], **extra)
-        return e.activation(act, out, f"t{i}")
-    return emit
-
-
-def _concat(e: _Emitter, i: int, a: list) -> str:
-    return e.node("Concat", a[1:], f"t{i}", axis=a[0])
-
-
-def _split(e: _Emitter, i: int, a: list) -> str:
-    axis, at, x = a
-    sizes = e.constant(f"split_{i}", np.array([at, e.dims(i, 2)[axis] - at], dtype=np.int64))
-    e.nodes.append(helper.make_node("Split", [x, sizes], [f"t{i}_0", f"t{i}_1"], name=f"n{len(e.nodes)}",
-                                    axis=axis))
-    return f"t{i}"
-
-
-def _part(k: int) -> Emit:
-    return lambda e, i, a: f"{a[0]}_{k}"
-
-
-def _reshape(e: _Emitter, i: int, a: list) -> str:
-    dims = e.constant(f"shape_{i}", np.array(a[1], dtype=np.int64))
-    return e.node("Reshape", [a[0], dims], f"t{i}")
-
-
-def _pad(e: _Emitter, i: int, a: list) -> str:
-    x, top, bottom, left, right, fill = a
-    pads = e.constant(f"pads_{i}", np.array([0, 0, top, left, 0, 0, bottom, right], dtype=np.int64))
-    value = e.constant(f"fill_{fill}", np.array(LOWEST if fill else 0.0, dtype=np.float32))
-    return e.node("Pad", [x, pads, value], f"t{i}", mode="constant")
-
-
-def _opaque(e: _Emitter, i: int, a: list) -> str:
-    op_type, domain, attrs = opaque.decode(a[0])
-    e.nodes.append(helper.make_node(op_type, a[2:], [f"t{i}"], name=f"n{len(e.nodes)}",
-                                    domain=domain or None, **cast(dict[str, Any], attrs)))
-    return f"t{i}"
-
-
-EMITTERS: dict[str, Emit] = {
-    "ewadd": _simple("Add"), "ewmul": _simple("Mul"), "smul": _simple("Mul"),
-    "relu": _simple("Relu"), "tanh": _simple("Tanh"), "sigmoid": _simple("Sigmoid"),
-    "matmul": _matmul, "conv2d": _conv, "poolmax": _pool("MaxPool"), "poolavg": _pool("AveragePool"),
-    "transpose": lambda e, i, a: e.node("Transpose", [a[0]], f"t{i}", perm=list(a[1])),
-    "concat": _concat, "concat3": _concat, "concat4": _concat, "concat5": _concat,
-    "split": _split, "split0": _part(0), "split1": _part(1), "reshape": _reshape,
-    "batchnorm": lambda e, i, a: e.node("BatchNormalization", a, f"t{i}", epsilon=1e-5),
-    "dropout": lambda e, i, a: a[0], "pad2d": _pad,
-    "opaque1": _opaque, "opaque2": _opaque, "opaque3": _opaque,
-}
+EMITTERS: dict[str, Emit] = {spec.name: FAMILIES[spec.onnx_out.family](spec.name, *spec.onnx_out.params)
+                             for spec in OPS if spec.onnx_out is not None}
+EXTERNAL_DATA_BYTES = 1 << 30  # protobuf cannot hold 2 GiB: larger models keep weights beside the file
 
 
 def to_onnx(lang: ir.Language, program: ir.Program, weights: Weights) -> onnx.ModelProto:
-    e = _Emitter(lang, program, weights)
+    e = Emitter(lang, program, weights)
     for i in range(len(program.nodes)):
         e.emit(i)
     outputs = []
@@ -209,3 +134,21 @@ def to_onnx(lang: ir.Language, program: ir.Program, weights: Weights) -> onnx.Mo
 
 def _domains(nodes: list[onnx.NodeProto]) -> list[onnx.OperatorSetIdProto]:
     return [helper.make_opsetid(d, 1) for d in sorted({n.domain for n in nodes if n.domain})]
+
+
+def save_model(model: onnx.ModelProto, path: Path) -> list[str]:
+    """Write `model` to `path` (weights in `path.data` when large); the names of the files written."""
+    size = sum(len(t.raw_data) for t in model.graph.initializer)
+    if size < EXTERNAL_DATA_BYTES:
+        onnx.save_model(model, str(path))
+        return [path.name]
+    data = f"{path.name}.data"
+    onnx.save_model(model, str(path), save_as_external_data=True, all_tensors_to_one_file=True, location=data)
+    return [path.name] + ([data] if (path.parent / data).exists() else [])  # small tensors stay inline
+
+
+def write_program(lang: ir.Language, program: ir.Program, weights: Weights, path: Path) -> list[str]:
+    """`program` as an ONNX model at `path`, checked by `onnx.checker` (full check) as written."""
+    files = save_model(to_onnx(lang, program, weights), path)
+    onnx.checker.check_model(str(path), full_check=True)
+    return files

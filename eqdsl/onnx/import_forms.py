@@ -1,41 +1,26 @@
-"""An ONNX model (opset 13–21) → a program of the `tensat` language and its weights.
+"""How ONNX operators become tensor-language terms: the import families the operator table
+(`eqdsl.languages.tensor.ops`, column `onnx_in`) names.
 
-Contract: `read_onnx(path, lang)` returns an `Imported` (program, weights, output names) or raises
-`EqdslError` naming the file, the node and the attribute for anything it cannot represent
-exactly: a model that fails the ONNX checker, a dynamic or unknown shape, dilation, ceil_mode,
-Gemm's alpha/beta, a second output that is used. Operators the language has (table `HANDLERS`)
-map to its operators; any other single-output operator with at most three tensor inputs becomes
-an opaque node (`eqdsl.languages.tensor.opaque`) that keeps its attributes and output shape.
-Weights are the model's initializers (and Constant nodes) under their own names; constants the
-import derives (a negated operand of Sub, a reciprocal for Div) get names `<name>.<how>`.
+Contract: `FAMILIES[family](op, *params)` returns a `Handler`: `handler(reader, node, attrs)` gives
+one value per node output (a program `Tensor`, or a NumPy constant not yet used as a tensor), or
+raises `NodeError` for what it cannot import exactly. A binary operator whose operands do not
+broadcast the language's way becomes an opaque node (`opaque_of`), exactly as written.
 """
 from __future__ import annotations
 
-import re
-from dataclasses import dataclass
-from pathlib import Path
 from typing import Any, Callable
 
 import numpy as np
 import onnx
-from onnx import helper, numpy_helper, shape_inference
+from onnx import helper, numpy_helper
 
 from eqdsl import ir
-from eqdsl.diagnostics import EqdslError
-from eqdsl.importers.onnx.weights import Weights
-from eqdsl.ir.builder import GraphBuilder, Tensor, without_dead_nodes
+from eqdsl.ir.builder import GraphBuilder, Tensor
 from eqdsl.ir.builtins import broadcasts
 from eqdsl.languages.tensor import opaque
+from eqdsl.onnx.weights import Weights
 
-OPSETS = range(13, 22)
 SAME, VALID = 0, 1
-
-
-@dataclass(frozen=True)
-class Imported:
-    program: ir.Program
-    weights: Weights
-    outputs: tuple[str, ...]  # the model's output names, in root order
 
 
 class NodeError(Exception):
@@ -45,7 +30,22 @@ class NodeError(Exception):
 Value = Tensor | np.ndarray  # a program tensor, or a constant the import has not yet made a weight
 
 
-class _Reader:
+def _inferred_shapes(model: onnx.ModelProto) -> dict[str, tuple[int, ...] | None]:
+    shapes: dict[str, tuple[int, ...] | None] = {}
+    graph = model.graph
+    for info in list(graph.value_info) + list(graph.output) + list(graph.input):
+        t = info.type.tensor_type
+        if not t.HasField("shape"):
+            shapes[info.name] = None
+            continue
+        dims = [d.dim_value if d.HasField("dim_value") else None for d in t.shape.dim]
+        shapes[info.name] = None if any(d is None for d in dims) else tuple(int(d or 0) for d in dims)
+    return shapes
+
+
+
+
+class Reader:
     def __init__(self, lang: ir.Language, model: onnx.ModelProto) -> None:
         self.g = GraphBuilder(lang)
         self.model = model
@@ -76,20 +76,7 @@ class _Reader:
         return self.g.weight(name, list(value.shape))
 
 
-Handler = Callable[[_Reader, onnx.NodeProto, dict[str, Any]], list[Value]]
-
-
-def _inferred_shapes(model: onnx.ModelProto) -> dict[str, tuple[int, ...] | None]:
-    shapes: dict[str, tuple[int, ...] | None] = {}
-    graph = model.graph
-    for info in list(graph.value_info) + list(graph.output) + list(graph.input):
-        t = info.type.tensor_type
-        if not t.HasField("shape"):
-            shapes[info.name] = None
-            continue
-        dims = [d.dim_value if d.HasField("dim_value") else None for d in t.shape.dim]
-        shapes[info.name] = None if any(d is None for d in dims) else tuple(int(d or 0) for d in dims)
-    return shapes
+Handler = Callable[[Reader, onnx.NodeProto, dict[str, Any]], list[Value]]
 
 
 def _same_pads(size: int, kernel: int, stride: int) -> tuple[int, int]:
@@ -124,11 +111,11 @@ def _spatial(node: onnx.NodeProto, attrs: dict, x: tuple[int, ...], kernel: list
     return strides, *_padding(node, attrs, x, kernel, strides)
 
 
-def _padded(r: _Reader, x: Tensor, extra: tuple[int, int, int, int], fill: int) -> Tensor:
+def _padded(r: Reader, x: Tensor, extra: tuple[int, int, int, int], fill: int) -> Tensor:
     return x if not any(extra) else r.g.pad2d(x, *extra, fill)
 
 
-def _conv(r: _Reader, node: onnx.NodeProto, attrs: dict) -> list[Value]:
+def _conv(r: Reader, node: onnx.NodeProto, attrs: dict) -> list[Value]:
     x, w = r.tensor(node.input[0]), r.tensor(node.input[1])
     strides, pad, extra = _spatial(node, attrs, x.dims, list(w.dims[2:]))
     y = r.g.conv2d(strides[0], strides[1], pad, 0, _padded(r, x, extra, 0), w)
@@ -139,7 +126,7 @@ def _conv(r: _Reader, node: onnx.NodeProto, attrs: dict) -> list[Value]:
 
 
 def _pool(kind: str) -> Handler:
-    def handle(r: _Reader, node: onnx.NodeProto, attrs: dict) -> list[Value]:
+    def handle(r: Reader, node: onnx.NodeProto, attrs: dict) -> list[Value]:
         if attrs.get("ceil_mode", 0):
             raise NodeError("attribute ceil_mode=1 is not supported")
         x = r.tensor(node.input[0])
@@ -162,14 +149,14 @@ def _explicit_same(x: tuple[int, ...], kernel: list[int], strides: list[int]) ->
     return t, b, left, right
 
 
-def _global_pool(r: _Reader, node: onnx.NodeProto, attrs: dict) -> list[Value]:
+def _global_pool(r: Reader, node: onnx.NodeProto, attrs: dict) -> list[Value]:
     x = r.tensor(node.input[0])
     if len(x.dims) != 4:
         raise NodeError(f"expected an NCHW input, got shape {list(x.dims)}")
     return [r.g.poolavg(x, x.dims[2], x.dims[3], 1, 1, VALID, 0)]
 
 
-def _gemm(r: _Reader, node: onnx.NodeProto, attrs: dict) -> list[Value]:
+def _gemm(r: Reader, node: onnx.NodeProto, attrs: dict) -> list[Value]:
     for key in ("alpha", "beta"):
         if attrs.get(key, 1.0) != 1.0:
             raise NodeError(f"attribute {key}={attrs[key]}: only 1.0 is supported")
@@ -178,11 +165,11 @@ def _gemm(r: _Reader, node: onnx.NodeProto, attrs: dict) -> list[Value]:
     b = r.g.transpose(b, [1, 0]) if attrs.get("transB", 0) else b
     y = r.g.matmul(0, a, b)
     if len(node.input) > 2 and node.input[2]:
-        y = _broadcast(r, "ewadd", y, r.tensor(node.input[2])) or _opaque_of(r, node, [y, r.tensor(node.input[2])])
+        y = _broadcast(r, "ewadd", y, r.tensor(node.input[2])) or opaque_of(r, node, [y, r.tensor(node.input[2])])
     return [y]
 
 
-def _broadcast(r: _Reader, op: str, a: Tensor, b: Tensor) -> Tensor | None:
+def _broadcast(r: Reader, op: str, a: Tensor, b: Tensor) -> Tensor | None:
     """op(a, b) when one operand broadcasts to the other (the language broadcasts its second)."""
     if broadcasts(b.dims, a.dims):
         return r.g.op(op, a, b)
@@ -191,7 +178,7 @@ def _broadcast(r: _Reader, op: str, a: Tensor, b: Tensor) -> Tensor | None:
     return None
 
 
-def _opaque_of(r: _Reader, node: onnx.NodeProto, inputs: list[Tensor]) -> Tensor:
+def opaque_of(r: Reader, node: onnx.NodeProto, inputs: list[Tensor]) -> Tensor:
     """`node` as an opaque operator over `inputs`; its output shape from shape inference."""
     if len(inputs) > 3 or len(node.output) != 1 and any(_used(r, o) for o in node.output[1:]):
         raise NodeError(f"{node.op_type} with {len(inputs)} inputs / {len(node.output)} outputs has no "
@@ -216,35 +203,35 @@ def _attr_value(node: onnx.NodeProto, a: onnx.AttributeProto):
                     "list of them")
 
 
-def _used(r: _Reader, name: str) -> bool:
+def _used(r: Reader, name: str) -> bool:
     return any(name in n.input for n in r.model.graph.node) or name in {o.name for o in r.model.graph.output}
 
 
 def _commutative(op: str) -> Handler:
     """Add, Mul: either operand may be the one that broadcasts."""
-    def handle(r: _Reader, node: onnx.NodeProto, attrs: dict) -> list[Value]:
+    def handle(r: Reader, node: onnx.NodeProto, attrs: dict) -> list[Value]:
         a, b = r.tensor(node.input[0]), r.tensor(node.input[1])
         y = _broadcast(r, op, a, b)
-        return [y if y is not None else _opaque_of(r, node, [a, b])]
+        return [y if y is not None else opaque_of(r, node, [a, b])]
     return handle
 
 
-def _sub(r: _Reader, node: onnx.NodeProto, attrs: dict) -> list[Value]:
+def _sub(r: Reader, node: onnx.NodeProto, attrs: dict) -> list[Value]:
     a, b = r.tensor(node.input[0]), r.tensor(node.input[1])
     if not broadcasts(b.dims, a.dims):
-        return [_opaque_of(r, node, [a, b])]
+        return [opaque_of(r, node, [a, b])]
     minus = r.g.smul(b, r.derived("eqdsl.minus_one", np.array([-1.0], dtype=np.float32)))
     return [r.g.ewadd(a, minus)]
 
 
-def _div(r: _Reader, node: onnx.NodeProto, attrs: dict) -> list[Value]:
+def _div(r: Reader, node: onnx.NodeProto, attrs: dict) -> list[Value]:
     a, divisor = r.tensor(node.input[0]), r.env.get(node.input[1])
     if isinstance(divisor, np.ndarray) and divisor.dtype == np.float32 and broadcasts(divisor.shape, a.dims):
         return [r.g.ewmul(a, r.derived(f"{node.input[1]}.reciprocal", 1.0 / divisor))]
-    return [_opaque_of(r, node, [a, r.tensor(node.input[1])])]
+    return [opaque_of(r, node, [a, r.tensor(node.input[1])])]
 
 
-def _matmul(r: _Reader, node: onnx.NodeProto, attrs: dict) -> list[Value]:
+def _matmul(r: Reader, node: onnx.NodeProto, attrs: dict) -> list[Value]:
     a, b = r.tensor(node.input[0]), r.tensor(node.input[1])
     sa, sb = list(a.dims), list(b.dims)
     if len(sa) == len(sb) >= 2 and sa[:-2] == sb[:-2]:
@@ -252,14 +239,14 @@ def _matmul(r: _Reader, node: onnx.NodeProto, attrs: dict) -> list[Value]:
     if len(sa) > 2 and len(sb) == 2:  # rows of any rank times a matrix: flatten the rows
         rows = r.g.matmul(0, r.g.reshape(a, [int(np.prod(sa[:-1])), sa[-1]]), b)
         return [r.g.reshape(rows, sa[:-1] + [sb[-1]])]
-    return [_opaque_of(r, node, [a, b])]
+    return [opaque_of(r, node, [a, b])]
 
 
 def _activation(op: str) -> Handler:
     return lambda r, node, attrs: [r.g.op(op, r.tensor(node.input[0]))]
 
 
-def _alias(r: _Reader, node: onnx.NodeProto, attrs: dict) -> list[Value]:
+def _alias(r: Reader, node: onnx.NodeProto, attrs: dict) -> list[Value]:
     if node.op_type == "Dropout" and len(node.output) > 1 and _used(r, node.output[1]):
         raise NodeError("Dropout's mask output is used; only inference (no mask) is supported")
     return [r.env[node.input[0]]]
@@ -272,7 +259,7 @@ def _axis(node: onnx.NodeProto, attrs: dict, rank: int, default: int | None = No
     return axis % rank
 
 
-def _concat(r: _Reader, node: onnx.NodeProto, attrs: dict) -> list[Value]:
+def _concat(r: Reader, node: onnx.NodeProto, attrs: dict) -> list[Value]:
     parts = [r.tensor(n) for n in node.input]
     axis = _axis(node, attrs, len(parts[0].dims))
     while len(parts) > 5:
@@ -282,7 +269,7 @@ def _concat(r: _Reader, node: onnx.NodeProto, attrs: dict) -> list[Value]:
     return [r.g.op({2: "concat", 3: "concat3", 4: "concat4", 5: "concat5"}[len(parts)], axis, *parts)]
 
 
-def _split(r: _Reader, node: onnx.NodeProto, attrs: dict) -> list[Value]:
+def _split(r: Reader, node: onnx.NodeProto, attrs: dict) -> list[Value]:
     x = r.tensor(node.input[0])
     axis = _axis(node, attrs, len(x.dims), 0)
     length = x.dims[axis]
@@ -300,7 +287,7 @@ def _split(r: _Reader, node: onnx.NodeProto, attrs: dict) -> list[Value]:
     return parts + [x]
 
 
-def _reshape(r: _Reader, node: onnx.NodeProto, attrs: dict) -> list[Value]:
+def _reshape(r: Reader, node: onnx.NodeProto, attrs: dict) -> list[Value]:
     x = r.tensor(node.input[0])
     dims = [int(v) for v in r.const(node.input[1], "Reshape's shape")]
     if attrs.get("allowzero", 0) and 0 in dims:
@@ -312,20 +299,20 @@ def _reshape(r: _Reader, node: onnx.NodeProto, attrs: dict) -> list[Value]:
     return [r.g.reshape(x, dims)]
 
 
-def _flatten(r: _Reader, node: onnx.NodeProto, attrs: dict) -> list[Value]:
+def _flatten(r: Reader, node: onnx.NodeProto, attrs: dict) -> list[Value]:
     x = r.tensor(node.input[0])
     shape = list(x.dims)
     axis = attrs.get("axis", 1) % (len(shape) + 1) if shape else 0
     return [r.g.reshape(x, [int(np.prod(shape[:axis])), int(np.prod(shape[axis:]))])]
 
 
-def _transpose(r: _Reader, node: onnx.NodeProto, attrs: dict) -> list[Value]:
+def _transpose(r: Reader, node: onnx.NodeProto, attrs: dict) -> list[Value]:
     x = r.tensor(node.input[0])
     perm = list(attrs.get("perm", range(len(x.dims) - 1, -1, -1)))
     return [r.g.transpose(x, perm)]
 
 
-def _batchnorm(r: _Reader, node: onnx.NodeProto, attrs: dict) -> list[Value]:
+def _batchnorm(r: Reader, node: onnx.NodeProto, attrs: dict) -> list[Value]:
     if attrs.get("training_mode", 0):
         raise NodeError("attribute training_mode=1 is not supported (inference only)")
     x = r.tensor(node.input[0])
@@ -341,101 +328,23 @@ def _batchnorm(r: _Reader, node: onnx.NodeProto, attrs: dict) -> list[Value]:
     return [r.g.batchnorm(x, scale, bias, mean, var)]
 
 
-def _constant(r: _Reader, node: onnx.NodeProto, attrs: dict) -> list[Value]:
+def _constant(r: Reader, node: onnx.NodeProto, attrs: dict) -> list[Value]:
     if "value" not in attrs:
         raise NodeError("only Constant nodes with a `value` tensor are supported")
     return [numpy_helper.to_array(attrs["value"])]
 
 
-HANDLERS: dict[str, Handler] = {
-    "Conv": _conv, "Gemm": _gemm, "MatMul": _matmul,
-    "Add": _commutative("ewadd"), "Mul": _commutative("ewmul"), "Sub": _sub, "Div": _div,
-    "Relu": _activation("relu"), "Sigmoid": _activation("sigmoid"), "Tanh": _activation("tanh"),
-    "MaxPool": _pool("max"), "AveragePool": _pool("avg"), "GlobalAveragePool": _global_pool,
-    "Concat": _concat, "Split": _split, "Reshape": _reshape, "Transpose": _transpose, "Flatten": _flatten,
-    "BatchNormalization": _batchnorm, "Identity": _alias, "Dropout": _alias, "Constant": _constant,
+
+def _fixed(handler: Handler) -> Callable[[str], Handler]:
+    """A family of one handler, the same for every operator that names it."""
+    return lambda op: handler
+
+
+FAMILIES: dict[str, Callable[..., Handler]] = {
+    "conv": _fixed(_conv), "gemm": _fixed(_gemm), "matmul": _fixed(_matmul),
+    "commutative": _commutative, "sub": _fixed(_sub), "div": _fixed(_div), "unary": _activation,
+    "pool": lambda op, kind: _pool(kind), "global_pool": _fixed(_global_pool),
+    "concat": _fixed(_concat), "split": _fixed(_split), "reshape": _fixed(_reshape), "flatten": _fixed(_flatten),
+    "transpose": _fixed(_transpose), "batchnorm": _fixed(_batchnorm), "alias": _fixed(_alias),
+    "constant": _fixed(_constant),
 }
-
-
-def _load(path: Path) -> onnx.ModelProto:
-    """Check (by path, which also works past protobuf's 2 GiB), infer shapes on the graph without
-    its weights, then attach weights kept in external data files."""
-    from onnx.external_data_helper import load_external_data_for_model, uses_external_data
-
-    try:
-        onnx.checker.check_model(str(path), full_check=True)
-        model = onnx.load(str(path), load_external_data=False)
-        inferred = shape_inference.infer_shapes(model, check_type=True, strict_mode=True, data_prop=True)
-        if any(uses_external_data(t) for t in inferred.graph.initializer):
-            load_external_data_for_model(inferred, str(path.parent))
-        return inferred
-    except (OSError, onnx.checker.ValidationError, onnx.shape_inference.InferenceError) as err:
-        raise EqdslError.one(f"{path}: not a valid ONNX model: {str(err).strip().splitlines()[0]}") from None
-    except Exception as err:  # noqa: BLE001  protobuf's DecodeError and friends: not a model at all
-        raise EqdslError.one(f"{path}: cannot read an ONNX model: {type(err).__name__}: {err}") from None
-
-
-def _check_opset(path: Path, model: onnx.ModelProto) -> None:
-    default = [o.version for o in model.opset_import if o.domain in ("", "ai.onnx")]
-    if not default or default[0] not in OPSETS:
-        found = default[0] if default else "none"
-        raise EqdslError.one(f"{path}: expected ONNX opset {OPSETS.start}–{OPSETS.stop - 1}, found {found} "
-                             "(convert it with onnx.version_converter)")
-
-
-def _inputs(path: Path, r: _Reader) -> None:
-    graph = r.model.graph
-    for init in graph.initializer:
-        r.env[init.name] = numpy_helper.to_array(init)
-    for info in graph.input:
-        if info.name in r.env:
-            continue
-        dims = r.shapes.get(info.name)
-        if dims is None:
-            raise EqdslError.one(f"{path}: input {info.name!r} has a dynamic or unknown shape; eqdsl needs "
-                                 "static shapes (fix them, e.g. with onnx.tools.update_model_dims)")
-        if info.type.tensor_type.elem_type != onnx.TensorProto.FLOAT:
-            raise EqdslError.one(f"{path}: input {info.name!r} is not float32")
-        r.env[info.name] = r.g.input(info.name, list(dims))
-
-
-def _node(r: _Reader, node: onnx.NodeProto) -> None:
-    attrs = {a.name: helper.get_attribute_value(a) for a in node.attribute}
-    attrs = {k: (v.decode() if isinstance(v, bytes) else v) for k, v in attrs.items()}
-    handler = HANDLERS.get(node.op_type) if node.domain in ("", "ai.onnx") else None
-    if handler is None:
-        outputs: list[Value] = [_opaque_of(r, node, [r.tensor(n) for n in node.input if n])]
-    else:
-        outputs = handler(r, node, attrs)
-    for name, value in zip(node.output, outputs):
-        want = r.shapes.get(name)
-        if isinstance(value, Tensor) and want is not None and value.dims != want:
-            raise NodeError(f"imported as shape {list(value.dims)} but ONNX infers {list(want)} "
-                            f"for {name!r} (an eqdsl bug: please report it)")
-        r.env[name] = value
-
-
-def read_onnx(path: Path, lang: ir.Language) -> Imported:
-    model = _load(path)
-    _check_opset(path, model)
-    r = _Reader(lang, model)
-    _inputs(path, r)
-    for k, node in enumerate(model.graph.node):
-        try:
-            _node(r, node)
-        except (NodeError, EqdslError) as err:
-            text = str(err) if isinstance(err, NodeError) else "; ".join(d.message for d in err.diagnostics)
-            raise EqdslError.one(f"{path}: node {node.name or '#' + str(k)} ({node.op_type}): {text}") from None
-    outputs = [o.name for o in model.graph.output]
-    if not outputs:
-        raise EqdslError.one(f"{path}: the model has no outputs")
-    name = re.sub(r"\W", "_", model.graph.name or path.stem) or "model"
-    name = name if name[0].isalpha() else f"m_{name}"
-    try:
-        roots = [r.tensor(o) for o in outputs]
-    except NodeError as err:
-        raise EqdslError.one(f"{path}: output: {err}") from None
-    program = without_dead_nodes(r.g.program(name, roots))
-    used = {str(n.args[0]) for n in program.nodes if n.op == "weight"}
-    return Imported(program, {k: v for k, v in r.weights.items() if k in used}, tuple(outputs))
-

@@ -1,0 +1,120 @@
+"""The tensor language's operators as one table: an `OpSpec` per operator, its interpretations
+side by side (JAX's `lax` primitives are the model).
+
+The operator's signature, shape rule and cost rule are its declaration in `rulesets/tensor.eqr`;
+everything that runs it is here: its reference semantics (NumPy; `eqdsl verify`, folding and the
+executor's fallback), how ONNX operators import to it, how it exports to ONNX, its CPU and CUDA
+kernels, and whether measuring backends time it. The drivers (`eqdsl.onnx.read` / `.write`,
+`eqdsl.kernels.cpu` / `.cuda`, `eqdsl.execute.measure`) walk this table and never name an
+operator themselves.
+
+An interpretation the drivers build is a `Form`: the name of a family of code in that driver (its
+`FAMILIES` table: `unary` kernels, `simple` ONNX nodes, ...) with the family's parameters. The
+driver calls `FAMILIES[form.family](op_name, *form.params)`. Data rather than functions, because
+the drivers sit above this layer (the ONNX and Numba imports are theirs, made only when used).
+
+Contract: `OPS` lists one `OpSpec` per operator of `tensor.eqr`, in its order (tests/test_ops.py
+checks both ways); `SPECS` maps names to them. `None` for a kernel or an export form says the
+operator has none (the executor then runs the reference semantics; the exporter refuses it
+unless it is folded as a constant).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, TypedDict
+
+import numpy as np
+
+from eqdsl.languages.base import External, Leaf, OpSemantics
+from eqdsl.languages.tensor import opaque
+from eqdsl.languages.tensor import reference as ref
+
+
+@dataclass(frozen=True)
+class Form:
+    """One interpretation: `family` names code in a driver's FAMILIES; `params` are its arguments
+    after the operator's name."""
+
+    family: str
+    params: tuple[Any, ...] = ()
+
+
+def form(family: str, *params: Any) -> Form:
+    return Form(family, params)
+
+
+@dataclass(frozen=True)
+class OpSpec:
+    name: str
+    reference: OpSemantics                         # NumPy semantics (a Leaf: an input drawn at random)
+    onnx_in: tuple[tuple[str, Form], ...] = ()     # (ONNX op_type, import form)
+    onnx_out: Form | None = None                   # the ONNX nodes it exports as
+    cpu: Form | None = None                        # Numba CPU kernel
+    cuda: Form | None = None                       # Numba CUDA kernel
+    view: bool = False                             # relabels memory: the executor runs `reference` in place
+    timed: bool = True                             # False: leaves, roots, free views (measuring skips them)
+
+
+class _Kernels(TypedDict):
+    cpu: Form | None
+    cuda: Form | None
+
+
+def _kernels(family: str, *params: Any) -> _Kernels:
+    """The same kernel family on both devices."""
+    return {"cpu": form(family, *params), "cuda": form(family, *params)}
+
+
+def _act(code: int, onnx: str, name: str) -> OpSpec:
+    return OpSpec(name, ref.ACTIVATIONS[code], ((onnx, form("unary")),), form("simple", onnx),
+                  **_kernels("unary", code))
+
+
+def _concat(name: str) -> OpSpec:
+    return OpSpec(name, ref.concat, (("Concat", form("concat")),) if name == "concat" else (),
+                  form("concat"), **_kernels("layout"))
+
+
+def _opaque(name: str) -> OpSpec:
+    return OpSpec(name, External(opaque.evaluate, "ONNX"), (), form("opaque"))
+
+
+OPS: tuple[OpSpec, ...] = (
+    OpSpec("input", Leaf(lambda id_, dims: tuple(dims)), timed=False),
+    OpSpec("weight", Leaf(lambda id_, dims: tuple(dims)), (("Constant", form("constant")),), timed=False),
+    OpSpec("ewadd", lambda a, b: a + b, (("Add", form("commutative")), ("Sub", form("sub"))),
+           form("simple", "Add"), **_kernels("binary", 0)),
+    OpSpec("ewmul", lambda a, b: a * b, (("Mul", form("commutative")), ("Div", form("div"))),
+           form("simple", "Mul"), **_kernels("binary", 1)),
+    OpSpec("smul", lambda x, s: x * s.reshape(()), (), form("simple", "Mul")),
+    _act(2, "Relu", "relu"),
+    _act(3, "Tanh", "tanh"),
+    _act(1, "Sigmoid", "sigmoid"),
+    OpSpec("matmul", lambda act, a, b: ref.ACTIVATIONS[act](a @ b),
+           (("MatMul", form("matmul")), ("Gemm", form("gemm"))), form("matmul"), **_kernels("matmul")),
+    OpSpec("conv2d", ref.conv2d, (("Conv", form("conv")),), form("conv"), **_kernels("conv2d")),
+    OpSpec("poolmax", ref.poolmax, (("MaxPool", form("pool", "max")),), form("pool", "MaxPool"),
+           **_kernels("pool", True)),
+    OpSpec("poolavg", ref.poolavg, (("AveragePool", form("pool", "avg")), ("GlobalAveragePool", form("global_pool"))),
+           form("pool", "AveragePool"), **_kernels("pool", False)),
+    OpSpec("transpose", lambda x, perm: np.transpose(x, perm), (("Transpose", form("transpose")),),
+           form("transpose"), **_kernels("layout")),
+    OpSpec("enlarge", ref.enlarge, (), None, **_kernels("layout")),
+    OpSpec("merge", ref.merge, (), None, **_kernels("layout")),
+    _concat("concat"), _concat("concat3"), _concat("concat4"), _concat("concat5"),
+    OpSpec("split", ref.split, (("Split", form("split")),), form("split"), **_kernels("layout")),
+    OpSpec("split0", lambda t: t[0], (), form("part", 0), view=True, timed=False),
+    OpSpec("split1", lambda t: t[1], (), form("part", 1), view=True, timed=False),
+    OpSpec("reshape", ref.reshape, (("Reshape", form("reshape")), ("Flatten", form("flatten"))),
+           form("reshape"), view=True),
+    OpSpec("batchnorm", ref.batchnorm, (("BatchNormalization", form("batchnorm")),), form("batchnorm"),
+           **_kernels("batchnorm")),
+    OpSpec("dropout", lambda x: x, (("Dropout", form("alias")), ("Identity", form("alias"))), form("alias"),
+           view=True, timed=False),
+    OpSpec("noop", lambda a, b: (a, b), timed=False),
+    OpSpec("pad2d", ref.pad, (), form("pad"), **_kernels("layout")),
+    _opaque("opaque1"), _opaque("opaque2"), _opaque("opaque3"),
+)
+
+SPECS: dict[str, OpSpec] = {spec.name: spec for spec in OPS}
+SEMANTICS: dict[str, OpSemantics] = {spec.name: spec.reference for spec in OPS}

@@ -1,0 +1,112 @@
+"""Reference semantics of the tensor language (rulesets/tensor.eqr), NumPy, TASO's definitions.
+
+Layouts are TASO's: activations NCHW, conv weights [out, in / groups, kh, kw]. Activation codes:
+0 none, 1 sigmoid, 2 relu, 3 tanh. Padding: 0 SAME (TensorFlow's: the extra row/column goes at
+the bottom/right), 1 VALID. The operator table (`ops.py`) names these functions (and defines the
+one-line ones in place).
+"""
+from __future__ import annotations
+
+from typing import Callable
+
+import numpy as np
+from numpy.lib.stride_tricks import sliding_window_view
+
+ACTIVATIONS: dict[int, Callable[[np.ndarray], np.ndarray]] = {
+    0: lambda x: x,
+    1: lambda x: 1.0 / (1.0 + np.exp(-x)),
+    2: lambda x: np.maximum(x, 0.0),
+    3: np.tanh,
+}
+
+
+def _activate(act: int, x: np.ndarray) -> np.ndarray:
+    return ACTIVATIONS[act](x)
+
+
+def _same_padding(size: int, kernel: int, stride: int) -> tuple[int, int]:
+    out = -(-size // stride)
+    total = max((out - 1) * stride + kernel - size, 0)
+    return total // 2, total - total // 2
+
+
+def _pad_spatial(x: np.ndarray, kh: int, kw: int, sh: int, sw: int, pad: int, fill: float) -> np.ndarray:
+    if pad == 1:
+        return x
+    top, bottom = _same_padding(x.shape[2], kh, sh)
+    left, right = _same_padding(x.shape[3], kw, sw)
+    return np.pad(x, ((0, 0), (0, 0), (top, bottom), (left, right)), constant_values=fill)
+
+
+def _windows(x: np.ndarray, kh: int, kw: int, sh: int, sw: int) -> np.ndarray:
+    """[n, c, out_h, out_w, kh, kw] views of the (already padded) input."""
+    return sliding_window_view(x, (kh, kw), axis=(2, 3))[:, :, ::sh, ::sw]
+
+
+def conv2d(sh: int, sw: int, pad: int, act: int, x: np.ndarray, w: np.ndarray) -> np.ndarray:
+    groups = x.shape[1] // w.shape[1]
+    out_per_group, in_per_group = w.shape[0] // groups, w.shape[1]
+    win = _windows(_pad_spatial(x, w.shape[2], w.shape[3], sh, sw, pad, 0.0), w.shape[2], w.shape[3], sh, sw)
+    parts = []
+    for g in range(groups):
+        xs = win[:, g * in_per_group:(g + 1) * in_per_group]
+        ws = w[g * out_per_group:(g + 1) * out_per_group]
+        parts.append(np.einsum("nchwij,ocij->nohw", xs, ws))
+    return _activate(act, np.concatenate(parts, axis=1))
+
+
+def poolmax(x, kh, kw, sh, sw, pad, act):
+    win = _windows(_pad_spatial(x, kh, kw, sh, sw, pad, -np.inf), kh, kw, sh, sw)
+    return _activate(act, win.max(axis=(4, 5)))
+
+
+def poolavg(x, kh, kw, sh, sw, pad, act):
+    """Average over the window's real (unpadded) elements, like cuDNN's EXCLUDE_PADDING mode."""
+    total = _windows(_pad_spatial(x, kh, kw, sh, sw, pad, 0.0), kh, kw, sh, sw).sum(axis=(4, 5))
+    ones = np.ones((1, 1) + x.shape[2:])
+    count = _windows(_pad_spatial(ones, kh, kw, sh, sw, pad, 0.0), kh, kw, sh, sw).sum(axis=(4, 5))
+    return _activate(act, total / count)
+
+
+def enlarge(w: np.ndarray, ref: np.ndarray) -> np.ndarray:
+    """Zero-pad w's kernel to ref's kernel size, centred (TASO's enlarge)."""
+    dh, dw = ref.shape[2] - w.shape[2], ref.shape[3] - w.shape[3]
+    return np.pad(w, ((0, 0), (0, 0), (dh // 2, dh - dh // 2), (dw // 2, dw - dw // 2)))
+
+
+def merge(w: np.ndarray, count: int) -> np.ndarray:
+    """TASO's merge_gconv: in-channels widen `count`-fold; output channel o keeps its weights in
+    block o // (out / count) and zeros elsewhere (a dense conv when count equals the groups)."""
+    out, cin = w.shape[0], w.shape[1]
+    merged = np.zeros((out, cin * count) + w.shape[2:])
+    for o in range(out):
+        block = o // (out // count)
+        merged[o, block * cin:(block + 1) * cin] = w[o]
+    return merged
+
+
+def split(axis: int, at: int, x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    first, second = np.split(x, [at], axis=axis)
+    return first, second
+
+
+def batchnorm(x, scale, bias, mean, var, eps: float = 1e-5):
+    """Inference batchnorm over channel axis 1; |var| because a variance drawn at random may be
+    negative."""
+    per_channel = lambda v: v.reshape(1, -1, 1, 1)  # noqa: E731
+    return (x - per_channel(mean)) / np.sqrt(np.abs(per_channel(var)) + eps) * per_channel(scale) + per_channel(bias)
+
+
+LOWEST = float(np.finfo(np.float32).min)  # fill 1: below every float32, so a max pool never picks it
+
+
+def pad(x, top, bottom, left, right, fill):
+    return np.pad(x, ((0, 0), (0, 0), (top, bottom), (left, right)), constant_values=LOWEST if fill else 0.0)
+
+
+def reshape(x: np.ndarray, dims: tuple[int, ...]) -> np.ndarray:
+    return x.reshape(tuple(dims))  # a view, on host and device arrays alike
+
+
+def concat(axis: int, *xs: np.ndarray) -> np.ndarray:
+    return np.concatenate(xs, axis=axis)

@@ -1,0 +1,56 @@
+"""The tensor language's operator table (`eqdsl.languages.tensor.ops`): one `OpSpec` per operator
+of `rulesets/tensor.eqr`, and every interpretation it names built by its driver."""
+from __future__ import annotations
+
+import inspect
+
+import pytest
+
+from eqdsl.frontend.load import load_language
+from eqdsl.languages.base import External, Leaf
+from eqdsl.languages.tensor.ops import OPS, SPECS
+
+TENSOR = load_language("tensor")
+
+
+def test_one_spec_per_declared_operator_in_order():
+    assert [s.name for s in OPS] == list(TENSOR.ops)
+
+
+@pytest.mark.parametrize("spec", OPS, ids=lambda s: s.name)
+def test_reference_takes_the_declared_arguments(spec):
+    fn = spec.reference.fn if isinstance(spec.reference, External) else spec.reference
+    fn = fn.shape if isinstance(fn, Leaf) else fn
+    params = TENSOR.ops[spec.name].params
+    inspect.signature(fn).bind(*(None for _ in params))
+
+
+def test_onnx_forms_are_built_from_the_table():
+    pytest.importorskip("onnx")
+    from eqdsl.onnx.read import HANDLERS
+    from eqdsl.onnx.write import EMITTERS
+
+    assert set(EMITTERS) == {s.name for s in OPS if s.onnx_out is not None}
+    assert set(HANDLERS) == {op_type for s in OPS for op_type, _ in s.onnx_in}
+    imported = [op_type for s in OPS for op_type, _ in s.onnx_in]
+    assert len(imported) == len(set(imported)), "an ONNX operator imports to one tensor operator"
+
+
+def test_kernels_are_built_from_the_table():
+    from eqdsl.kernels.cpu import RUNNERS
+
+    assert set(RUNNERS) == {s.name for s in OPS if s.cpu is not None}
+    assert not any(s.view and (s.cpu or s.cuda) for s in OPS), "views run as their reference, never a kernel"
+
+
+def test_cuda_kernels_are_built_from_the_table():
+    from eqdsl.kernels.cuda import LAUNCHERS
+
+    assert set(LAUNCHERS) == {s.name for s in OPS if s.cuda is not None}
+
+
+def test_the_measurer_skips_what_the_table_says_costs_nothing():
+    from eqdsl.execute.measure import NOT_TIMED
+
+    assert NOT_TIMED == {"input", "weight", "noop", "dropout", "split0", "split1"}
+    assert SPECS["reshape"].view and SPECS["reshape"].timed  # ONNX Runtime's Reshape copies: timed there
