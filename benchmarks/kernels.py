@@ -36,6 +36,7 @@ CASES = [
     ("bert transpose 64×16×64 → 16×64×64", "transpose", ((64, 16, 64), [1, 0, 2]), 64 * 16 * 64),
     ("concat 2× 128 @56", "concat", (1, (1, 128, 56, 56), (1, 128, 56, 56)), 256 * 56 * 56),
     ("relu 256 @56", "relu", ((1, 256, 56, 56),), 256 * 56 * 56),
+    ("hardswish 256 @56 (pointwise from the table)", "hardswish", ((1, 256, 56, 56),), 4 * 256 * 56 * 56),
 ]
 
 
@@ -67,6 +68,8 @@ def torch_fn(op: str, args: tuple):
             return lambda: torch.cat(dev[1:], dim=dev[0])
         case "relu":
             return lambda: F.relu(dev[0])
+        case "hardswish":
+            return lambda: F.hardswish(dev[0])
     raise ValueError(op)
 
 

@@ -10,12 +10,12 @@ import sys
 import numpy as np
 import pytest
 
+from eqdsl.languages.tensor.ops import OPS as TABLE
 from eqdsl.languages.tensor.semantics import SEMANTICS
 
 from conftest import ROOT
 
-OPS = ["matmul", "conv2d", "poolmax", "poolavg", "ewadd", "ewmul", "relu", "sigmoid", "tanh", "batchnorm",
-       "transpose", "concat", "concat3", "split", "enlarge", "merge", "pad2d"]
+OPS = [spec.name for spec in TABLE if spec.cpu is not None]  # every kernel the table names (CUDA: the same)
 
 
 def cases(op: str, rng: np.random.Generator, small: bool) -> list[tuple]:
@@ -37,8 +37,8 @@ def cases(op: str, rng: np.random.Generator, small: bool) -> list[tuple]:
             return [(r(2, 3, s, s), r(2, 3, s, s)), (r(2, 3, s, s), r(1, 3, 1, 1)), (r(3, 1, s), r(s))]
         case "transpose":
             return [(r(2, 3, s), (2, 0, 1)), (r(2, 3, 4, s), (0, 2, 1, 3)), (r(s, 3), (1, 0))]
-        case "concat" | "concat3":
-            parts = 2 if op == "concat" else 3
+        case "concat" | "concat3" | "concat4" | "concat5":
+            parts = 2 if op == "concat" else int(op[-1])
             return [(axis, *[r(2, 3 + i, s) if axis == 1 else r(2, 3, s + i) for i in range(parts)]) for axis in (1, 2)]
         case "split":
             return [(1, 2, r(2, 5, s)), (2, 1, r(2, 3, s))]
@@ -50,6 +50,8 @@ def cases(op: str, rng: np.random.Generator, small: bool) -> list[tuple]:
             return [(r(2, 3, s, s), 1, 0, 2, 1, fill) for fill in (0, 1)]
         case "batchnorm":
             return [(r(2, 3, s, s + 1), r(3), r(3), r(3), r(3))]
+        case "hardswish":  # both bends (-3, 3) well inside the drawn range
+            return [(4 * r(3, 4, s),)]
         case _:
             return [(r(3, 4, s),)]
 

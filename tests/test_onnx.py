@@ -246,3 +246,37 @@ def test_export_never_replaces_a_weights_file_it_was_not_told_to(tmp_path, run_c
     from eqdsl.frontend import load_language
 
     assert read_onnx(tmp_path / "m.onnx", load_language("tensat")).program.name == "nasrnn"
+
+
+def hardswish_model() -> onnx.ModelProto:
+    """MobileNetV3's hard-swish as PyTorch exports `x * F.relu6(x + 3) / 6` (opset 13): 0-d
+    constants, Clip with min/max inputs, Div by 6."""
+    consts = {"three": 3.0, "zero": 0.0, "six": 6.0}
+    nodes = [helper.make_node("Conv", ["x", "w"], ["c"], pads=[1, 1, 1, 1]),
+             helper.make_node("Add", ["c", "three"], ["a"]),
+             helper.make_node("Clip", ["a", "zero", "six"], ["r6"]),
+             helper.make_node("Mul", ["c", "r6"], ["m"]),
+             helper.make_node("Div", ["m", "six"], ["y"])]
+    inits = [_init("w", np.random.default_rng(0).standard_normal((8, 3, 3, 3)))]
+    inits += [numpy_helper.from_array(np.array(v, dtype=np.float32), k) for k, v in consts.items()]
+    graph = helper.make_graph(nodes, "hswish", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 3, 16, 16])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 8, 16, 16])], inits)
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
+
+
+def test_hardswish_written_out_becomes_one_operator(tmp_path, run_cli, tensat):
+    """The operator added as one table entry, end to end: ONNX scalars import as `scalar(n, d)`,
+    Clip as `clip`, the rule folds the four kernels into one, and ONNX Runtime agrees."""
+    onnx.save(hardswish_model(), tmp_path / "h.onnx")
+    imported = read_onnx(tmp_path / "h.onnx", tensat)
+    assert {(n.op, *n.args) for n in imported.program.nodes if n.op == "scalar"} == {
+        ("scalar", 3, 1), ("scalar", 0, 1), ("scalar", 6, 1), ("scalar", 1, 6)}
+    (tmp_path / "run.yaml").write_text(
+        "ruleset: tensat\ntarget: t4\nprogram: {onnx: h.onnx}\nschedule: {iter_limit: 3, node_limit: 3000}\n"
+        "extract: {method: cpsat, time_limit_s: 10}\nvalidate: {samples: 1}\n")
+    code, out, err = run_cli("run", tmp_path / "run.yaml", "--output", tmp_path / "out", "--quiet")
+    assert code == 0, out + err
+    report = json.loads((tmp_path / "out" / "report.json").read_text())
+    assert report["validation"]["ok"] and report["export"]["ok"]
+    ops = [n.op_type for n in onnx.load(str(tmp_path / "out" / "optimized.onnx")).graph.node]
+    assert "HardSwish" in ops and "Clip" not in ops and "Div" not in ops

@@ -52,5 +52,5 @@ def test_cuda_kernels_are_built_from_the_table():
 def test_the_measurer_skips_what_the_table_says_costs_nothing():
     from eqdsl.execute.measure import NOT_TIMED
 
-    assert NOT_TIMED == {"input", "weight", "noop", "dropout", "split0", "split1"}
+    assert NOT_TIMED == {"input", "weight", "noop", "dropout", "split0", "split1", "scalar"}
     assert SPECS["reshape"].view and SPECS["reshape"].timed  # ONNX Runtime's Reshape copies: timed there

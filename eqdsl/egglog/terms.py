@@ -151,12 +151,11 @@ def _prod(base: Sexp) -> Sexp:
 
 
 def _broadcasts_conds(b: Sexp, a: Sexp) -> list[Sexp]:
-    """b[-k] is 1 or a[-k] for k = 1..len(b); past len(b) the last pair is checked again."""
-    nb, na = _length(b), _length(a)
-    conds: list[Sexp] = [call("bool-<=", nb, na), call("bool-=", _rank_guard(b), num(1))]
+    """b[-k] is 1 or a[-k] for k = 1..MAX_RANK, both padded in front with ones (a rank-0 b, a
+    scalar, broadcasts to anything)."""
+    conds: list[Sexp] = [call("bool-<=", _length(b), _length(a)), call("bool-=", _rank_guard(b), num(1))]
     for k in range(1, MAX_RANK + 1):
-        at_b = call("max", num(0), call("-", nb, num(k)))
-        bk, ak = call("vec-get", b, at_b), call("vec-get", a, call("+", call("-", na, nb), at_b))
+        bk, ak = _from_end(b, k), _from_end(a, k)
         conds.append(call("or", call("bool-=", bk, num(1)), call("bool-=", bk, ak)))
     return conds
 

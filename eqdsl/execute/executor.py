@@ -84,7 +84,7 @@ class Executor:
     def __init__(self, lang: ir.Language, program: ir.Program, weights: Mapping[str, np.ndarray],
                  device: str = "cpu") -> None:
         self.program, self.device = program, DEVICES[device]()
-        self.const = const_nodes(program)
+        self.const = const_nodes(lang, program)
         self.values: dict[int, Any] = {}
         self._fold(weights)
         self.fallback_ops: set[str] = set()

@@ -42,10 +42,10 @@ def _ranked(shape: tuple[int, ...]) -> tuple[int, ...]:
 
 
 def broadcasts(b: tuple[int, ...], a: tuple[int, ...]) -> bool:
-    """True when b broadcasts to a's shape (numpy: right-aligned, each dim 1 or equal); b has
-    rank >= 1 (egglog's lowering re-checks b's first axis past its rank)."""
+    """True when b broadcasts to a's shape (numpy: right-aligned, each dim 1 or equal; a rank-0 b,
+    a scalar, broadcasts to any a)."""
     _ranked(b)
-    return 1 <= len(b) <= len(a) and all(d in (1, a[len(a) - len(b) + i]) for i, d in enumerate(b))
+    return len(b) <= len(a) and all(d in (1, a[len(a) - len(b) + i]) for i, d in enumerate(b))
 
 
 def is_perm(p: tuple[int, ...]) -> bool:

@@ -284,6 +284,23 @@ def _run_unary(code: int) -> Callable[..., np.ndarray]:
     return run_unary
 
 
+def _run_pointwise(element: Callable[[float], float]) -> Callable[..., np.ndarray]:
+    """A one-input element-wise operator from its element function (the table's `pointwise` form),
+    compiled on first use."""
+    compiled = njit(inline="always")(element)
+
+    @njit(parallel=True)
+    def kernel(a):
+        out = np.empty(a.size, np.float32)
+        for i in prange(a.size):
+            out[i] = compiled(a[i])
+        return out
+
+    def run_pointwise(a: np.ndarray) -> np.ndarray:
+        return _sized(kernel, a.size)(a.reshape(a.size)).reshape(a.shape)
+    return run_pointwise
+
+
 def _run_binary(code: int) -> Callable[..., np.ndarray]:
     def run_binary(a: np.ndarray, b: np.ndarray) -> np.ndarray:
         if a.shape == b.shape:
@@ -312,7 +329,8 @@ def _fixed(runner: Callable[..., Any]) -> Callable[[str], Callable[..., Any]]:
 
 
 FAMILIES: dict[str, Callable[..., Callable[..., Any]]] = {
-    "unary": lambda op, code: _run_unary(code), "binary": lambda op, code: _run_binary(code),
+    "unary": lambda op, code: _run_unary(code), "pointwise": lambda op, element: _run_pointwise(element),
+    "binary": lambda op, code: _run_binary(code),
     "matmul": _fixed(_run_matmul), "conv2d": _fixed(_run_conv2d), "pool": lambda op, is_max: _run_pool(is_max),
     "batchnorm": _fixed(_run_batchnorm), "layout": lambda op: (lambda *args: run_layout(op, *args)),
 }

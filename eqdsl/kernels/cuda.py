@@ -8,7 +8,8 @@ on the device. Operators: matmul (shared-memory tiles, batched, fused activation
 (groups, strides, SAME/VALID, fused activation; implicit GEMM — the matmul's tiling with the
 im2col matrix read on the fly — when an output sums at least `GEMM_MIN_DEPTH` products, the
 direct one-thread-per-output kernel otherwise), poolmax, poolavg, ewadd and ewmul (NumPy
-broadcasting of both operands), relu, sigmoid, tanh, batchnorm, and the data-movement operators
+broadcasting of both operands), relu, sigmoid, tanh, any `pointwise` operator of the table
+(hardswish), batchnorm, and the data-movement operators
 of `eqdsl.kernels.layout` (transpose, concat, split, enlarge, merge, pad2d) as one strided copy
 kernel. Under `NUMBA_ENABLE_CUDASIM=1` the same code runs on the simulator (CI).
 """
@@ -251,6 +252,24 @@ def _launch_unary(act: int) -> Callable[..., Any]:
     return launch
 
 
+def _launch_pointwise(element: Callable[[float], float]) -> Callable[..., Any]:
+    """A one-input element-wise operator from its element function (the table's `pointwise` form),
+    compiled on first launch."""
+    compiled = cuda.jit(device=True)(element)
+
+    @cuda.jit
+    def kernel(a, out):
+        i = cuda.grid(1)
+        if i < a.size:
+            out[i] = compiled(a[i])
+
+    def launch(a, out=None):
+        out = output(None if out is None else out.reshape(out.size), (a.size,))
+        kernel[blocks(a.size), THREADS](a.reshape(a.size), out)
+        return out.reshape(a.shape)
+    return launch
+
+
 def _launch_binary(code: int) -> Callable[..., Any]:
     def launch(a, b, out=None):
         shape = np.broadcast_shapes(a.shape, b.shape)
@@ -291,7 +310,8 @@ def _fixed(launch: Callable[..., Any]) -> Callable[[str], Callable[..., Any]]:
 
 
 FAMILIES: dict[str, Callable[..., Callable[..., Any]]] = {
-    "unary": lambda op, code: _launch_unary(code), "binary": lambda op, code: _launch_binary(code),
+    "unary": lambda op, code: _launch_unary(code), "pointwise": lambda op, element: _launch_pointwise(element),
+    "binary": lambda op, code: _launch_binary(code),
     "matmul": _fixed(_launch_matmul), "conv2d": _fixed(_launch_conv2d),
     "pool": lambda op, is_max: _launch_pool(is_max), "batchnorm": _fixed(_launch_batchnorm),
     "layout": lambda op: (lambda *args, out=None: launch_layout(op, *args, out=out)),

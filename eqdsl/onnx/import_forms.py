@@ -8,6 +8,7 @@ broadcast the language's way becomes an opaque node (`opaque_of`), exactly as wr
 """
 from __future__ import annotations
 
+from fractions import Fraction
 from typing import Any, Callable
 
 import numpy as np
@@ -62,6 +63,9 @@ class Reader:
             return value
         if value.dtype != np.float32:
             raise NodeError(f"constant {name!r} is {value.dtype}, expected float32 where a tensor is used")
+        exact = rational(value) if value.shape == () else None
+        if exact is not None:  # a scalar rules can match (`scalar(3, 1)`), not an anonymous weight
+            return self.g.op("scalar", *exact)
         self.weights[name] = value
         return self.g.weight(name, list(value.shape))
 
@@ -224,11 +228,36 @@ def _sub(r: Reader, node: onnx.NodeProto, attrs: dict) -> list[Value]:
     return [r.g.ewadd(a, minus)]
 
 
+def rational(value: np.ndarray) -> tuple[int, int] | None:
+    """(num, den), den >= 1, with float32(num / den) == the float32 scalar `value` — the simplest
+    such fraction — or None (not finite, or no fraction of 64-bit integers)."""
+    if not np.isfinite(value):
+        return None
+    target = np.float32(value)
+    for q in (Fraction(float(target)).limit_denominator(1 << 20), Fraction(float(target))):
+        if np.float32(q.numerator / q.denominator) == target and max(abs(q.numerator), q.denominator) < 1 << 62:
+            return q.numerator, q.denominator
+    return None
+
+
 def _div(r: Reader, node: onnx.NodeProto, attrs: dict) -> list[Value]:
     a, divisor = r.tensor(node.input[0]), r.env.get(node.input[1])
+    exact = rational(divisor) if isinstance(divisor, np.ndarray) and divisor.shape == () else None
+    if exact is not None and exact[0] != 0 and divisor.dtype == np.float32:  # type: ignore[union-attr]
+        num, den = exact
+        return [r.g.ewmul(a, r.g.op("scalar", den * (1 if num > 0 else -1), abs(num)))]
     if isinstance(divisor, np.ndarray) and divisor.dtype == np.float32 and broadcasts(divisor.shape, a.dims):
         return [r.g.ewmul(a, r.derived(f"{node.input[1]}.reciprocal", 1.0 / divisor))]
     return [opaque_of(r, node, [a, r.tensor(node.input[1])])]
+
+
+def _clip(r: Reader, node: onnx.NodeProto, attrs: dict) -> list[Value]:
+    inputs = [r.tensor(n) if n else None for n in node.input]
+    x, lo, hi = (inputs + [None, None])[:3]
+    if lo is None or hi is None or lo.dims or hi.dims:  # an unbounded side, or bounds not 0-d (ONNX: scalars)
+        return [opaque_of(r, node, [t for t in inputs if t is not None])]
+    assert x is not None
+    return [r.g.op("clip", x, lo, hi)]
 
 
 def _matmul(r: Reader, node: onnx.NodeProto, attrs: dict) -> list[Value]:
@@ -346,5 +375,5 @@ FAMILIES: dict[str, Callable[..., Handler]] = {
     "pool": lambda op, kind: _pool(kind), "global_pool": _fixed(_global_pool),
     "concat": _fixed(_concat), "split": _fixed(_split), "reshape": _fixed(_reshape), "flatten": _fixed(_flatten),
     "transpose": _fixed(_transpose), "batchnorm": _fixed(_batchnorm), "alias": _fixed(_alias),
-    "constant": _fixed(_constant),
+    "constant": _fixed(_constant), "clip": _fixed(_clip),
 }

@@ -36,7 +36,7 @@ class Emitter:
     def __init__(self, lang: ir.Language, program: ir.Program, weights: Weights) -> None:
         self.program, self.weights = program, weights
         self.shapes = program_shapes(lang, program)
-        self.const = const_nodes(program)
+        self.const = const_nodes(lang, program)
         self.names: list[str] = [""] * len(program.nodes)
         self.values: dict[int, Any] = {}  # arrays, or pairs of them (a split)
         self.nodes: list[onnx.NodeProto] = []

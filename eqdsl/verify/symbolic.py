@@ -244,7 +244,7 @@ class SymEval:
             case ("min" | "max"), [a, b]:
                 return self.arith(fn, a, b)
             case "broadcasts", [b, a]:
-                if not 1 <= len(b) <= len(a):
+                if not len(b) <= len(a):
                     return False
                 tail = a[len(a) - len(b):]
                 return self.all_of(self.either(self.compare("eq", x, 1), self.compare("eq", x, y))

@@ -1,19 +1,20 @@
 """Which nodes of a tensor-language program are known before it runs (weights and what is computed
 from weights alone): exporters fold them into constants, executors compute them once.
 
-Contract: `const_nodes(program)` is the set of node indices that are `weight` leaves or whose
-tensor operands are all constant (`noop` never is: it joins outputs).
+Contract: `const_nodes(lang, program)` is the set of node indices whose operator is declared
+`const` (`weight`, `scalar`) or whose tensor operands are all constant (`noop` never is: it joins
+outputs).
 """
 from __future__ import annotations
 
 from eqdsl import ir
 
 
-def const_nodes(program: ir.Program) -> set[int]:
+def const_nodes(lang: ir.Language, program: ir.Program) -> set[int]:
     const: set[int] = set()
     for i, node in enumerate(program.nodes):
         children = [a.index for a in node.args if isinstance(a, ir.Child)]
-        if node.op == "weight" or (children and node.op != "noop" and all(c in const for c in children)):
+        if lang.ops[node.op].const or (children and node.op != "noop" and all(c in const for c in children)):
             const.add(i)
     return const
 

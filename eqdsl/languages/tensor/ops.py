@@ -114,6 +114,10 @@ OPS: tuple[OpSpec, ...] = (
     OpSpec("noop", lambda a, b: (a, b), timed=False),
     OpSpec("pad2d", ref.pad, (), form("pad"), **_kernels("layout")),
     _opaque("opaque1"), _opaque("opaque2"), _opaque("opaque3"),
+    OpSpec("scalar", ref.scalar, timed=False),
+    OpSpec("clip", ref.clip, (("Clip", form("clip")),), form("simple", "Clip"), cpu=None, cuda=None),
+    OpSpec("hardswish", ref.hardswish, (("HardSwish", form("unary")),), form("simple", "HardSwish"),
+           **_kernels("pointwise", ref.hardswish_element)),
 )
 
 SPECS: dict[str, OpSpec] = {spec.name: spec for spec in OPS}

@@ -110,3 +110,21 @@ def reshape(x: np.ndarray, dims: tuple[int, ...]) -> np.ndarray:
 
 def concat(axis: int, *xs: np.ndarray) -> np.ndarray:
     return np.concatenate(xs, axis=axis)
+
+
+def scalar(num: int, den: int) -> np.ndarray:
+    """The float32 constant num / den (the import maps a float32 scalar here only when exact)."""
+    return np.array(np.float32(num / den), dtype=np.float64)
+
+
+def clip(x: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
+    return np.minimum(np.maximum(x, lo), hi)  # ONNX's Clip: hi wins where lo > hi
+
+
+def hardswish(x: np.ndarray) -> np.ndarray:
+    return x * np.clip(x + 3.0, 0.0, 6.0) / 6.0
+
+
+def hardswish_element(v: float) -> float:
+    """Hard-swish of one element: the function the pointwise kernels compile (Numba, CPU and CUDA)."""
+    return v * min(max(v + 3.0, 0.0), 6.0) / 6.0
