@@ -7,13 +7,13 @@ status (optimal / feasible / heuristic), CP-SAT's gap, and seconds. CP-SAT varia
                then order variables), CP-SAT on 2 threads (2+ cores), `search: auto`: the `lp`
                searches on the whole model for a sixth of the time, then, unproven, the `core`
                search on the independent parts
-  cpsat-lp     `search: lp` (the default before session 26): full-LP search on the symmetry-folded
+  cpsat-lp     `search: lp` (the default before commit 7da6b35): full-LP search on the symmetry-folded
                LP, the same on the plain LP, the whole time
   cpsat-parts  `search: lp`, split at the classes every program holds into independent parts,
                solved one model each (`parts: true`)
   cpsat-core   `search: core`: CP-SAT's core-based search, unstratified, beside a search without LP
   cpsat-core-parts  the same on the independent parts
-  cpsat-1w     the same on one CP-SAT thread (session 17's default raced this against cpsat-order)
+  cpsat-1w     the same on one CP-SAT thread (commit e90a4ae's default raced this against cpsat-order)
   cpsat-3w     the same on three threads, the third running neighbourhood searches (the default
                of sessions 18–20, then with the plain-LP search listed first)
   cpsat-order  the model before cycle conflicts: pruned nodes, order variables on cyclic components

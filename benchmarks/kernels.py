@@ -96,7 +96,7 @@ def time_torch(fn, runs: int) -> float:
 def cpu_rows(runs: int) -> list[dict]:
     import numba
 
-    from eqdsl.execute.measure import one_op_session
+    from eqdsl.execute.backends import one_op_session
     from eqdsl.frontend import load_language
     from eqdsl.kernels import cpu
     from eqdsl.onnx.runtime import median_ms, random_feeds

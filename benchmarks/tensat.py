@@ -95,20 +95,15 @@ def _ranks(values: list[float]) -> np.ndarray:
 
 def rank_correlations(r: RunResult) -> str:
     """Spearman's rho of measured vs rule-predicted operator costs, per shipped target."""
-    from eqdsl.cost.targets import bind_target, load_target
-    from eqdsl.ir.evaluate import evaluate
+    from eqdsl.cost.registry import RooflineTarget
 
     m = r.measured
     keys = sorted(m.last, key=repr)
     measured = [m.cache.get(m.device, op, a) for op, a in keys]
     cols = []
     for target in ("t4", "a100", "cpu"):
-        env0 = bind_target(r.language, load_target(target, Path.cwd()))
-        predicted = []
-        for op, a in keys:
-            rule = r.language.costs[op]
-            env = {**env0, **dict(zip(rule.params, a)), "out": m.last[(op, a)]}
-            predicted.append(float(rule.constant if rule.constant is not None else evaluate(rule.body, env)))
+        rules = RooflineTarget(target, Path.cwd()).cost_model(r.language)
+        predicted = rules.price([(op, a, m.last[(op, a)]) for op, a in keys])
         rho = float(np.corrcoef(_ranks(predicted), _ranks(measured))[0, 1])
         cols.append(f"{target} {rho:.2f}")
     return f" | rho({len(keys)} ops): " + " ".join(cols)

@@ -11,9 +11,9 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
+from eqdsl.cost.registry import TargetConfig, read_target
 from eqdsl.diagnostics import EqdslError
 from eqdsl.execute.executor import ExecuteSettings, read_execute
-from eqdsl.execute.measure import MeasureConfig, read_target
 from eqdsl.exports.base import ExportSettings
 from eqdsl.exports.registry import read_export
 from eqdsl.extract.registry import ExtractConfig
@@ -33,11 +33,10 @@ class RunConfig:
     extract: ExtractConfig
     output: Path
     raw: dict
-    target: str | None = None  # a shipped target name or a .yaml path (eqdsl.cost.targets)
+    target: TargetConfig | None = None  # a target kind (eqdsl.cost.registry): a roofline file, or measuring
     validate: ValidateConfig | None = None  # translation validation after extraction (off: None)
     export: ExportSettings | None = None  # the optimized program in another format (eqdsl.exports)
     export_given: bool = False  # `export:` appeared (false or not): a source's default export does not apply
-    measure: MeasureConfig | None = None  # `target: {measure: ...}`: measured operator costs (eqdsl.execute)
     execute: ExecuteSettings | None = None  # run input and optimized programs with eqdsl's kernels
 
 
@@ -61,9 +60,8 @@ def parse_config(data: Any, source: Path) -> RunConfig:
     extract = read_section(ExtractConfig, r.get("extract", None, lambda v: v is None or isinstance(v, dict),
                                                 "a mapping"), "extract")
     output = r.get("output", f"results/{source.stem}", is_str, "an output folder path")
-    target, measure = read_target(r.get("target", None, lambda v: v is None or is_str(v) or isinstance(v, dict),
-                                        "a target name, a .yaml path, or {measure: ort|cpu|cuda, fallback: ...}"),
-                                  base)
+    target = read_target(r.get("target", None, lambda v: v is None or is_str(v) or isinstance(v, dict),
+                               "a target name, a .yaml path, or {measure: ort|cpu|cuda, fallback: ...}"), base)
     validate = _validate(r.get("validate", False, lambda v: isinstance(v, (bool, dict)),
                                "true/false or a mapping with samples/seed"))
     export_given = isinstance(data, dict) and "export" in data
@@ -71,7 +69,7 @@ def parse_config(data: Any, source: Path) -> RunConfig:
     execute = read_execute(r.get("execute", None, lambda v: True, ""))
     r.finish()
     return RunConfig(source, ruleset, program, schedule, extract, Path(output), data, target, validate, export,
-                     export_given, measure, execute)
+                     export_given, execute)
 
 
 def _validate(data: bool | dict) -> ValidateConfig | None:

@@ -18,7 +18,11 @@ from typing import Iterator
 
 from eqdsl import ir
 from eqdsl.config import RunConfig
-from eqdsl.cost.targets import bind_target, load_target, target_path
+from eqdsl.cost.measured import MeasuredCosts
+from eqdsl.cost.measured import ProgressFn as TimingProgress
+from eqdsl.cost.model import CostModel, RuleCosts
+from eqdsl.cost.registry import MeasureTarget
+from eqdsl.cost.targets import bind_target
 from eqdsl.diagnostics import EqdslError
 from eqdsl.egglog.live import LiveEGraph
 from eqdsl.egglog.lower import Lowered, lower_language
@@ -26,8 +30,6 @@ from eqdsl.egglog.readback import program_text, selection_program
 from eqdsl.egglog.session import EGraphSession
 from eqdsl.execute.executor import ExecutionCheck
 from eqdsl.execute.executor import compare as compare_execution
-from eqdsl.execute.measure import MeasuredCosts
-from eqdsl.execute.measure import ProgressFn as TimingProgress
 from eqdsl.exports.base import ExportJob, ExportOutcome, ExportSettings
 from eqdsl.exports.registry import EXPORTS
 from eqdsl.extract.egraph import dag_cost
@@ -60,8 +62,13 @@ class RunResult:
     baselines: Baselines | None = None  # other methods' costs on the input (from its source)
     export: ExportOutcome | None = None  # the optimized program in another format (`export:`)
     export_folder: tempfile.TemporaryDirectory | None = None  # where the export wrote its files
-    measured: MeasuredCosts | None = None  # measured operator costs (`target: {measure: ...}`)
+    costs: CostModel | None = None  # how nodes are priced (the target's; None: the cost rules on `params`)
     execution: ExecutionCheck | None = None  # input and optimized run with eqdsl's kernels (`execute:`)
+
+    @property
+    def measured(self) -> MeasuredCosts | None:
+        """The measured cost model, when the target measures (`target: {measure: ...}`)."""
+        return self.costs if isinstance(self.costs, MeasuredCosts) else None
 
     @property
     def best(self) -> Extraction:
@@ -98,9 +105,7 @@ def config_inputs(config: RunConfig) -> list[Path]:
         file = Path(module.file)
         inputs += [file, file.with_name(file.stem + "_ref.py")]
     if config.target is not None:
-        inputs.append(target_path(config.target, config.source.parent))
-    if config.measure is not None:
-        inputs.append(config.measure.cache_path)
+        inputs += config.target.inputs()
     return inputs
 
 
@@ -108,10 +113,11 @@ def _start(config: RunConfig, timing: TimingProgress | None = None) -> tuple[Run
     t_check = time.perf_counter()
     lang = load_language(config.ruleset, config.source.parent)
     loaded = load_source(config.program, lang)
-    target = load_target(config.target, config.source.parent) if config.target else None
-    measured = config.measure.costs(lang, timing) if config.measure is not None else None
+    target = config.target
+    params = target.params(lang) if target is not None else bind_target(lang, None)
+    costs = target.cost_model(lang, timing) if target is not None else RuleCosts(lang, params)
     result = RunResult(lang, loaded.program, config.extract, config, {"check": time.perf_counter() - t_check},
-                       params=bind_target(lang, target), baselines=loaded.baselines, measured=measured)
+                       params=params, baselines=loaded.baselines, costs=costs)
     return result, loaded
 
 
@@ -120,13 +126,13 @@ def measure_costs(config: RunConfig, timing: TimingProgress | None = None,
     """`eqdsl measure`: explore the e-graph a run of `config` would, and time every operator
     configuration it holds on the config's measuring target (filling the timing cache); no
     extraction. `timing(done, total, op)` reports the timing loop."""
-    if config.measure is None:
+    if not isinstance(config.target, MeasureTarget):
         raise EqdslError.one("expected a measuring target, e.g. `target: {measure: ort, fallback: cpu}`",
                              path="target")
     result, _ = _start(config, timing)
     session = _explore(result, config.schedule, progress)
     with _stage(result, "measure"):
-        session.live(result.params)
+        session.live()
     return result
 
 
@@ -193,7 +199,7 @@ def _no_full_collections() -> Iterator[None]:
 def _explore_and_extract(result: RunResult, schedule: LimitsConfig, progress: ProgressFn | None) -> RunResult:
     session = _explore(result, schedule, progress)
     with _stage(result, "serialize"):
-        result.live = session.live(result.params)
+        result.live = session.live()
     extract = result.extract
     for method in [extract.method] + [m for m in extract.compare if m != extract.method]:
         with _stage(result, f"extract:{method}"):
@@ -204,19 +210,19 @@ def _explore_and_extract(result: RunResult, schedule: LimitsConfig, progress: Pr
 def _explore(result: RunResult, schedule: LimitsConfig, progress: ProgressFn | None) -> EGraphSession:
     with _stage(result, "lower"):
         result.lowered = lower_language(bind_params(result.language, result.params))
-        session = EGraphSession(result.lowered, result.measured)
+        session = EGraphSession(result.lowered, result.costs or RuleCosts(result.language, result.params))
     with _stage(result, "load"):
         session.load(result.program)
-        result.original_cost = check_input(session, result.program, result.params)
+        result.original_cost = check_input(session, result.program)
     with _stage(result, "schedule"):
         context = ScheduleContext(result.language, result.params, result.extract)
         result.outcome = make_scheduler(schedule, context).run(session, progress)
     return session
 
 
-def check_input(session: EGraphSession, program: ir.Program, params: dict[str, int] | None = None) -> float:
+def check_input(session: EGraphSession, program: ir.Program) -> float:
     """Reject an ill-shaped input program; return its DAG cost (each class holds one node now)."""
-    live = session.live(params)
+    live = session.live()
     p = live.problem
     lang = session.lowered.language
     for node in p.nodes:

@@ -133,7 +133,7 @@ def test_a_simulation_step_is_one_rewrite_not_one_draw(seed):
 
     rules = [f"r{i}" for i in range(40)]
     cfg = MctsConfig(seed=seed, multi_matches=0, simulation="rewrite")
-    search = MctsScheduler(cfg.limits(cfg.max_steps), cfg, None, {})  # type: ignore[arg-type]
+    search = MctsScheduler(cfg.limits(cfg.max_steps), cfg, None)  # type: ignore[arg-type]
     search.rules = tuple(rules)
     session = _OneRuleChanges(rules, "r17")
     assert search._sim_step(session, ()) == "r17"  # type: ignore[arg-type]
@@ -141,7 +141,7 @@ def test_a_simulation_step_is_one_rewrite_not_one_draw(seed):
     stuck = _OneRuleChanges(rules, None)
     assert search._sim_step(stuck, ()) is None  # type: ignore[arg-type]
     assert sorted(stuck.tried) == sorted(rules)
-    drawing = MctsScheduler(cfg.limits(cfg.max_steps), replace(cfg, simulation="draw"), None, {})  # type: ignore[arg-type]
+    drawing = MctsScheduler(cfg.limits(cfg.max_steps), replace(cfg, simulation="draw"), None)  # type: ignore[arg-type]
     drawing.rules = tuple(rules)
     once = _OneRuleChanges(rules, "r17")
     drawing._sim_step(once, ())  # type: ignore[arg-type]

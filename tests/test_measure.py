@@ -9,10 +9,14 @@ import sqlite3
 import pytest
 
 from eqdsl.config import parse_config
+from eqdsl.cost.cache import TimingCache
+from eqdsl.cost.measured import MeasuredCosts
+from eqdsl.cost.model import RuleCosts
 from eqdsl.diagnostics import EqdslError
-from eqdsl.execute.cache import TimingCache
-from eqdsl.execute.measure import MeasuredCosts
 from eqdsl.frontend import load_language
+from eqdsl.languages.tensor.ops import OPS
+
+LEAVES = frozenset(s.name for s in OPS if not s.timed)
 
 
 def test_cache_keeps_the_first_timing(tmp_path):
@@ -64,14 +68,16 @@ class FakeBackend:
 def test_each_configuration_is_timed_once(tmp_path):
     lang = load_language("tensat")
     backend = FakeBackend()
-    costs = MeasuredCosts(lang, backend, TimingCache(tmp_path / "t.sqlite"), runs=3)
-    requests = [("relu", ((1, 8),), (1, 8)), ("relu", ((1, 8),), (1, 8)), ("pad2d", ((1, 1, 4, 4), 1, 1, 1, 1, 0), None),
-                ("input", ("x", (1, 8)), (1, 8))]
-    assert costs(requests) == [1000.0, 1000.0, None, None]
-    assert costs(requests) == [1000.0, 1000.0, None, None] and len(backend.calls) == 1
+    rules = RuleCosts(lang, {"gflops": 1, "gbps": 1, "launch_ns": 7})
+    costs = MeasuredCosts(lang, backend, rules, TimingCache(tmp_path / "t.sqlite"), 3, not_timed=LEAVES)
+    requests = [("relu", ((1, 8),), (1, 8)), ("relu", ((1, 8),), (1, 8)),
+                ("pad2d", ((1, 1, 4, 4), 1, 1, 1, 1, 0), (1, 1, 6, 6)), ("input", ("x", (1, 8)), (1, 8))]
+    by_rule = rules.price(requests[2:])
+    assert costs.price(requests) == [1000.0, 1000.0, *by_rule] and by_rule[0] > 7  # the rest: the fallback
+    assert costs.price(requests) == [1000.0, 1000.0, *by_rule] and len(backend.calls) == 1
     assert costs.stats.rule_priced == {"pad2d"}  # `input` is a leaf, not an operator without a kernel
-    again = MeasuredCosts(lang, FakeBackend(), TimingCache(tmp_path / "t.sqlite"), runs=3)
-    assert again(requests)[0] == 1000.0 and again.stats.cached == 1 and not again.stats.timed
+    again = MeasuredCosts(lang, FakeBackend(), rules, TimingCache(tmp_path / "t.sqlite"), 3, not_timed=LEAVES)
+    assert again.price(requests)[0] == 1000.0 and again.stats.cached == 1 and not again.stats.timed
 
 
 @pytest.mark.parametrize("target, message", [

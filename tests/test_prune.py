@@ -202,7 +202,7 @@ LAYERS = egraph({
 
 
 def test_dag_lower_bound_settles_a_loop_at_its_real_cost():
-    """Iterated from 0 (session 19's bound) the loop priced L2 at 3 through itself; settled
+    """Iterated from 0 (the bound of commit 89408eb) the loop priced L2 at 3 through itself; settled
     cheapest-first, a class is never priced through itself."""
     p = problem_from_json(LAYERS)
     assert dag_lower_bound(p, usable_nodes(p)) == brute_force(p) == 200

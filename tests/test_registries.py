@@ -11,6 +11,7 @@ import pytest
 
 from eqdsl.cli import build_parser
 from eqdsl.config import parse_config
+from eqdsl.cost import registry as targets
 from eqdsl.diagnostics import EqdslError
 from eqdsl.extract import registry as extractors
 from eqdsl.extract.egraph import ExtractionProblem, dag_cost, problem_from_json, reachable
@@ -63,6 +64,37 @@ def idle_schedule(monkeypatch):
                                                        lambda cfg, ctx: IdleScheduler(cfg.naps), "grows nothing"))
 
 
+@dataclass(frozen=True)
+class UnitTarget:
+    """The toy target kind: every operator node costs `each` (its cost model counts nodes)."""
+
+    kind: ClassVar[str] = "unit"
+    each: float = 1.0
+
+    @classmethod
+    def read(cls, data, base):
+        return cls(float(data.get("each", 1.0)))
+
+    def params(self, lang):
+        return {}
+
+    def cost_model(self, lang, progress=None):
+        each = self.each
+
+        class UnitCosts:  # the toy cost model: one `price` method is the whole CostModel protocol
+            def price(self, requests):
+                return [each] * len(requests)
+        return UnitCosts()
+
+    def inputs(self):
+        return []
+
+
+@pytest.fixture
+def unit_target(monkeypatch):
+    monkeypatch.setitem(targets.TARGET_KINDS, "unit", UnitTarget)
+
+
 def _config(tmp_path, **sections):
     return parse_config({"ruleset": "arith", "program": str(EXAMPLES / "arith" / "input.eqr"), **sections},
                         tmp_path / "c.yaml")
@@ -100,6 +132,15 @@ def test_toy_schedule_runs_through_the_pipeline(tmp_path, idle_schedule, toy_ext
     result = run_pipeline(cfg)
     assert result.outcome.notes == ("3 naps",)
     assert result.best.method == "first" and result.best.cost == result.original_cost
+
+
+def test_toy_cost_model_prices_the_run(tmp_path, unit_target):
+    """A new cost kind = one class + one registry line: the run's every cost is the toy's."""
+    cfg = _config(tmp_path, target={"kind": "unit", "each": 2.0}, schedule={"iter_limit": 3})
+    assert isinstance(cfg.target, UnitTarget)
+    result = run_pipeline(cfg)
+    assert result.original_cost == 2.0 * len(result.program.nodes) == 8.0  # div, mul, var, num (shared)
+    assert result.best.cost == 2.0 * len(result.optimized_program().nodes) == 2.0  # var("a")
 
 
 def test_a_key_of_another_kind_is_named_as_such(tmp_path, idle_schedule):

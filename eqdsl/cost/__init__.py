@@ -1,1 +1,3 @@
-"""Costs: evaluate `cost` rules on shapes and parameters (targets come with the TENSAT issue)."""
+"""Pricing, in one home: the `CostModel` protocol and the cost-rule model (`model`), measured costs
+over a measuring backend (`measured`) with their SQLite timing cache (`cache`), target files
+(`targets`), and the target kinds a run config names (`registry`)."""

@@ -1,22 +1,24 @@
-"""The live e-graph → `ExtractionProblem` with costs from the language's `cost` rules
+"""The live e-graph → `ExtractionProblem`, priced by the run's cost model
 (`eqdsl.egglog.readback` turns a selection back into a program).
 
 Contract: analysis rows and root markers are dropped; primitive leaves (ints, strings, vecs) stay
-as cost-0 classes so programs can be rebuilt with their literal arguments. Each operator node's
-cost is its cost rule evaluated on its parameters, its children's shapes and its own shape
-(`out`); a cost rule that fails on some node is an `EqdslError` naming the rule.
+as cost-0 classes so programs can be rebuilt with their literal arguments. Nodes computable before
+the program runs (`constant_classes`) cost 0; every other operator node becomes one request
+`(op, args, out)` — its literal parameters, its children's shapes, its own shape — and the cost
+model (`eqdsl.cost.model.CostModel`) prices them all in one call. This module only decodes.
 """
 from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from typing import Any, Callable, cast
+from typing import cast
 
 from eqdsl import ir
+from eqdsl.cost.model import CostModel, Request
 from eqdsl.diagnostics import EqdslError
 from eqdsl.egglog.lower import Lowered
 from eqdsl.extract.egraph import ExtractionProblem, build_problem
-from eqdsl.ir.evaluate import EvalError, Value, evaluate
+from eqdsl.ir.evaluate import Value
 
 
 @dataclass(frozen=True)
@@ -40,15 +42,7 @@ def _decode_value(node_id: str, nodes: dict) -> Value:
     return int(op)
 
 
-# Measured costs (eqdsl.execute.measure): given (op, args, output shape) requests, nanoseconds per
-# request, or None where the cost rule should price the node.
-Measure = Callable[[list[tuple[str, tuple[Any, ...], Any]]], list[float | None]]
-
-
-def live_problem(data: dict, lowered: Lowered, params: dict[str, int] | None = None,
-                 measure: Measure | None = None) -> LiveEGraph:
-    """`params`: the target values the cost rules read (`eqdsl.cost.targets.bind_target`);
-    `measure`: measured costs for the nodes that run (folded ones cost 0 and are not timed)."""
+def live_problem(data: dict, lowered: Lowered, costs: CostModel) -> LiveEGraph:
     nodes = data["nodes"]
     lang = lowered.language
     roots: list[tuple[int, str]] = []
@@ -78,9 +72,9 @@ def live_problem(data: dict, lowered: Lowered, params: dict[str, int] | None = N
     operands = _operands(lang, rows, nodes)
     constant = constant_classes(lang, rows, operands)
     running = [row for row, ops in zip(rows, operands) if row[1] in lang.ops and not _folded(lang, row, ops, constant)]
-    measured = _measured(lang, running, nodes, values, shapes, measure) if measure else [None] * len(running)
-    for row, cost in zip(running, measured):
-        row[4] = cost if cost is not None else _node_cost(lang, row, nodes, values, shapes, params or {})
+    requests = [_request(lang, row, nodes, values, shapes) for row in running]
+    for row, cost in zip(running, costs.price(requests)):
+        row[4] = cost
     problem = build_problem([tuple(r) for r in rows], [cid for _, cid in sorted(roots)])
     return LiveEGraph(problem, values, shapes)
 
@@ -88,21 +82,14 @@ def live_problem(data: dict, lowered: Lowered, params: dict[str, int] | None = N
 _VALUE_OPS = ("vec-of", "vec-empty")
 
 
-def _measured(lang: ir.Language, rows, nodes: dict, values: dict, shapes: dict, measure: Measure) -> list[float | None]:
-    """Measured costs of `rows` (None for a node with an unknown operand shape: its rule prices it)."""
-    requests, where = [], []
-    for k, (_, op_name, eclass, kids, _, _) in enumerate(rows):
-        args = []
-        for param, kid in zip(lang.ops[op_name].params, kids):
-            kid_class = nodes[kid]["eclass"]
-            args.append(shapes.get(kid_class) if isinstance(param.type, ir.SortType) else values[kid_class])
-        if all(a is not None for a in args):
-            requests.append((op_name, tuple(args), shapes.get(eclass)))
-            where.append(k)
-    costs: list[float | None] = [None] * len(rows)
-    for k, cost in zip(where, measure(requests)):
-        costs[k] = cost
-    return costs
+def _request(lang: ir.Language, row, nodes: dict, values: dict, shapes: dict) -> Request:
+    """What the cost model sees of a node: its arguments (children's shapes — None where unknown —
+    or literal values) in declared order and its own shape."""
+    _, op_name, eclass, kids, _, _ = row
+    classes = [nodes[kid]["eclass"] for kid in kids]
+    args = tuple(shapes.get(c) if isinstance(param.type, ir.SortType) else values[c]
+                 for param, c in zip(lang.ops[op_name].params, classes))
+    return op_name, args, shapes.get(eclass)
 
 
 def _operands(lang: ir.Language, rows, nodes: dict) -> list[list[str]]:
@@ -152,39 +139,3 @@ def _folded(lang: ir.Language, row, operands: list[str], constant: set[str]) -> 
 
 def _is_value(op: str) -> bool:
     return op in _VALUE_OPS or op in ("true", "false") or op.startswith('"') or op.lstrip("-").isdigit()
-
-
-def _node_cost(lang: ir.Language, row, nodes: dict, values: dict, shapes: dict,
-               params: dict[str, int]) -> float:
-    _, op_name, eclass, kids, _, _ = row
-    rule, op = lang.costs[op_name], lang.ops[op_name]
-    if rule.constant is not None:
-        return rule.constant
-    env: dict[str, Any] = dict(params)  # an operand without a shape is None: the rule's error names it
-    for name, param, kid in zip(rule.params, op.params, kids):
-        kid_class = nodes[kid]["eclass"]
-        env[name] = shapes.get(kid_class) if isinstance(param.type, ir.SortType) else values[kid_class]
-    if eclass in shapes:
-        env["out"] = shapes[eclass]
-    key = (id(rule), tuple(env.items()))  # values are decoded as tuples, never lists: hashable
-    cached = _COSTS.get(key)
-    if cached is not None:  # the same configuration recurs in every state of a search, and across nodes
-        return cached[1]
-    try:
-        cost = evaluate(rule.body, env)
-    except (EvalError, KeyError, TypeError) as err:
-        raise EqdslError.one(f"cost rule of '{op_name}' failed on a node with {env}: {err}",
-                             rule.span) from None
-    if not isinstance(cost, (int, float)) or cost < 0:
-        raise EqdslError.one(f"cost rule of '{op_name}' gave {cost!r} for {env}; expected a number ≥ 0",
-                             rule.span)
-    if len(_COSTS) > COST_CACHE_SIZE:
-        _COSTS.clear()
-    _COSTS[key] = (rule, float(cost))
-    return float(cost)
-
-
-# Cost-rule results by (rule identity, its environment: ints, strings and tuples). Each entry
-# holds its rule, so no other object can take that rule's id while the entry exists.
-_COSTS: dict[tuple[int, tuple], tuple[Any, float]] = {}
-COST_CACHE_SIZE = 500_000

@@ -14,8 +14,9 @@ from typing import Any, NamedTuple
 from egglog import bindings
 
 from eqdsl import ir
+from eqdsl.cost.model import CostModel, RuleCosts
 from eqdsl.diagnostics import EqdslError
-from eqdsl.egglog.live import LiveEGraph, Measure, live_problem
+from eqdsl.egglog.live import LiveEGraph, live_problem
 from eqdsl.egglog.lower import SAMPLE_GENERATION, Lowered, load_program
 from eqdsl.egglog.readback import selection_program
 from eqdsl.extract.result import Extraction, Extractor
@@ -30,9 +31,9 @@ class StepResult:
 
 
 class EGraphSession:
-    def __init__(self, lowered: Lowered, measure: Measure | None = None) -> None:
+    def __init__(self, lowered: Lowered, costs: CostModel | None = None) -> None:
         self.lowered = lowered
-        self.measure = measure  # measured operator costs (eqdsl.execute.measure), if the target measures
+        self.costs = costs if costs is not None else RuleCosts(lowered.language)  # how `live` prices nodes
         self.reset()
 
     def reset(self) -> None:
@@ -176,15 +177,13 @@ class EGraphSession:
         if self._handle_log:
             self._handle_log[-1].extend(handles.new)
 
-    def live(self, params: dict[str, int] | None = None) -> LiveEGraph:
-        """The e-graph as an extraction problem with the language's costs (`params`: the target's;
-        measured costs where `self.measure` is set and has a timing)."""
-        return live_problem(self.serialize(), self.lowered, params, self.measure)
+    def live(self) -> LiveEGraph:
+        """The e-graph as an extraction problem priced by the session's cost model."""
+        return live_problem(self.serialize(), self.lowered, self.costs)
 
-    def extract_now(self, extractor: Extractor, params: dict[str, int] | None,
-                    name: str) -> tuple[ir.Program, Extraction]:
+    def extract_now(self, extractor: Extractor, name: str) -> tuple[ir.Program, Extraction]:
         """Extract every root with `extractor`; the program is named `name`."""
-        live = self.live(params)
+        live = self.live()
         extraction = extractor.extract(live.problem)
         return selection_program(live, extraction.selection, name), extraction
 

@@ -7,7 +7,7 @@ import os
 import platform
 import sys
 
-from eqdsl.execute.measure import processor
+from eqdsl.execute.backends import processor
 
 
 def _version(package: str) -> str:

@@ -16,7 +16,8 @@ first price it gets. Valid: for any acyclic program and any class c in it, the p
 below c costs ≥ lb(c) (by induction children first: disjoint reach means disjoint parts, and c's
 node there was priced no lower than c's bound), cycles included — a cycle never settles a class
 (iterating from 0 instead crept up by one loop per pass: VGG-19 k2's split/concat loops held it
-at 25 % of the optimum; settled exactly, it equals the optimum: BENCHMARKS.md, session 20).
+at 25 % of the optimum; settled exactly, it equals the optimum: BENCHMARKS.md, "VGG-19 k2 proven
+optimal by the lower bound").
 
 Contract: `dag_lower_bound(problem, class_nodes, max_classes)` returns a bound ≤ the optimal DAG
 cost of the program restricted to `class_nodes`, or 0.0 for negative costs, more than

@@ -20,7 +20,7 @@ is split where `eqdsl.extract.decompose` finds independent parts (at the classes
 holds: a BERT layer's output) and the parts are solved one model each, smallest first, each given
 its share of the time left — CP-SAT searches independent components as one tree. Not the default:
 the whole model folds the symmetries of repeated parts (NasNet-A's cells prove optimal whole in 8 s,
-split they do not in 60 s; BENCHMARKS.md, session 24). A greedy solution is the warm
+split they do not in 60 s; BENCHMARKS.md, "k_multi 3, independent parts"). A greedy solution is the warm
 start and the fallback, so a time limit returns the best valid program found with CP-SAT's proven
 bound; the result is never cyclic or incomplete. `search` (`SEARCHES`): `lp`, `core`, or `auto`
 (default: `lp` on the whole model for `LP_FIRST_SHARE` of the time, then `core` on the independent
@@ -97,7 +97,7 @@ DEFAULT_WORKERS = 2 if (os.cpu_count() or 1) >= 2 else 1
 # `search`: which complete searches the first threads run. `lp`: the full-LP searches above.
 # `core`: CP-SAT's core-based (MaxSAT) search, unstratified — every cost at once, so its first
 # solution is optimal and its bound rises core by core — beside a search without LP that finds
-# programs fast and shares them (BENCHMARKS.md, session 26).
+# programs fast and shares them (BENCHMARKS.md, "Where Inception-v3 k1's gap lives").
 SEARCHES = {"lp": ("max_lp_sym", "max_lp"), "core": ("core", "no_lp")}
 SEARCH_NAMES = ("auto", *SEARCHES)
 
@@ -246,8 +246,8 @@ def _forbid_short_cycles(built: _Model, problem: ExtractionProblem) -> int:
     """Every cycle of 3 to `SHORT_CYCLE` classes, at most `MAX_SHORT_CUTS` of them: one class-cycle
     cut each, up front (two-class cycles have theirs already). For the core search: a cyclic
     answer costs it a cut and a fresh solve, which on Inception-v3 k1 ran past the time limit in 4
-    of 9 runs; with these cuts it proved optimal in all (BENCHMARKS.md, session 26). Returns the
-    number of cuts."""
+    of 9 runs; with these cuts it proved optimal in all (BENCHMARKS.md, "Where Inception-v3 k1's
+    gap lives"). Returns the number of cuts."""
     kids = {c: sorted({k for i in nodes for k in problem.nodes[i].children if k in built.class_nodes and k != c})
             for c, nodes in built.class_nodes.items()}
     cuts = 0

@@ -4,7 +4,7 @@ CP-SAT finds the independent components of a model (its log's `compo:`) and give
 LP, but searches them as one tree: proving one component's optimum is repeated under every
 choice made in the others. TENSAT's e-graphs fall apart at the classes every program holds (a
 BERT layer's output, a ResNet stage's): solved one part at a time, BERT k_multi 3 proves optimal
-in 0.3 s instead of 4–18 s (BENCHMARKS.md, session 24).
+in 0.3 s instead of 4–18 s (BENCHMARKS.md, "k_multi 3, independent parts").
 
 `split(problem, class_nodes, conflicts, deadline)` (costs ≥ 0) returns:
 - `fixed`: choices made without a solve — a class whose cheapest tree costs 0 takes that tree's

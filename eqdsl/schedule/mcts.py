@@ -82,9 +82,9 @@ class MctsConfig(LimitsConfig):
     # those rules never apply; 16 measured best-or-equal on every model run: BENCHMARKS.md, "MCTS")
     multi_matches: int = option(16, int_at_least(0), "an int ≥ 0")
     # a simulation step: `draw` draws one rule from all of them (a miss is a step), `rewrite` applies
-    # a random rule that changes the e-graph. BENCHMARKS.md, session 25: rewrite lifts BERT's worst
-    # seed at budget 16 from −2.1 to +5.7 points over TENSAT, gains under a point elsewhere, leaves
-    # two of SqueezeNet's seeds 3.2 points lower, and takes 2–60× the time
+    # a random rule that changes the e-graph. BENCHMARKS.md, "Rollouts whose every step rewrites":
+    # rewrite lifts BERT's worst seed at budget 16 from −2.1 to +5.7 points over TENSAT, gains under a
+    # point elsewhere, leaves two of SqueezeNet's seeds 3.2 points lower, and takes 2–60× the time
     simulation: str = option("draw", one_of(SIMULATIONS), ", ".join(SIMULATIONS))
 
 
@@ -115,7 +115,6 @@ class MctsScheduler:
     limits: Limits  # iter_limit = max_steps
     cfg: MctsConfig
     extractor: Extractor
-    params: dict[str, int]
     rng: random.Random = field(init=False)
     costs: dict[tuple[str, ...], float] = field(default_factory=dict)  # state (rules since the input) → cost
     applied: tuple[str, ...] = ()
@@ -304,7 +303,7 @@ class MctsScheduler:
         reached from the current search root."""
         key = self.applied + path
         if key not in self.costs:
-            self.costs[key] = self.extractor.extract(session.live(self.params).problem).cost
+            self.costs[key] = self.extractor.extract(session.live().problem).cost
         return self.costs[key]
 
 
@@ -312,4 +311,4 @@ def build_mcts(cfg: MctsConfig, context: ScheduleContext) -> MctsScheduler:
     # one CP-SAT thread: rollouts price many small e-graphs (helper threads cost more than they
     # give there) and a seeded search must replay the same rewards
     extractor = make_extractor(cfg.main_extract, replace(context.extract, workers=1), "schedule.main_extract")
-    return MctsScheduler(cfg.limits(cfg.max_steps), cfg, extractor, context.params)
+    return MctsScheduler(cfg.limits(cfg.max_steps), cfg, extractor)

@@ -59,7 +59,6 @@ class PulsedScheduler:
     limits: Limits  # iter_limit = explore_iter (per epoch); node and time limits as for saturate
     epochs: int
     extractor: Extractor
-    params: dict[str, int]  # the target's values for the cost rules
     rules: tuple[str, ...] | None = None  # None: every single-pattern rule
 
     def run(self, session: EGraphSession, progress: ProgressFn | None = None) -> ScheduleOutcome:
@@ -102,7 +101,7 @@ class PulsedScheduler:
         """Extract every root. The next epoch starts from this program even when it is costlier
         than the epoch's start (a factorised but less shared program is often the way to a
         cheaper one; measured in BENCHMARKS.md); the best of all epochs is kept."""
-        return session.extract_now(self.extractor, self.params, "pulsed")
+        return session.extract_now(self.extractor, "pulsed")
 
     def _rebuild(self, session: EGraphSession, program: ir.Program) -> None:
         session.reset()
@@ -119,4 +118,4 @@ def build_pulsed(cfg: PulsedConfig, context: ScheduleContext) -> PulsedScheduler
     # epochs price with the full-LP search: their few seconds are what issues 5 and 18 measured
     epoch_cfg = replace(context.extract, time_limit_s=cfg.epoch_time_limit_s, search="lp")
     extractor = make_extractor(cfg.epoch_extract, epoch_cfg, "schedule.epoch_extract")
-    return PulsedScheduler(cfg.limits(cfg.explore_iter), cfg.epochs, extractor, context.params, cfg.rules)
+    return PulsedScheduler(cfg.limits(cfg.explore_iter), cfg.epochs, extractor, cfg.rules)

@@ -5,7 +5,7 @@ and input vectors outgrow the L1 cache: (3,3,64,64) Q3's kernel spilled ~900 vec
 group and ran at 0.42–0.60× ONNX Runtime. Cut into 4 tiles of 16 input channels, each tile's
 SumMerge program reads 144 input vectors instead of 576 and its body keeps ~570 values live; the
 four bodies together do 20 % more operations (sharing stops at tile edges, and the partial sums
-are added up) and ran 2.4–2.7× faster (BENCHMARKS, "Session 16: kernels over channel tiles").
+are added up) and ran 2.4–2.7× faster (BENCHMARKS, "Kernels over channel tiles").
 
 Contract: `tile_layer(lang, layer, c_block, k_block)` returns a `Tiling` whose tiles cover every
 (output channel, input channel) pair of the layer exactly once; tile t's program computes, for
@@ -26,7 +26,7 @@ from eqdsl.apps.qgym.layer import LayerSpec, QuantizedLayer
 from eqdsl.apps.qgym.summerge import start_program
 
 # Input vectors one tile's body may read (R·S·channels). Measured side by side, 64×64 inputs, ms
-# per call by input channels per tile (BENCHMARKS, "Session 16"): (3,3,64,64) Q3 64 / 16 / 8:
+# per call by input channels per tile (BENCHMARKS, "Kernels over channel tiles"): (3,3,64,64) Q3 64 / 16 / 8:
 # 2.54 / 1.08 / 1.14; Q2 1.20 / 0.82 / 0.82; (3,3,32,32) Q3 32 / 16 / 8: 0.43 / 0.36 / 0.30;
 # (5,5,16,16) Q3 16 / 8 / 4: 0.23 / 0.20 / 0.20; (7,7,8,8) Q3 8 / 4 / 2: 0.082 / 0.069 / 0.074,
 # Q2 8 / 2: 0.052 / 0.058. Windows of 144–200 inputs are at or near the best on every layer.

@@ -5,7 +5,7 @@ The operator's signature, shape rule and cost rule are its declaration in `rules
 everything that runs it is here: its reference semantics (NumPy; `eqdsl verify`, folding and the
 executor's fallback), how ONNX operators import to it, how it exports to ONNX, its CPU and CUDA
 kernels, and whether measuring backends time it. The drivers (`eqdsl.onnx.read` / `.write`,
-`eqdsl.kernels.cpu` / `.cuda`, `eqdsl.execute.measure`) walk this table and never name an
+`eqdsl.kernels.cpu` / `.cuda`, `eqdsl.execute.backends`) walk this table and never name an
 operator themselves.
 
 An interpretation the drivers build is a `Form`: the name of a family of code in that driver (its

@@ -1,0 +1,68 @@
+"""How an e-graph's nodes are priced: the `CostModel` protocol (egg's `CostFunction` is the
+anchor) and the cost-rule model every language has.
+
+Contract: `CostModel.price(requests)` takes one `Request` per operator node that runs (folded
+constants are priced 0 by the caller, never asked), `(op, args, out)`: `args` in the operator's
+declared order, operand shapes for sort-typed parameters (None where a shape is unknown), the
+literal values for the rest; `out` the node's own shape (None when its sort has none). It
+returns one cost ≥ 0 per request, in order, in the language's unit (nanoseconds for the tensor
+languages). A model is built once per run and may keep what it learns across calls (a search
+prices the same configurations in every state).
+
+`RuleCosts(language, params)` evaluates the `.eqr` `cost` rules with the target's `params`; a rule
+that fails on a node raises `EqdslError` naming the rule.
+"""
+from __future__ import annotations
+
+from typing import Any, Protocol, Sequence
+
+from eqdsl import ir
+from eqdsl.diagnostics import EqdslError
+from eqdsl.ir.evaluate import EvalError, evaluate
+
+Request = tuple[str, tuple[Any, ...], Any]  # (op, args, out)
+
+
+class CostModel(Protocol):
+    def price(self, requests: Sequence[Request]) -> list[float]: ...
+
+
+class RuleCosts:
+    """The language's cost rules on a target's params, memoised per configuration."""
+
+    MEMO_SIZE = 500_000  # configurations kept; cleared past it (a bound on memory, not a cache policy)
+
+    def __init__(self, language: ir.Language, params: dict[str, int] | None = None) -> None:
+        self.language, self.params = language, dict(params or {})
+        self._memo: dict[Request, float] = {}
+
+    def price(self, requests: Sequence[Request]) -> list[float]:
+        return [self.cost(r) for r in requests]
+
+    def cost(self, request: Request) -> float:
+        cached = self._memo.get(request)
+        if cached is not None:
+            return cached
+        cost = self._evaluate(*request)
+        if len(self._memo) > self.MEMO_SIZE:
+            self._memo.clear()
+        self._memo[request] = cost
+        return cost
+
+    def _evaluate(self, op_name: str, args: tuple[Any, ...], out: Any) -> float:
+        rule = self.language.costs[op_name]
+        if rule.constant is not None:
+            return rule.constant
+        env: dict[str, Any] = dict(self.params)  # an operand without a shape is None: the rule's error names it
+        env.update(zip(rule.params, args))
+        if out is not None:
+            env["out"] = out
+        try:
+            cost = evaluate(rule.body, env)
+        except (EvalError, KeyError, TypeError) as err:
+            raise EqdslError.one(f"cost rule of '{op_name}' failed on a node with {env}: {err}",
+                                 rule.span) from None
+        if not isinstance(cost, (int, float)) or cost < 0:
+            raise EqdslError.one(f"cost rule of '{op_name}' gave {cost!r} for {env}; expected a number ≥ 0",
+                                 rule.span)
+        return float(cost)
