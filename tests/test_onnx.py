@@ -272,7 +272,7 @@ def test_hardswish_written_out_becomes_one_operator(tmp_path, run_cli, tensat):
     assert {(n.op, *n.args) for n in imported.program.nodes if n.op == "scalar"} == {
         ("scalar", 3, 1), ("scalar", 0, 1), ("scalar", 6, 1), ("scalar", 1, 6)}
     (tmp_path / "run.yaml").write_text(
-        "ruleset: tensat\ntarget: t4\nprogram: {onnx: h.onnx}\nschedule: {iter_limit: 3, node_limit: 3000}\n"
+        "ruleset: fusions\ntarget: t4\nprogram: {onnx: h.onnx}\nschedule: {iter_limit: 3, node_limit: 3000}\n"
         "extract: {method: cpsat, time_limit_s: 10}\nvalidate: {samples: 1}\n")
     code, out, err = run_cli("run", tmp_path / "run.yaml", "--output", tmp_path / "out", "--quiet")
     assert code == 0, out + err
