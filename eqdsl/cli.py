@@ -175,10 +175,7 @@ def cmd_run(args: argparse.Namespace) -> Work:
             stderr.print(f"note: --force kept {len(scratch.kept)} file(s) eqdsl did not write in {written}: "
                          f"{', '.join(scratch.kept[:5])}{' …' if len(scratch.kept) > 5 else ''}", markup=False)
         stdout.print(f"report: {written / 'report.json'}")
-        failed = (result.validation is not None and not result.validation.ok) or \
-            (result.export is not None and not result.export.ok) or \
-            (result.execution is not None and not result.execution.ok)
-        return 1 if failed else 0
+        return 0 if all(done.ok for done in result.finished.values()) else 1
 
     return Work(work, scratch.discard)
 

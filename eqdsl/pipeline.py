@@ -14,7 +14,7 @@ import time
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Iterator
+from typing import Any, Iterator
 
 from eqdsl import ir
 from eqdsl.config import RunConfig
@@ -29,20 +29,18 @@ from eqdsl.egglog.lower import Lowered, lower_language
 from eqdsl.egglog.readback import program_text, selection_program
 from eqdsl.egglog.session import EGraphSession
 from eqdsl.execute.executor import ExecutionCheck
-from eqdsl.execute.executor import compare as compare_execution
-from eqdsl.exports.base import ExportJob, ExportOutcome, ExportSettings
-from eqdsl.exports.registry import EXPORTS
+from eqdsl.exports.base import ExportOutcome
 from eqdsl.extract.egraph import dag_cost
 from eqdsl.extract.registry import ExtractConfig, make_extractor
 from eqdsl.extract.result import Extraction
-from eqdsl.frontend import load_language, load_modules, load_program_text, resolve_ruleset
+from eqdsl.frontend import load_language, load_modules, resolve_ruleset
 from eqdsl.ir.params import bind_params
-from eqdsl.onnx.weights import random_weights
 from eqdsl.schedule.registry import make_scheduler
 from eqdsl.schedule.runner import LimitsConfig, ProgressFn, ScheduleContext, ScheduleOutcome
 from eqdsl.sources.base import Baselines, SourceProgram
 from eqdsl.sources.registry import load_source, source_inputs
-from eqdsl.verify.validate import Validation, validate
+from eqdsl.stages import STAGES, Finished, StageJob
+from eqdsl.verify.validate import Validation
 
 
 @dataclass
@@ -58,12 +56,26 @@ class RunResult:
     live: LiveEGraph | None = None
     lowered: Lowered | None = None
     params: dict[str, int] = field(default_factory=dict)  # the target's values for the cost rules
-    validation: Validation | None = None  # translation validation, when the config asks for it
     baselines: Baselines | None = None  # other methods' costs on the input (from its source)
-    export: ExportOutcome | None = None  # the optimized program in another format (`export:`)
-    export_folder: tempfile.TemporaryDirectory | None = None  # where the export wrote its files
+    finished: dict[str, Finished] = field(default_factory=dict)  # the optional stages that ran (eqdsl.stages)
+    stage_folders: list[tempfile.TemporaryDirectory] = field(default_factory=list)  # files they wrote
     costs: CostModel | None = None  # how nodes are priced (the target's; None: the cost rules on `params`)
-    execution: ExecutionCheck | None = None  # input and optimized run with eqdsl's kernels (`execute:`)
+
+    @property
+    def validation(self) -> Validation | None:
+        return self._stage_value("validation")
+
+    @property
+    def execution(self) -> ExecutionCheck | None:
+        return self._stage_value("execution")
+
+    @property
+    def export(self) -> ExportOutcome | None:
+        return self._stage_value("export")
+
+    def _stage_value(self, key: str) -> Any:
+        done = self.finished.get(key)
+        return None if done is None else done.value
 
     @property
     def measured(self) -> MeasuredCosts | None:
@@ -138,35 +150,17 @@ def measure_costs(config: RunConfig, timing: TimingProgress | None = None,
 
 def run_pipeline(config: RunConfig, progress: ProgressFn | None = None) -> RunResult:
     result, loaded = _start(config)
-    lang = result.language
     _optimize(result, config.schedule, progress)
-    if config.validate is not None:
-        with _stage(result, "validate"):
-            optimized = load_program_text(result.optimized_text, "<extracted program>", lang)["optimized"]
-            result.validation = validate(lang, loaded.program, optimized, config.validate.samples,
-                                         config.validate.seed, config.validate.run_ref)
-    if config.execute is not None:
-        with _stage(result, f"execute:{config.execute.device}"):
-            weights = loaded.weights if loaded.weights is not None else random_weights(loaded.program)
-            ex = config.execute
-            result.execution = compare_execution(lang, loaded.program, result.optimized_program(), weights,
-                                                 ex.device, ex.runs, ex.seed)
-    settings = config.export if config.export_given else _default_export(loaded.default_export)
-    if settings is not None:
-        with _stage(result, f"export:{settings.format}"):
-            _export(result, loaded, settings)
+    job: StageJob | None = None
+    for stage in STAGES:
+        settings = stage.settings(config, loaded)
+        if settings is None:
+            continue
+        job = job or StageJob(result.language, loaded, result.optimized_text, result.optimized_program(),
+                              result.predicted_speedup, result.stage_folders)
+        with _stage(result, stage.label(settings)):
+            result.finished[stage.key] = stage.run(job, settings)
     return result
-
-
-def _default_export(name: str | None) -> ExportSettings | None:
-    return None if name is None else ExportSettings(name)
-
-
-def _export(result: RunResult, loaded: SourceProgram, settings: ExportSettings) -> None:
-    result.export_folder = tempfile.TemporaryDirectory(prefix="eqdsl-export-")
-    job = ExportJob(result.language, result.program, result.optimized_program(), loaded.weights, loaded.source_file,
-                    result.predicted_speedup, Path(result.export_folder.name), settings)
-    result.export = EXPORTS[settings.format].run(job)
 
 
 def optimize(language: ir.Language, program: ir.Program, schedule: LimitsConfig, extract: ExtractConfig,

@@ -12,15 +12,16 @@ import shutil
 from pathlib import Path
 
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
-from eqdsl.execute.executor import ExecutionCheck
 from eqdsl.extract.egraph import ExtractionProblem
 from eqdsl.extract.result import Extraction
 from eqdsl.output import Scratch
 from eqdsl.pipeline import RunResult
 from eqdsl.schedule.runner import ScheduleOutcome
 from eqdsl.sources.base import Baselines
+from eqdsl.stages import STAGES
 
 
 def _finished(result: RunResult) -> tuple[ScheduleOutcome, ExtractionProblem]:
@@ -55,13 +56,7 @@ def report_json(result: RunResult) -> dict:
                  "matches": r.matches, "seconds": round(r.seconds, 6), "rolled_back": r.rolled_back,
                  "rollback_reason": None if r.rollback is None else r.rollback.value}
                 for r in outcome.iterations],
-            "epochs": [
-                {"epoch": e.index, "cost": e.cost, "nodes": e.nodes, "extract_seconds": round(e.extract_seconds, 6),
-                 "stop": e.stop, "extraction": e.status} for e in outcome.epochs],
-            "steps": [
-                {"step": s.index, "rule": s.rule, "visits": s.visits, "mean_reward": s.mean_reward, "nodes": s.nodes,
-                 "cost": s.cost, "search_iterations": s.iterations, "seconds": round(s.seconds, 6)}
-                for s in outcome.steps],
+            **outcome.details,  # the schedule kind's own sections (pulsed: epochs, mcts: steps)
         },
         "egraph": {"classes": problem.num_classes, "nodes": len(problem.nodes)},
         "original_cost": result.original_cost,
@@ -73,22 +68,14 @@ def report_json(result: RunResult) -> dict:
         "compare": {m: {k: v for k, v in extraction_json(e, problem).items() if k != "choices"}
                     for m, e in result.extractions.items()},
         "optimized_program": result.optimized_text,
-        "validation": None if result.validation is None else {
-            "samples": result.validation.samples, "ok": result.validation.ok,
-            "max_relative_error": result.validation.max_error, "message": result.validation.message},
-        "export": None if result.export is None else {**result.export.report, "ok": result.export.ok},
+        **{stage.key: _stage_json(result, stage.key) for stage in STAGES},  # None: the stage did not run
         "measured_costs": None if result.measured is None else _measured_json(result),
-        "execution": None if result.execution is None else _execution_json(result),
     }
 
 
-def _execution_json(result: RunResult) -> dict:
-    e = result.execution
-    assert e is not None
-    return {"device": e.device, "ok": e.ok, "max_error": e.max_error, "runs": e.runs, "original_ms": e.original_ms,
-            "optimized_ms": e.optimized_ms, "speedup": e.speedup, "predicted_speedup": result.predicted_speedup,
-            "reference_semantics_ops": list(e.fallback_ops), "input_scale": e.input_scale}
-
+def _stage_json(result: RunResult, key: str) -> dict | None:
+    done = result.finished.get(key)
+    return None if done is None else done.report
 
 
 def _measured_json(result: RunResult) -> dict:
@@ -114,10 +101,11 @@ def write_outputs(result: RunResult, scratch: Scratch) -> Path:
     (scratch.new / "report.json").write_text(json.dumps(report_json(result), indent=2) + "\n")
     (scratch.new / "optimized.eqr").write_text(result.optimized_text)
     (scratch.new / "egraph.json").write_text(json.dumps(problem_json(_finished(result)[1])) + "\n")
-    if result.export is not None and result.export_folder is not None:
-        for name in result.export.files:  # same file system or not: move, never copy twice
-            shutil.move(Path(result.export_folder.name) / name, scratch.new / name)
-        result.export_folder.cleanup()
+    for done in result.finished.values():
+        for path in done.files:  # same file system or not: move, never copy twice
+            shutil.move(path, scratch.new / path.name)
+    for folder in result.stage_folders:
+        folder.cleanup()
     return scratch.publish()
 
 
@@ -139,16 +127,10 @@ def print_summary(result: RunResult, console: Console) -> None:
         console.print(f"costs measured on {m.device}: {len(m.stats.timed)} operator configuration(s) timed in "
                       f"this run, {m.stats.cached} by earlier runs ({m.cache.path}); priced by cost rules (no "
                       f"kernel): {rules}", markup=False)
-    if result.validation is not None:
-        style = "green" if result.validation.ok else "bold red"
-        console.print(f"[{style}]validation: {result.validation.message}[/]")
-    if result.execution is not None:
-        _print_execution(result.execution, result.predicted_speedup, console)
-    if result.export is not None:
-        style = "green" if result.export.ok else "bold red"
-        console.print(f"export: {', '.join(result.export.files)}")
-        for line in result.export.summary:
-            console.print(f"[{style}]{line}[/]", markup=True, highlight=False)
+    for done in result.finished.values():
+        style = "green" if done.ok else "bold red"
+        for text, coloured in done.lines:
+            console.print(f"[{style}]{escape(text)}[/]" if coloured else escape(text), highlight=False)
 
 
 def _print_search(result: RunResult, console: Console) -> None:
@@ -162,29 +144,11 @@ def _print_search(result: RunResult, console: Console) -> None:
         table.add_row(method, f"{e.cost:.12g}", e.status.value, "" if e.bound is None else f"{e.bound:.12g}",
                       "" if e.gap is None else f"{100 * e.gap:.2f} %", f"{e.seconds:.3f}")
     console.print(table)
-    if outcome.epochs:
-        console.print("pulsed epochs (cost of the program extracted after each): " +
-                      ", ".join(f"{e.index}: {e.cost:.12g} ({e.stop})" for e in outcome.epochs))
-    if outcome.steps:
-        console.print(f"mcts: {len(outcome.steps)} step(s) applied: " +
-                      ", ".join(f"{s.rule} ({s.cost:.6g})" for s in outcome.steps), markup=False)
+    for line in outcome.lines:  # the schedule kind's own
+        console.print(line, markup=False)
     console.print(f"original cost {result.original_cost:.12g} → best {best.cost:.12g} "
                   f"({_improvement(result.original_cost, best.cost):.2f} % cheaper, {best.method}, "
                   f"{best.status.value})")
-
-
-def _print_execution(run: ExecutionCheck, predicted_speedup: float, console: Console) -> None:
-    style = "green" if run.ok else "bold red"
-    verdict = "agree" if run.ok else "DISAGREE"
-    console.print(f"[{style}]executed with eqdsl's {run.device} kernels: outputs {verdict} (largest relative "
-                  f"difference {run.max_error:.3g}); {run.original_ms:.2f} ms → {run.optimized_ms:.2f} ms "
-                  f"({run.speedup:.2f}×; cost model predicted {predicted_speedup:.2f}×), "
-                  f"median of {run.runs}[/]", highlight=False)
-    if run.fallback_ops:
-        console.print(f"  reference semantics (no kernel) for: {', '.join(run.fallback_ops)}", markup=False)
-    if run.input_scale < 1:
-        console.print(f"  inputs scaled by {run.input_scale:g}: unit-variance ones overflow float32 in the input "
-                      "program", markup=False)
 
 
 RUN = "this run"

@@ -27,6 +27,7 @@ LAYERS: list[set[str]] = [
     {"schedule", "execute"},
     {"sources", "exports"},
     {"config"},
+    {"stages"},
     {"pipeline"},
     {"report"},
     {"sweep"},

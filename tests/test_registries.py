@@ -9,6 +9,7 @@ from typing import ClassVar
 
 import pytest
 
+from eqdsl import pipeline, report, stages
 from eqdsl.cli import build_parser
 from eqdsl.config import parse_config
 from eqdsl.cost import registry as targets
@@ -20,6 +21,7 @@ from eqdsl.fields import int_at_least, option
 from eqdsl.pipeline import run_pipeline
 from eqdsl.schedule import registry as schedules
 from eqdsl.schedule.runner import LimitsConfig, ScheduleOutcome, StopReason
+from eqdsl.stages import Finished
 
 from conftest import EXAMPLES
 from test_extract import SHARED
@@ -141,6 +143,35 @@ def test_toy_cost_model_prices_the_run(tmp_path, unit_target):
     result = run_pipeline(cfg)
     assert result.original_cost == 2.0 * len(result.program.nodes) == 8.0  # div, mul, var, num (shared)
     assert result.best.cost == 2.0 * len(result.optimized_program().nodes) == 2.0  # var("a")
+
+
+class AuditStage:
+    """The toy stage: always runs, fails when the optimized program has more nodes than `most`."""
+
+    key = "audit"
+    most = 0
+
+    def settings(self, config, loaded):
+        return self.most
+
+    def label(self, settings):
+        return "audit"
+
+    def run(self, job, most):
+        nodes = len(job.optimized.nodes)
+        return Finished(self.key, nodes <= most, {"nodes": nodes}, [(f"audit: {nodes} node(s)", True)], nodes)
+
+
+def test_toy_stage_reports_and_fails_the_run(tmp_path, monkeypatch, run_cli):
+    """A new optional stage = one class + one entry in STAGES: the run, report.json, the summary and
+    the exit code pick it up, and none of them names it."""
+    monkeypatch.setattr(stages, "STAGES", (*stages.STAGES, AuditStage()))
+    monkeypatch.setattr(pipeline, "STAGES", stages.STAGES)
+    monkeypatch.setattr(report, "STAGES", stages.STAGES)
+    (tmp_path / "c.yaml").write_text(f"ruleset: arith\nprogram: {EXAMPLES / 'arith' / 'input.eqr'}\n")
+    code, out, _ = run_cli("run", tmp_path / "c.yaml", "--output", tmp_path / "out", "--quiet")
+    assert code == 1 and "audit: 1 node(s)" in out  # var("a"): one node, more than 0
+    assert json.loads((tmp_path / "out" / "report.json").read_text())["audit"] == {"nodes": 1}
 
 
 def test_a_key_of_another_kind_is_named_as_such(tmp_path, idle_schedule):

@@ -139,7 +139,7 @@ class MctsScheduler:
         while stop is None:
             stop = self._step(session, loop, steps, progress)
         return ScheduleOutcome(stop, tuple(loop.reports), session.size(), loop.elapsed(), start_nodes,
-                               steps=tuple(steps))
+                               steps=tuple(steps), details=_details(steps), lines=_lines(steps))
 
     def _step(self, session: EGraphSession, loop: LimitedLoop, steps: list[SearchStep],
               progress: ProgressFn | None) -> StopReason | None:
@@ -305,6 +305,19 @@ class MctsScheduler:
         if key not in self.costs:
             self.costs[key] = self.extractor.extract(session.live().problem).cost
         return self.costs[key]
+
+
+def _details(steps: list[SearchStep]) -> dict:
+    """report.json's `schedule.steps`: each applied rule with its search statistics."""
+    return {"steps": [{"step": s.index, "rule": s.rule, "visits": s.visits, "mean_reward": s.mean_reward,
+                       "nodes": s.nodes, "cost": s.cost, "search_iterations": s.iterations,
+                       "seconds": round(s.seconds, 6)} for s in steps]}
+
+
+def _lines(steps: list[SearchStep]) -> tuple[str, ...]:
+    if not steps:
+        return ()
+    return (f"mcts: {len(steps)} step(s) applied: " + ", ".join(f"{s.rule} ({s.cost:.6g})" for s in steps),)
 
 
 def build_mcts(cfg: MctsConfig, context: ScheduleContext) -> MctsScheduler:

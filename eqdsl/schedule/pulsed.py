@@ -90,7 +90,7 @@ class PulsedScheduler:
                 break  # nothing left to find from here
         self._rebuild(session, best[0])
         return ScheduleOutcome(stop, tuple(reports), session.size(), time.perf_counter() - t0,
-                               start_nodes, epochs=tuple(epochs))
+                               start_nodes, epochs=tuple(epochs), details=_details(epochs), lines=_lines(epochs))
 
     def _ruleset(self, session: EGraphSession) -> str:
         rules = self.rules or tuple(r.name for r in session.lowered.language.single_rules)
@@ -107,6 +107,20 @@ class PulsedScheduler:
         session.reset()
         session.load(program)
         self._ruleset(session)
+
+
+def _details(epochs: list[EpochReport]) -> dict:
+    """report.json's `schedule.epochs`: each epoch's extracted cost, e-graph size and stop."""
+    return {"epochs": [{"epoch": e.index, "cost": e.cost, "nodes": e.nodes,
+                        "extract_seconds": round(e.extract_seconds, 6), "stop": e.stop, "extraction": e.status}
+                       for e in epochs]}
+
+
+def _lines(epochs: list[EpochReport]) -> tuple[str, ...]:
+    if not epochs:
+        return ()
+    return ("pulsed epochs (cost of the program extracted after each): " +
+            ", ".join(f"{e.index}: {e.cost:.12g} ({e.stop})" for e in epochs),)
 
 
 def build_pulsed(cfg: PulsedConfig, context: ScheduleContext) -> PulsedScheduler:

@@ -13,7 +13,7 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass, field
 from enum import Enum
-from typing import Callable, ClassVar, Protocol, TypeVar
+from typing import Any, Callable, ClassVar, Protocol, TypeVar
 
 from eqdsl import ir
 from eqdsl.diagnostics import EqdslError
@@ -125,6 +125,8 @@ class ScheduleOutcome:
     notes: tuple[str, ...] = field(default_factory=tuple)
     epochs: tuple[EpochReport, ...] = ()  # programs extracted while scheduling (pulsed)
     steps: tuple[SearchStep, ...] = ()  # rules applied after a search (mcts)
+    details: dict[str, Any] = field(default_factory=dict)  # the kind's own report.json sections
+    lines: tuple[str, ...] = ()  # the kind's own summary lines
 
 
 ProgressFn = Callable[[IterationReport], None]

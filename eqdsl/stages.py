@@ -1,0 +1,138 @@
+"""The optional stages after extraction — translation validation, execution on eqdsl's kernels,
+export (with its runtime check) — behind one protocol, so the pipeline, the report and the CLI
+name none of them.
+
+Contract: a `Stage` has a `key` (its `report.json` section), `settings(config, loaded)` (its config
+section as read by `eqdsl.config`, None when off), `label(settings)` (its name in the stage
+timings) and `run(job, settings)`,
+which returns a `Finished`: `ok` (False fails the run: exit 1), `report` (the JSON section),
+`lines` (summary lines, each with whether it takes the pass/fail colour) and `value` (the stage's
+own result: `Validation`, `ExecutionCheck`, `ExportOutcome`). `STAGES` lists them in the order they
+run and are reported. Adding a stage is one class here and one entry in `STAGES`.
+"""
+from __future__ import annotations
+
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Protocol
+
+from eqdsl import ir
+from eqdsl.config import RunConfig
+from eqdsl.execute.executor import ExecutionCheck
+from eqdsl.execute.executor import compare as compare_execution
+from eqdsl.exports.base import ExportJob, ExportSettings
+from eqdsl.exports.registry import EXPORTS
+from eqdsl.frontend import load_program_text
+from eqdsl.onnx.weights import random_weights
+from eqdsl.sources.base import SourceProgram
+from eqdsl.verify.validate import validate
+
+
+@dataclass(frozen=True)
+class StageJob:
+    """What a stage sees of the run: the input as loaded and the optimized program."""
+
+    language: ir.Language
+    loaded: SourceProgram
+    optimized_text: str
+    optimized: ir.Program
+    predicted_speedup: float
+    scratch: list[tempfile.TemporaryDirectory] = field(default_factory=list)  # folders a stage wrote files in
+
+
+@dataclass
+class Finished:
+    key: str
+    ok: bool
+    report: dict[str, Any]
+    lines: list[tuple[str, bool]]  # (text, coloured by ok)
+    value: Any
+    files: list[Path] = field(default_factory=list)  # files to publish with the results (moved, not copied)
+
+
+class Stage(Protocol):
+    key: str
+
+    def settings(self, config: RunConfig, loaded: SourceProgram) -> Any | None: ...
+
+    def label(self, settings: Any) -> str: ...
+
+    def run(self, job: StageJob, settings: Any) -> Finished: ...
+
+
+class ValidateStage:
+    key = "validation"
+
+    def settings(self, config: RunConfig, loaded: SourceProgram) -> Any | None:
+        return config.validate
+
+    def label(self, settings: Any) -> str:
+        return "validate"
+
+    def run(self, job: StageJob, settings: Any) -> Finished:
+        optimized = load_program_text(job.optimized_text, "<extracted program>", job.language)["optimized"]
+        v = validate(job.language, job.loaded.program, optimized, settings.samples, settings.seed, settings.run_ref)
+        report = {"samples": v.samples, "ok": v.ok, "max_relative_error": v.max_error, "message": v.message}
+        return Finished(self.key, v.ok, report, [(f"validation: {v.message}", True)], v)
+
+
+class ExecuteStage:
+    key = "execution"
+
+    def settings(self, config: RunConfig, loaded: SourceProgram) -> Any | None:
+        return config.execute
+
+    def label(self, settings: Any) -> str:
+        return f"execute:{settings.device}"
+
+    def run(self, job: StageJob, settings: Any) -> Finished:
+        loaded = job.loaded
+        weights = loaded.weights if loaded.weights is not None else random_weights(loaded.program)
+        e = compare_execution(job.language, loaded.program, job.optimized, weights, settings.device, settings.runs,
+                              settings.seed)
+        report = {"device": e.device, "ok": e.ok, "max_error": e.max_error, "runs": e.runs,
+                  "original_ms": e.original_ms, "optimized_ms": e.optimized_ms, "speedup": e.speedup,
+                  "predicted_speedup": job.predicted_speedup, "reference_semantics_ops": list(e.fallback_ops),
+                  "input_scale": e.input_scale}
+        return Finished(self.key, e.ok, report, _execution_lines(e, job.predicted_speedup), e)
+
+
+def _execution_lines(run: ExecutionCheck, predicted: float) -> list[tuple[str, bool]]:
+    verdict = "agree" if run.ok else "DISAGREE"
+    lines = [(f"executed with eqdsl's {run.device} kernels: outputs {verdict} (largest relative difference "
+              f"{run.max_error:.3g}); {run.original_ms:.2f} ms → {run.optimized_ms:.2f} ms ({run.speedup:.2f}×; "
+              f"cost model predicted {predicted:.2f}×), median of {run.runs}", True)]
+    if run.fallback_ops:
+        lines.append((f"  reference semantics (no kernel) for: {', '.join(run.fallback_ops)}", False))
+    if run.input_scale < 1:
+        lines.append((f"  inputs scaled by {run.input_scale:g}: unit-variance ones overflow float32 in the input "
+                      "program", False))
+    return lines
+
+
+class ExportStage:
+    key = "export"
+
+    def settings(self, config: RunConfig, loaded: SourceProgram) -> Any | None:
+        if config.export_given:
+            return config.export
+        return None if loaded.default_export is None else ExportSettings(loaded.default_export)  # the source's
+
+    def label(self, settings: Any) -> str:
+        return f"export:{settings.format}"
+
+    def run(self, job: StageJob, settings: ExportSettings) -> Finished:
+        folder = tempfile.TemporaryDirectory(prefix="eqdsl-export-")
+        job.scratch.append(folder)
+        loaded = job.loaded
+        export_job = ExportJob(job.language, loaded.program, job.optimized, loaded.weights, loaded.source_file,
+                               job.predicted_speedup, Path(folder.name), settings)
+        out = EXPORTS[settings.format].run(export_job)
+        lines = [(f"export: {', '.join(out.files)}", False)] + [(line, True) for line in out.summary]
+        return Finished(self.key, out.ok, {**out.report, "ok": out.ok}, lines, out,
+                        [Path(folder.name) / name for name in out.files])
+
+
+STAGES: tuple[Stage, ...] = (ValidateStage(), ExecuteStage(), ExportStage())
+
