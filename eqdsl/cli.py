@@ -295,8 +295,7 @@ def _import_tensat(args: argparse.Namespace, scratch: FileScratch) -> int:
     modules = load_modules(resolve_ruleset("tensor"))
     lang = check_modules(modules + [parse_text(text, str(out))])
     scratch.write_text(text)
-    inherited = {r.name for r in check_modules(modules).rules}  # tensor.eqr's own rules are not imported
-    imported = [r for r in lang.rules if r.name not in inherited]
+    imported = [r for r in lang.rules if r.span.file == str(out)]  # not the included languages' own
     print(f"wrote {out}: {sum(not r.is_multi for r in imported)} single-pattern and "
           f"{sum(r.is_multi for r in imported)} multi-pattern rules")
     return 0

@@ -58,7 +58,7 @@ class RunResult:
     params: dict[str, int] = field(default_factory=dict)  # the target's values for the cost rules
     baselines: Baselines | None = None  # other methods' costs on the input (from its source)
     finished: dict[str, Finished] = field(default_factory=dict)  # the optional stages that ran (eqdsl.stages)
-    stage_folders: list[tempfile.TemporaryDirectory] = field(default_factory=list)  # files they wrote
+    stage_folder: tempfile.TemporaryDirectory | None = None  # where the stages wrote their files (eqdsl's own)
     costs: CostModel | None = None  # how nodes are priced (the target's; None: the cost rules on `params`)
 
     @property
@@ -156,8 +156,10 @@ def run_pipeline(config: RunConfig, progress: ProgressFn | None = None) -> RunRe
         settings = stage.settings(config, loaded)
         if settings is None:
             continue
-        job = job or StageJob(result.language, loaded, result.optimized_text, result.optimized_program(),
-                              result.predicted_speedup, result.stage_folders)
+        if job is None:
+            result.stage_folder = tempfile.TemporaryDirectory(prefix="eqdsl-stages-")
+            job = StageJob(result.language, loaded, result.optimized_text, result.optimized_program(),
+                           result.predicted_speedup, Path(result.stage_folder.name))
         with _stage(result, stage.label(settings)):
             result.finished[stage.key] = stage.run(job, settings)
     return result

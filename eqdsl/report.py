@@ -101,11 +101,14 @@ def write_outputs(result: RunResult, scratch: Scratch) -> Path:
     (scratch.new / "report.json").write_text(json.dumps(report_json(result), indent=2) + "\n")
     (scratch.new / "optimized.eqr").write_text(result.optimized_text)
     (scratch.new / "egraph.json").write_text(json.dumps(problem_json(_finished(result)[1])) + "\n")
-    for done in result.finished.values():
-        for path in done.files:  # same file system or not: move, never copy twice
-            shutil.move(path, scratch.new / path.name)
-    for folder in result.stage_folders:
-        folder.cleanup()
+    if result.stage_folder is not None:
+        folder = Path(result.stage_folder.name)
+        for done in result.finished.values():
+            for name in done.files:  # same file system or not: move, never copy twice
+                if Path(name).name != name:
+                    raise ValueError(f"stage {done.key} names {name!r}: expected a file name in its folder")
+                shutil.move(folder / name, scratch.new / name)
+        result.stage_folder.cleanup()
     return scratch.publish()
 
 

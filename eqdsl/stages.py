@@ -6,13 +6,15 @@ Contract: a `Stage` has a `key` (its `report.json` section), `settings(config, l
 section as read by `eqdsl.config`, None when off), `label(settings)` (its name in the stage
 timings) and `run(job, settings)`,
 which returns a `Finished`: `ok` (False fails the run: exit 1), `report` (the JSON section),
-`lines` (summary lines, each with whether it takes the pass/fail colour) and `value` (the stage's
-own result: `Validation`, `ExecutionCheck`, `ExportOutcome`). `STAGES` lists them in the order they
+`lines` (summary lines, each with whether it takes the pass/fail colour), `value` (the stage's
+own result: `Validation`, `ExecutionCheck`, `ExportOutcome`) and `files`: names of files it wrote
+in `job.folder`, a private temporary folder eqdsl made for the run's stages; only those are
+published with the results (a bare name; anything else is refused, so a stage can never make
+eqdsl move a user's file). `STAGES` lists them in the order they
 run and are reported. Adding a stage is one class here and one entry in `STAGES`.
 """
 from __future__ import annotations
 
-import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
@@ -38,7 +40,7 @@ class StageJob:
     optimized_text: str
     optimized: ir.Program
     predicted_speedup: float
-    scratch: list[tempfile.TemporaryDirectory] = field(default_factory=list)  # folders a stage wrote files in
+    folder: Path  # eqdsl's temporary folder for the stages' files (see `Finished.files`)
 
 
 @dataclass
@@ -48,7 +50,7 @@ class Finished:
     report: dict[str, Any]
     lines: list[tuple[str, bool]]  # (text, coloured by ok)
     value: Any
-    files: list[Path] = field(default_factory=list)  # files to publish with the results (moved, not copied)
+    files: list[str] = field(default_factory=list)  # names in `StageJob.folder` to publish (moved, not copied)
 
 
 class Stage(Protocol):
@@ -123,15 +125,12 @@ class ExportStage:
         return f"export:{settings.format}"
 
     def run(self, job: StageJob, settings: ExportSettings) -> Finished:
-        folder = tempfile.TemporaryDirectory(prefix="eqdsl-export-")
-        job.scratch.append(folder)
         loaded = job.loaded
         export_job = ExportJob(job.language, loaded.program, job.optimized, loaded.weights, loaded.source_file,
-                               job.predicted_speedup, Path(folder.name), settings)
+                               job.predicted_speedup, job.folder, settings)
         out = EXPORTS[settings.format].run(export_job)
         lines = [(f"export: {', '.join(out.files)}", False)] + [(line, True) for line in out.summary]
-        return Finished(self.key, out.ok, {**out.report, "ok": out.ok}, lines, out,
-                        [Path(folder.name) / name for name in out.files])
+        return Finished(self.key, out.ok, {**out.report, "ok": out.ok}, lines, out, list(out.files))
 
 
 STAGES: tuple[Stage, ...] = (ValidateStage(), ExecuteStage(), ExportStage())

@@ -122,16 +122,23 @@ def test_foreign_model_imports_with_opaque_nodes(tensat, tmp_path):
     assert "v.eps" in imported.weights  # epsilon 1e-3 moved into the variance
 
 
-def test_foreign_model_optimizes_exports_and_runs_equal(tmp_path, run_cli):
-    onnx.save(foreign_model(np.random.default_rng(0)), tmp_path / "f.onnx")
+def run_model(tmp_path, run_cli, model: onnx.ModelProto, ruleset: str, schedule: str) -> tuple[dict, str]:
+    """`eqdsl run` on `model` (CP-SAT 10 s, validated, exported); its report and stdout, after
+    checking that it succeeded, validated and exported."""
+    onnx.save(model, tmp_path / "m.onnx")
     (tmp_path / "run.yaml").write_text(
-        "ruleset: tensat\ntarget: t4\nprogram: {onnx: f.onnx}\n"
-        "schedule: {iter_limit: 3, node_limit: 3000, cycle_filter: efficient}\n"
+        f"ruleset: {ruleset}\ntarget: t4\nprogram: {{onnx: m.onnx}}\nschedule: {schedule}\n"
         "extract: {method: cpsat, time_limit_s: 10}\nvalidate: {samples: 1}\n")
     code, out, err = run_cli("run", tmp_path / "run.yaml", "--output", tmp_path / "out", "--quiet")
     assert code == 0, out + err
     report = json.loads((tmp_path / "out" / "report.json").read_text())
     assert report["validation"]["ok"] and report["export"]["ok"]
+    return report, out
+
+
+def test_foreign_model_optimizes_exports_and_runs_equal(tmp_path, run_cli):
+    report, out = run_model(tmp_path, run_cli, foreign_model(np.random.default_rng(0)), "tensat",
+                            "{iter_limit: 3, node_limit: 3000, cycle_filter: efficient}")
     runtime = report["export"]["runtime"]
     assert runtime["max_error"] <= 1e-4 and runtime["runs"] >= 20 and "1" in runtime["original_ms"]
     assert "ORT CPU (1 thread):" in out
@@ -271,12 +278,6 @@ def test_hardswish_written_out_becomes_one_operator(tmp_path, run_cli, tensat):
     imported = read_onnx(tmp_path / "h.onnx", tensat)
     assert {(n.op, *n.args) for n in imported.program.nodes if n.op == "scalar"} == {
         ("scalar", 3, 1), ("scalar", 0, 1), ("scalar", 6, 1), ("scalar", 1, 6)}
-    (tmp_path / "run.yaml").write_text(
-        "ruleset: fusions\ntarget: t4\nprogram: {onnx: h.onnx}\nschedule: {iter_limit: 3, node_limit: 3000}\n"
-        "extract: {method: cpsat, time_limit_s: 10}\nvalidate: {samples: 1}\n")
-    code, out, err = run_cli("run", tmp_path / "run.yaml", "--output", tmp_path / "out", "--quiet")
-    assert code == 0, out + err
-    report = json.loads((tmp_path / "out" / "report.json").read_text())
-    assert report["validation"]["ok"] and report["export"]["ok"]
+    run_model(tmp_path, run_cli, hardswish_model(), "fusions", "{iter_limit: 3, node_limit: 3000}")
     ops = [n.op_type for n in onnx.load(str(tmp_path / "out" / "optimized.onnx")).graph.node]
     assert "HardSwish" in ops and "Clip" not in ops and "Div" not in ops

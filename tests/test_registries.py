@@ -18,7 +18,9 @@ from eqdsl.extract import registry as extractors
 from eqdsl.extract.egraph import ExtractionProblem, dag_cost, problem_from_json, reachable
 from eqdsl.extract.result import Extraction, ExtractStatus
 from eqdsl.fields import int_at_least, option
+from eqdsl.output import Scratch
 from eqdsl.pipeline import run_pipeline
+from eqdsl.report import write_outputs
 from eqdsl.schedule import registry as schedules
 from eqdsl.schedule.runner import LimitsConfig, ScheduleOutcome, StopReason
 from eqdsl.stages import Finished
@@ -172,6 +174,24 @@ def test_toy_stage_reports_and_fails_the_run(tmp_path, monkeypatch, run_cli):
     code, out, _ = run_cli("run", tmp_path / "c.yaml", "--output", tmp_path / "out", "--quiet")
     assert code == 1 and "audit: 1 node(s)" in out  # var("a"): one node, more than 0
     assert json.loads((tmp_path / "out" / "report.json").read_text())["audit"] == {"nodes": 1}
+
+
+class GrabbyStage(AuditStage):
+    """A stage that names a file outside its folder: publishing must refuse it, never move it."""
+
+    def run(self, job, most):
+        return Finished(self.key, True, {}, [], None, [str(self.victim)])
+
+
+def test_a_stage_cannot_publish_a_file_outside_its_folder(tmp_path, monkeypatch):
+    victim = tmp_path / "users-file.txt"
+    victim.write_text("mine")
+    GrabbyStage.victim = victim
+    monkeypatch.setattr(pipeline, "STAGES", (GrabbyStage(),))
+    result = run_pipeline(_config(tmp_path))
+    with pytest.raises(ValueError, match="expected a file name in its folder"):
+        write_outputs(result, Scratch(tmp_path / "out"))
+    assert victim.read_text() == "mine"
 
 
 def test_a_key_of_another_kind_is_named_as_such(tmp_path, idle_schedule):

@@ -17,7 +17,7 @@ from numba import config, njit, prange
 
 from eqdsl.kernels import layout
 from eqdsl.kernels.shapes import spatial
-from eqdsl.languages.tensor.ops import OPS
+from eqdsl.languages.tensor.ops import OPS, fixed
 
 # eqdsl forks (the worker, the per-iteration memory guard): GNU OpenMP aborts a forked child that
 # runs a parallel region, so the parallel kernels use Numba's fork-safe workqueue layer.
@@ -324,15 +324,13 @@ def run_layout(op: str, *args: Any) -> Any:
     return outs[0] if len(outs) == 1 else tuple(outs)
 
 
-def _fixed(runner: Callable[..., Any]) -> Callable[[str], Callable[..., Any]]:
-    return lambda op: runner
 
 
 FAMILIES: dict[str, Callable[..., Callable[..., Any]]] = {
     "unary": lambda op, code: _run_unary(code), "pointwise": lambda op, element: _run_pointwise(element),
     "binary": lambda op, code: _run_binary(code),
-    "matmul": _fixed(_run_matmul), "conv2d": _fixed(_run_conv2d), "pool": lambda op, is_max: _run_pool(is_max),
-    "batchnorm": _fixed(_run_batchnorm), "layout": lambda op: (lambda *args: run_layout(op, *args)),
+    "matmul": fixed(_run_matmul), "conv2d": fixed(_run_conv2d), "pool": lambda op, is_max: _run_pool(is_max),
+    "batchnorm": fixed(_run_batchnorm), "layout": lambda op: (lambda *args: run_layout(op, *args)),
 }
 RUNNERS: dict[str, Callable[..., Any]] = {spec.name: FAMILIES[spec.cpu.family](spec.name, *spec.cpu.params)
                                           for spec in OPS if spec.cpu is not None}

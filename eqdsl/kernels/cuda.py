@@ -23,7 +23,7 @@ from numba import cuda
 
 from eqdsl.kernels import layout
 from eqdsl.kernels.shapes import spatial
-from eqdsl.languages.tensor.ops import OPS
+from eqdsl.languages.tensor.ops import OPS, fixed
 
 TILE = 16  # matmul tile edge: TILE × TILE threads, two TILE × TILE float32 tiles in shared memory
 GEMM_MIN_DEPTH = 16  # products per output below which (depthwise) the direct convolution runs
@@ -305,15 +305,13 @@ def _launch_batchnorm(x, scale, bias, mean, var, out=None):
     return out
 
 
-def _fixed(launch: Callable[..., Any]) -> Callable[[str], Callable[..., Any]]:
-    return lambda op: launch
 
 
 FAMILIES: dict[str, Callable[..., Callable[..., Any]]] = {
     "unary": lambda op, code: _launch_unary(code), "pointwise": lambda op, element: _launch_pointwise(element),
     "binary": lambda op, code: _launch_binary(code),
-    "matmul": _fixed(_launch_matmul), "conv2d": _fixed(_launch_conv2d),
-    "pool": lambda op, is_max: _launch_pool(is_max), "batchnorm": _fixed(_launch_batchnorm),
+    "matmul": fixed(_launch_matmul), "conv2d": fixed(_launch_conv2d),
+    "pool": lambda op, is_max: _launch_pool(is_max), "batchnorm": fixed(_launch_batchnorm),
     "layout": lambda op: (lambda *args, out=None: launch_layout(op, *args, out=out)),
 }
 LAUNCHERS: dict[str, Callable[..., Any]] = {spec.name: FAMILIES[spec.cuda.family](spec.name, *spec.cuda.params)

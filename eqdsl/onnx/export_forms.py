@@ -13,6 +13,7 @@ import numpy as np
 from onnx import helper
 
 from eqdsl.languages.tensor import opaque
+from eqdsl.languages.tensor.ops import fixed
 from eqdsl.languages.tensor.reference import LOWEST
 
 if TYPE_CHECKING:
@@ -86,16 +87,13 @@ def _opaque(e: Emitter, i: int, a: list) -> str:
     return f"t{i}"
 
 
-def _fixed(emit: Emit) -> Callable[[str], Emit]:
-    """A family of one emitter, the same for every operator that names it."""
-    return lambda op: emit
 
 
 FAMILIES: dict[str, Callable[..., Emit]] = {
-    "simple": lambda op, op_type: _simple(op_type), "matmul": _fixed(_matmul), "conv": _fixed(_conv),
+    "simple": lambda op, op_type: _simple(op_type), "matmul": fixed(_matmul), "conv": fixed(_conv),
     "pool": lambda op, op_type: _pool(op_type),
-    "transpose": _fixed(lambda e, i, a: e.node("Transpose", [a[0]], f"t{i}", perm=list(a[1]))),
-    "concat": _fixed(_concat), "split": _fixed(_split), "part": lambda op, k: _part(k), "reshape": _fixed(_reshape),
-    "batchnorm": _fixed(lambda e, i, a: e.node("BatchNormalization", a, f"t{i}", epsilon=1e-5)),
-    "alias": _fixed(lambda e, i, a: a[0]), "pad": _fixed(_pad), "opaque": _fixed(_opaque),
+    "transpose": fixed(lambda e, i, a: e.node("Transpose", [a[0]], f"t{i}", perm=list(a[1]))),
+    "concat": fixed(_concat), "split": fixed(_split), "part": lambda op, k: _part(k), "reshape": fixed(_reshape),
+    "batchnorm": fixed(lambda e, i, a: e.node("BatchNormalization", a, f"t{i}", epsilon=1e-5)),
+    "alias": fixed(lambda e, i, a: a[0]), "pad": fixed(_pad), "opaque": fixed(_opaque),
 }

@@ -19,6 +19,7 @@ from eqdsl import ir
 from eqdsl.ir.builder import GraphBuilder, Tensor
 from eqdsl.ir.builtins import broadcasts
 from eqdsl.languages.tensor import opaque
+from eqdsl.languages.tensor.ops import fixed
 from eqdsl.onnx.weights import Weights
 
 SAME, VALID = 0, 1
@@ -242,8 +243,9 @@ def rational(value: np.ndarray) -> tuple[int, int] | None:
 
 def _div(r: Reader, node: onnx.NodeProto, attrs: dict) -> list[Value]:
     a, divisor = r.tensor(node.input[0]), r.env.get(node.input[1])
-    exact = rational(divisor) if isinstance(divisor, np.ndarray) and divisor.shape == () else None
-    if exact is not None and exact[0] != 0 and divisor.dtype == np.float32:  # type: ignore[union-attr]
+    exact = (rational(divisor) if isinstance(divisor, np.ndarray) and divisor.shape == ()
+             and divisor.dtype == np.float32 else None)
+    if exact is not None and exact[0] != 0:
         num, den = exact
         return [r.g.ewmul(a, r.g.op("scalar", den * (1 if num > 0 else -1), abs(num)))]
     if isinstance(divisor, np.ndarray) and divisor.dtype == np.float32 and broadcasts(divisor.shape, a.dims):
@@ -364,16 +366,13 @@ def _constant(r: Reader, node: onnx.NodeProto, attrs: dict) -> list[Value]:
 
 
 
-def _fixed(handler: Handler) -> Callable[[str], Handler]:
-    """A family of one handler, the same for every operator that names it."""
-    return lambda op: handler
 
 
 FAMILIES: dict[str, Callable[..., Handler]] = {
-    "conv": _fixed(_conv), "gemm": _fixed(_gemm), "matmul": _fixed(_matmul),
-    "commutative": _commutative, "sub": _fixed(_sub), "div": _fixed(_div), "unary": _activation,
-    "pool": lambda op, kind: _pool(kind), "global_pool": _fixed(_global_pool),
-    "concat": _fixed(_concat), "split": _fixed(_split), "reshape": _fixed(_reshape), "flatten": _fixed(_flatten),
-    "transpose": _fixed(_transpose), "batchnorm": _fixed(_batchnorm), "alias": _fixed(_alias),
-    "constant": _fixed(_constant), "clip": _fixed(_clip),
+    "conv": fixed(_conv), "gemm": fixed(_gemm), "matmul": fixed(_matmul),
+    "commutative": _commutative, "sub": fixed(_sub), "div": fixed(_div), "unary": _activation,
+    "pool": lambda op, kind: _pool(kind), "global_pool": fixed(_global_pool),
+    "concat": fixed(_concat), "split": fixed(_split), "reshape": fixed(_reshape), "flatten": fixed(_flatten),
+    "transpose": fixed(_transpose), "batchnorm": fixed(_batchnorm), "alias": fixed(_alias),
+    "constant": fixed(_constant), "clip": fixed(_clip),
 }
