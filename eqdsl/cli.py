@@ -24,7 +24,8 @@ from rich.console import Console
 from eqdsl.config import ValidateConfig
 from eqdsl.diagnostics import EqdslError
 from eqdsl.execute.executor import ExecuteSettings
-from eqdsl.extract.registry import ACYCLIC, SEARCH_NAMES, WARM_STARTS, ExtractConfig, extractor_names
+from eqdsl.extract.registry import EXTRACTORS, ExtractConfig, extractor_names, option_classes
+from eqdsl.fields import add_flags, flag_values
 from eqdsl.output import FileScratch
 
 stderr = Console(stderr=True, highlight=False, soft_wrap=True)
@@ -255,13 +256,12 @@ def _writing(args: argparse.Namespace, key: str, flag: str, work: Callable[[File
 
 def _extract(args: argparse.Namespace, scratch: FileScratch | None) -> int:
     from eqdsl.extract.egraph import read_problem
-    from eqdsl.extract.registry import make_extractor
+    from eqdsl.extract.registry import make_extractor, read_extract
     from eqdsl.report import extraction_json
 
     problem = read_problem(Path(args.egraph))
-    cfg = ExtractConfig(method=args.extractor, time_limit_s=args.time_limit, acyclic=args.acyclic,
-                        warm_start=args.warm_start, workers=args.workers, parts=args.parts,
-                        search=args.search)
+    given = {k: v for section in [ExtractConfig, *option_classes()] for k, v in flag_values(args, section).items()}
+    cfg = read_extract({**given, "method": args.extractor}, "command line")
     e = make_extractor(args.extractor, cfg, "--extractor").extract(problem)
     bound = "n/a" if e.bound is None else f"{e.bound:g}"
     gap = "n/a" if e.gap is None else f"{100 * e.gap:.2f} %"
@@ -396,7 +396,6 @@ def _number(kind: type, low: float, expected: str) -> Callable[[str], float]:
     return parse
 
 
-POSITIVE_SECONDS = _number(float, 1e-9, "a number of seconds > 0")
 AT_LEAST_ONE = _number(int, 1, "an integer ≥ 1")
 AT_LEAST_ZERO = _number(int, 0, "an integer ≥ 0")
 
@@ -472,14 +471,13 @@ def _run_commands(sub) -> None:
 def _file_commands(sub) -> None:
     c = sub.add_parser("extract", help="extract from an egraph-serialize JSON file")
     c.add_argument("egraph")
-    c.add_argument("--extractor", choices=extractor_names(), default="cpsat")
-    c.add_argument("--time-limit", type=POSITIVE_SECONDS, default=60.0, help="seconds (cpsat)")
-    c.add_argument("--acyclic", choices=ACYCLIC, default=ExtractConfig.acyclic)
-    c.add_argument("--warm-start", choices=WARM_STARTS, default=ExtractConfig.warm_start)
-    c.add_argument("--workers", type=AT_LEAST_ONE, default=ExtractConfig.workers)
-    c.add_argument("--parts", action="store_true", help="cpsat: solve independent parts one model each")
-    c.add_argument("--search", choices=SEARCH_NAMES, default=ExtractConfig.search,
-                   help="cpsat: auto (lp on the whole model first, then core on the parts), lp or core")
+    c.add_argument("--extractor", choices=extractor_names(), default="cpsat",
+                   help="; ".join(f"{k.name}: {k.summary}" for k in map(EXTRACTORS.get, extractor_names()) if k)
+                   + " (default: cpsat)")
+    taken: set[str] = set()
+    add_flags(c, ExtractConfig, taken)
+    for section, kinds in option_classes().items():  # every kind's own `extract:` keys, as flags
+        add_flags(c, section, taken, " and ".join(kinds))
     c.add_argument("--out", help="write the chosen nodes as JSON here (a new file)")
     c.add_argument("--force", action="store_true", help="replace --out if it exists")
     c.set_defaults(fn=cmd_extract)

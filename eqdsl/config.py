@@ -16,8 +16,8 @@ from eqdsl.diagnostics import EqdslError
 from eqdsl.execute.executor import ExecuteSettings, read_execute
 from eqdsl.exports.base import ExportSettings
 from eqdsl.exports.registry import read_export
-from eqdsl.extract.registry import ExtractConfig
-from eqdsl.fields import REQUIRED, Reader, int_at_least, load_yaml, read_section
+from eqdsl.extract.registry import ExtractConfig, read_extract
+from eqdsl.fields import REQUIRED, Reader, int_at_least, load_yaml
 from eqdsl.schedule.registry import read_schedule
 from eqdsl.schedule.runner import LimitsConfig
 from eqdsl.sources.base import ProgramRef
@@ -57,8 +57,7 @@ def parse_config(data: Any, source: Path) -> RunConfig:
     program = read_program(r.get("program", {}, lambda v: isinstance(v, (str, dict)),
                              "a path or a mapping with file/name/text"), base)
     schedule = read_schedule(r.get("schedule", None, lambda v: v is None or isinstance(v, dict), "a mapping"))
-    extract = read_section(ExtractConfig, r.get("extract", None, lambda v: v is None or isinstance(v, dict),
-                                                "a mapping"), "extract")
+    extract = read_extract(r.get("extract", None, lambda v: v is None or isinstance(v, dict), "a mapping"))
     output = r.get("output", f"results/{source.stem}", is_str, "an output folder path")
     target = read_target(r.get("target", None, lambda v: v is None or is_str(v) or isinstance(v, dict),
                                "a target name, a .yaml path, or {measure: ort|cpu|cuda, fallback: ...}"), base)

@@ -13,6 +13,7 @@ messages are cut short (`shown`), so a large value never makes a huge message.
 """
 from __future__ import annotations
 
+import argparse
 import math
 import reprlib
 from dataclasses import MISSING, field, fields
@@ -93,9 +94,12 @@ Check = Callable[[Any], bool]
 Expected = str | Callable[[], str]
 
 
-def option(default: Any, check: Check, expected: Expected, convert: Callable[[Any], Any] | None = None) -> Any:
-    """A dataclass field readable from YAML (`read_section`)."""
-    return field(default=default, metadata={"check": check, "expected": expected, "convert": convert})
+def option(default: Any, check: Check, expected: Expected, convert: Callable[[Any], Any] | None = None,
+           help: str = "", flag: str | None = "") -> Any:
+    """A dataclass field readable from YAML (`read_section`) and, with `add_flags`, from a command
+    line: `help` is the flag's help text; `flag` its name (`""`: `--field-name`; None: no flag)."""
+    return field(default=default, metadata={"check": check, "expected": expected, "convert": convert,
+                                            "help": help, "flag": flag})
 
 
 def fail(path: str, expected: str, got: Any) -> EqdslError:
@@ -149,6 +153,60 @@ def read_fields(cls: type, reader: Reader, **fixed: Any) -> Any:
         convert = f.metadata["convert"]
         values[f.name] = convert(value) if convert is not None else value
     return cls(**values)
+
+
+def add_flags(parser: argparse.ArgumentParser, cls: type, taken: set[str], owner: str = "") -> None:
+    """One command-line flag per `option` field of `cls` that has one and whose key is not in
+    `taken` (a key two sections share is one flag); its value reaches `flag_values` as YAML would
+    give it, checked by the field's own check. `taken` gains the keys added; `owner` starts each
+    help text (the kind the options belong to)."""
+    for f in fields(cls):
+        flag = f.metadata.get("flag", None) if "check" in f.metadata else None
+        if flag is None or f.name in taken:
+            continue
+        taken.add(f.name)
+        wanted = f.metadata["expected"]
+        text = f"{owner}{': ' if owner else ''}{f.metadata['help']} (default: {_flag_text(f.default)})"
+        if isinstance(f.default, bool):
+            parser.add_argument(flag or "--" + f.name.replace("_", "-"), dest=f.name, help=text,
+                                action=argparse.BooleanOptionalAction, default=argparse.SUPPRESS)
+            continue
+        parser.add_argument(flag or "--" + f.name.replace("_", "-"), dest=f.name, help=text,
+                            type=_flag_parser(f.metadata["check"], wanted), default=argparse.SUPPRESS,
+                            metavar=_metavar(wanted))
+
+
+def flag_values(args: argparse.Namespace, cls: type) -> dict[str, Any]:
+    """The `option` fields of `cls` given on the command line (`add_flags`), by key."""
+    return {f.name: getattr(args, f.name) for f in fields(cls) if hasattr(args, f.name) and "check" in f.metadata}
+
+
+def _metavar(expected: Expected) -> str:
+    """`{a,b,c}` for "one of a, b, c" (the choices listed, as argparse shows them); else VALUE."""
+    text = expected() if callable(expected) else expected
+    if text.startswith("one of "):
+        return "{" + text[len("one of "):].replace(", or ", ",").replace(", ", ",") + "}"
+    return "VALUE"
+
+
+def _flag_text(value: Any) -> str:
+    return "null" if value is None else str(value).lower() if isinstance(value, bool) else str(value)
+
+
+def _flag_parser(check: Check, expected: Expected) -> Callable[[str], Any]:
+    def parse(text: str) -> Any:
+        try:
+            value = yaml.safe_load(text)
+        except yaml.YAMLError:
+            value = text
+        if not check(value) and check(text):  # a name YAML reads otherwise ("null" stays a string)
+            value = text
+        if not check(value):
+            raise argparse.ArgumentTypeError(f"expected {expected() if callable(expected) else expected}, "
+                                             f"got {text!r}")
+        return value
+    parse.__name__ = "value"  # argparse names the type in its messages
+    return parse
 
 
 def read_section(cls: type, data: Any, path: str) -> Any:

@@ -129,7 +129,7 @@ def test_every_program_of_the_pruned_nodes_holds_the_required_classes(data):
 def test_parts_is_a_config_option_and_a_flag(tmp_path):
     from eqdsl.config import parse_config
     cfg = parse_config({"ruleset": "arith", "program": {"text": "x"}, "extract": {"parts": True}}, tmp_path / "c.yaml")
-    assert cfg.extract.parts is True
+    assert cfg.extract.options_for("cpsat").parts is True
     with pytest.raises(EqdslError, match="extract.parts"):
         parse_config({"ruleset": "arith", "program": {"text": "x"}, "extract": {"parts": "yes"}}, tmp_path / "c.yaml")
 
@@ -138,8 +138,9 @@ def test_search_is_a_config_option_and_a_flag(tmp_path):
     from eqdsl.cli import build_parser
     from eqdsl.config import parse_config
     cfg = parse_config({"ruleset": "arith", "program": {"text": "x"}, "extract": {"search": "core"}}, tmp_path / "c.yaml")
-    assert cfg.extract.search == "core"
-    assert parse_config({"ruleset": "arith", "program": {"text": "x"}}, tmp_path / "c.yaml").extract.search == "auto"
+    assert cfg.extract.options_for("cpsat").search == "core"
+    default = parse_config({"ruleset": "arith", "program": {"text": "x"}}, tmp_path / "c.yaml").extract
+    assert default.options_for("cpsat").search == "auto"
     with pytest.raises(EqdslError, match="extract.search.*one of auto, lp, core"):
         parse_config({"ruleset": "arith", "program": {"text": "x"}, "extract": {"search": "fast"}}, tmp_path / "c.yaml")
     assert build_parser().parse_args(["extract", "g.json", "--search", "lp"]).search == "lp"
@@ -157,18 +158,20 @@ def test_the_core_search_finds_the_brute_force_optimum(split_at_once, monkeypatc
         return
     if search == "auto-switched":
         monkeypatch.setattr(cpsat, "LP_FIRST_SHARE", 0.0)
-    e = CpSatExtractor(time_limit_s=10, workers=2, search=search.split("-")[0]).extract(p)
+    e = CpSatExtractor(time_limit_s=cpsat.CORE_FROM_S, workers=2, search=search.split("-")[0]).extract(p)
     assert e.status is ExtractStatus.OPTIMAL and e.cost == best
 
 
 def test_auto_switches_to_the_core_search_on_the_parts(split_at_once, monkeypatch):
     p, _ = parts_of(LAYERS)
     monkeypatch.setattr(cpsat, "LP_FIRST_SHARE", 0.0)  # the lp search gets no time: it proves nothing
-    e = CpSatExtractor(time_limit_s=10, workers=2).extract(p)
+    e = CpSatExtractor(time_limit_s=cpsat.CORE_FROM_S, workers=2).extract(p)
     assert e.status is ExtractStatus.OPTIMAL and e.cost == brute_force(p)
     assert "lp search unproven" in e.note and "solved as 2 independent parts" in e.note
-    one = CpSatExtractor(time_limit_s=10, workers=1).extract(p)  # one thread: lp only, no switch
+    one = CpSatExtractor(time_limit_s=cpsat.CORE_FROM_S, workers=1).extract(p)  # one thread: lp only, no switch
     assert one.cost == e.cost and "lp search unproven" not in one.note
+    short = CpSatExtractor(time_limit_s=cpsat.CORE_FROM_S / 2, workers=2).extract(p)  # an epoch's seconds: lp
+    assert short.cost == e.cost and "lp search unproven" not in short.note
 
 
 def test_the_core_search_cuts_short_cycles_up_front():

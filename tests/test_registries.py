@@ -15,9 +15,10 @@ from eqdsl.config import parse_config
 from eqdsl.cost import registry as targets
 from eqdsl.diagnostics import EqdslError
 from eqdsl.extract import registry as extractors
+from eqdsl.extract import starts
 from eqdsl.extract.egraph import ExtractionProblem, dag_cost, problem_from_json, reachable
 from eqdsl.extract.result import Extraction, ExtractStatus
-from eqdsl.fields import int_at_least, option
+from eqdsl.fields import int_at_least, one_of, option
 from eqdsl.output import Scratch
 from eqdsl.pipeline import run_pipeline
 from eqdsl.report import write_outputs
@@ -29,12 +30,21 @@ from conftest import EXAMPLES
 from test_extract import SHARED
 
 
+@dataclass(frozen=True)
+class FirstOptions:
+    pick: str = option("first", one_of(("first", "last")), "one of first, last", help="which node of each class")
+
+
+@dataclass(frozen=True)
 class FirstNodeExtractor:
-    """The toy: each class's first node (valid on acyclic e-graphs)."""
+    """The toy: each class's first (or last) node (valid on acyclic e-graphs)."""
+
+    pick: str = "first"
 
     def extract(self, problem: ExtractionProblem) -> Extraction:
         t0 = time.perf_counter()
-        selection = {c: nodes[0] for c, nodes in enumerate(problem.class_nodes) if nodes}
+        at = 0 if self.pick == "first" else -1
+        selection = {c: nodes[at] for c, nodes in enumerate(problem.class_nodes) if nodes}
         return Extraction("first", selection, dag_cost(problem, selection), ExtractStatus.HEURISTIC,
                           time.perf_counter() - t0)
 
@@ -57,8 +67,10 @@ class IdleScheduler:
 @pytest.fixture
 def toy_extractor(monkeypatch):
     monkeypatch.setattr(extractors, "EXTRACTORS", dict(extractors.EXTRACTORS))
-    extractors.register_extractor(extractors.ExtractorKind("first", lambda cfg: FirstNodeExtractor(),
-                                                           "each class's first node"))
+    monkeypatch.setattr(starts, "STARTS", dict(starts.STARTS))
+    extractors.register_extractor(extractors.ExtractorKind(
+        "first", lambda options, budget: FirstNodeExtractor(options.pick), "each class's first node",
+        options=FirstOptions, start=FirstNodeExtractor().extract))
 
 
 @pytest.fixture
@@ -113,6 +125,28 @@ def test_toy_extractor_is_accepted_by_config_and_cli(tmp_path, toy_extractor, ru
     code, out, err = run_cli("extract", f, "--extractor", "first")
     assert code == 0, err
     assert "extractor first: cost" in out
+
+
+def test_toy_extractor_options_are_config_keys_and_flags(tmp_path, toy_extractor, run_cli, capfd):
+    """Its options class gives it an `extract:` key and a flag with help; its start is a warm start."""
+    cfg = _config(tmp_path, extract={"method": "first", "pick": "last", "warm_start": "first"})
+    assert cfg.extract.options_for("first") == FirstOptions("last")
+    assert cfg.extract.options_for("cpsat").warm_start == "first"
+    with pytest.raises(EqdslError, match="extract.pick: error: expected one of first, last"):
+        _config(tmp_path, extract={"pick": "middle"})
+    assert "first: which node of each class" in " ".join(build_parser()._subparsers._group_actions[0]
+                                                          .choices["extract"].format_help().split())
+    f = tmp_path / "g.json"
+    f.write_text(json.dumps(SHARED))
+    code, out, err = run_cli("extract", f, "--extractor", "first", "--pick", "last")
+    assert code == 0, err
+    last = FirstNodeExtractor("last").extract(problem_from_json(SHARED))
+    assert f"extractor first: cost {last.cost:g}" in out
+    code, out, err = run_cli("extract", f, "--extractor", "cpsat", "--warm-start", "first", "--time-limit", "5")
+    assert code == 0 and "extractor cpsat: cost" in out, err
+    with pytest.raises(SystemExit):
+        build_parser().parse_args(["extract", "g.json", "--pick", "middle"])
+    assert "argument --pick: expected one of first, last, got 'middle'" in capfd.readouterr().err
 
 
 def test_unknown_extractor_lists_the_registered_ones(tmp_path, toy_extractor):

@@ -25,7 +25,8 @@ start and the fallback, so a time limit returns the best valid program found wit
 bound; the result is never cyclic or incomplete. `search` (`SEARCHES`): `lp`, `core`, or `auto`
 (default: `lp` on the whole model for `LP_FIRST_SHARE` of the time, then `core` on the independent
 parts, with short class cycles cut up front — Inception-v3 k1 proves optimal in 23 s where `lp`
-stops at 13 %). `workers` is CP-SAT's thread count
+stops at 13 %; `lp` alone on one thread or under `CORE_FROM_S` seconds, the few seconds of a
+pulsed schedule's epochs). `workers` is CP-SAT's thread count
 (`DEFAULT_WORKERS`: 2 where there are two cores or more, else 1): a portfolio of two complete
 full-LP searches, the first on the LP folded by the model's symmetries; threads past two run
 neighbourhood searches; one thread runs the full-LP search alone. With several threads CP-SAT is not
@@ -47,9 +48,11 @@ from eqdsl.extract.bound import dag_lower_bound
 from eqdsl.extract.dag import best_greedy
 from eqdsl.extract.decompose import Parts, split
 from eqdsl.extract.egraph import ExtractionProblem, Selection, dag_cost, restrict, tree_cost
-from eqdsl.extract.greedy import tree_greedy, tree_selection, unreachable_roots_error
+from eqdsl.extract.greedy import tree_greedy, unreachable_roots_error
 from eqdsl.extract.prune import Pruned, prune, usable_nodes
 from eqdsl.extract.result import Extraction, ExtractStatus
+from eqdsl.extract.starts import Start, start_names
+from eqdsl.fields import is_bool, one_of, option
 from eqdsl.graphs import filter_cycles
 from eqdsl.worker import Budget, Stopped, guarded
 
@@ -100,6 +103,24 @@ DEFAULT_WORKERS = 2 if (os.cpu_count() or 1) >= 2 else 1
 # programs fast and shares them (BENCHMARKS.md, "Where Inception-v3 k1's gap lives").
 SEARCHES = {"lp": ("max_lp_sym", "max_lp"), "core": ("core", "no_lp")}
 SEARCH_NAMES = ("auto", *SEARCHES)
+ACYCLIC = ("hybrid", "order", "lazy", "filter-list")
+
+
+@dataclass(frozen=True)
+class CpSatOptions:
+    """`cpsat`'s own keys of the `extract:` section (its time and threads come as an `ExtractBudget`)."""
+
+    acyclic: str = option("hybrid", one_of(ACYCLIC), f"one of {', '.join(ACYCLIC)}",
+                          help="how cycles are kept out: hybrid, order (TENSAT's order variables), lazy "
+                               "(cycle cuts), filter-list (a cycle filter first)")
+    warm_start: str | None = option("greedy-dag", lambda v: v is None or v in start_names(),
+                                    lambda: f"one of {', '.join(start_names())}, or null",
+                                    help="the program the search starts from and falls back to")
+    parts: bool = option(False, is_bool, "true or false",
+                         help="solve independent parts one model each (layered models: BERT; loses on "
+                              "repeated cells)")
+    search: str = option("auto", one_of(SEARCH_NAMES), f"one of {', '.join(SEARCH_NAMES)}",
+                         help="auto (lp on the whole model first, then core on the parts), lp or core")
 
 
 def dfs_filter_list(problem: ExtractionProblem, class_nodes: dict[int, list[int]]) -> set[int]:
@@ -308,6 +329,7 @@ def _apply_filter(problem: ExtractionProblem, class_nodes: dict[int, list[int]])
 PRUNE_SHARE = 0.2  # of the time limit, at most, for the cycle-closing test
 LAZY_SHARE = 1 / 3  # hybrid: of the time limit, for rounds without order variables
 LP_FIRST_SHARE = 1 / 6  # auto: of the time left after pruning, for the lp search on the whole model
+CORE_FROM_S = 20.0  # auto: shorter budgets run lp alone (pulsed epochs' few seconds: issues 5 and 18)
 SHORT_CYCLE, MAX_SHORT_CUTS = 5, 20_000  # core search: class cycles cut up front (Inception-v3 k1: 5,847)
 
 
@@ -315,13 +337,13 @@ class CpSatExtractor:
     name = "cpsat"
 
     def __init__(self, time_limit_s: float = 60.0, acyclic: str = "hybrid",
-                 warm_start: str | None = "greedy-dag", workers: int = DEFAULT_WORKERS, plain: bool = False,
+                 warm_start: Start = best_greedy, workers: int = DEFAULT_WORKERS, plain: bool = False,
                  prune: bool = True, conflicts: bool = True, parts: bool = False, search: str = "auto") -> None:
         """`plain`: the textbook model (no pruning, order variables on every class), the benchmark
         baseline; `prune=False`: only the `usable` step of `eqdsl.extract.prune` and no lower bound
         (the model before either existed); `conflicts=False`: pruning without cycle conflicts;
         `parts`: independent parts solved one model each (`eqdsl.extract.decompose`); `search`: a
-        key of `SEARCHES`."""
+        key of `SEARCHES`; `warm_start`: a `Start` (`eqdsl.extract.starts`)."""
         self.time_limit_s, self.acyclic = time_limit_s, acyclic
         self.warm_start, self.workers, self.plain, self.prune = warm_start, workers, plain, prune
         if search not in SEARCH_NAMES:
@@ -343,14 +365,17 @@ class CpSatExtractor:
         if self.acyclic != "filter-list" and all(len(n) == 1 for n in class_nodes.values()):
             only = restrict(problem, {c: nodes[0] for c, nodes in class_nodes.items()})
             cost = dag_cost(problem, only)
-            return self._result(problem, only, cost, cost, True, False, time.perf_counter() - t0, 0, 0, pruning)
+            return self._result(problem, only, cost, cost, True, time.perf_counter() - t0, 0, 0, pruning)
         if warm.cost <= floor:
-            return self._result(problem, warm.selection, warm.cost, warm.cost, True, False, time.perf_counter() - t0,
+            return self._result(problem, warm.selection, warm.cost, warm.cost, True, time.perf_counter() - t0,
                                 0, 0, pruning + "; the warm start meets the DAG lower bound")
         search = self._solve(problem, pruned, class_nodes, _Search(warm.selection, warm.cost, floor or -math.inf),
                              deadline)
-        result = self._result(problem, search.best, search.cost, search.bound, search.proven, search.from_solver,
+        result = self._result(problem, search.best, search.cost, search.bound, search.proven,
                               time.perf_counter() - t0, search.rounds, search.cuts, pruning)
+        if not search.from_solver and search.rounds:
+            result = replace(result, note=f"{result.note}; CP-SAT found nothing better than the {warm.method} "
+                                          "warm start")
         result = replace(result, note=f"{result.note}; CP-SAT threads: {self.workers}")
         if search.ordered_late:
             result = replace(result, note=f"{result.note}; order variables added after {search.ordered_late} "
@@ -371,8 +396,9 @@ class CpSatExtractor:
                deadline: float) -> _Search:
         """`auto` (with two threads or more): the `lp` search on the whole model (its parts with
         `parts`) for `LP_FIRST_SHARE` of the time left; what it did not prove, the `core` search on the
-        independent parts for the rest, from the best program so far. One thread: `lp`."""
-        if self.search != "auto" or self.workers < 2:
+        independent parts for the rest, from the best program so far. One thread, or a budget under
+        `CORE_FROM_S`: `lp`."""
+        if self.search != "auto" or self.workers < 2 or self.time_limit_s < CORE_FROM_S:
             search = "lp" if self.search == "auto" else self.search
             return self._solve_with(problem, pruned, class_nodes, s, deadline, search, self.parts)
         now = time.perf_counter()
@@ -494,10 +520,7 @@ class CpSatExtractor:
     def _warm(self, problem: ExtractionProblem) -> Extraction:
         """A valid start whatever the costs' signs (the greedy extractors' own checks refuse
         negative costs; as a start their choice is still valid)."""
-        if self.warm_start == "greedy":
-            selection = tree_selection(problem)
-            return Extraction("greedy", selection, dag_cost(problem, selection), ExtractStatus.HEURISTIC, 0.0)
-        return best_greedy(problem)
+        return self.warm_start(problem)
 
     def _solver(self, seconds: float, search: str) -> cp_model.CpSolver:
         solver = cp_model.CpSolver()
@@ -531,7 +554,7 @@ class CpSatExtractor:
                                 [problem.nodes[i].eclass for i in cycle])
         return len(cycles)
 
-    def _result(self, problem, best, best_cost, bound, proven, from_solver, seconds, rounds, cuts, pruning):
+    def _result(self, problem, best, best_cost, bound, proven, seconds, rounds, cuts, pruning):
         restrict(problem, best)  # raises if the selection were cyclic or incomplete: never returned
         if math.isinf(bound):  # no solve finished: only the trivial bound, if costs are ≥ 0
             bound = None if problem.has_negative_costs else 0.0
@@ -541,6 +564,4 @@ class CpSatExtractor:
         else:
             status = ExtractStatus.FEASIBLE
         note = f"acyclic={self.acyclic}, rounds={rounds}, cycle cuts={cuts}" + (f"; {pruning}" if pruning else "")
-        if not from_solver and rounds:
-            note += f"; CP-SAT found nothing better than the {self.warm_start or 'greedy-dag'} warm start"
         return Extraction(self.name, best, best_cost, status, seconds, bound, note)

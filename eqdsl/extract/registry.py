@@ -1,33 +1,43 @@
 """The extractors by name, and the `extract:` config section they are built from.
 
-Contract: `EXTRACTORS` maps a name to an `ExtractorKind`; it feeds config validation
-(`extract.method`, `extract.compare`, a pulsed schedule's `epoch_extract`), the CLI's
-`--extractor` choices, `make_extractor` and the tests' parametrisation. Adding an extractor is
-one module with an `extract(problem) -> Extraction` method plus one `register_extractor` line
-(or an entry point in the `eqdsl.extractors` group).
+Contract: `EXTRACTORS` maps a name to an `ExtractorKind`: how to make one from its own options (a
+dataclass of `eqdsl.fields.option`s, or None) and an `ExtractBudget`, and optionally a warm start it
+offers (`eqdsl.extract.starts`). It feeds config validation (`extract.method`, `extract.compare`,
+a schedule's extractor), the CLI's `--extractor` choices and flags (`eqdsl.fields.add_flags` on
+`ExtractConfig` and every kind's options), `make_extractor` and the tests. Adding an extractor is
+one module with an `extract(problem) -> Extraction` method plus one `register_extractor` line (or
+an entry point in the `eqdsl.extractors` group).
+
+The `extract:` section is flat: `method`, `compare` and the budget (`time_limit_s`, `workers`,
+`deterministic`) apply to every extractor; any other key is an option of the kind(s) whose options
+class declares it (`acyclic`, `warm_start`, `parts`, `search`: cpsat's).
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from importlib.metadata import entry_points
-from typing import Callable
+from typing import Any, Callable
 
 from eqdsl.diagnostics import EqdslError
-from eqdsl.extract.cpsat import DEFAULT_WORKERS, SEARCH_NAMES, CpSatExtractor
-from eqdsl.extract.dag import GreedyDagExtractor
+from eqdsl.extract import starts
+from eqdsl.extract.cpsat import DEFAULT_WORKERS, CpSatExtractor, CpSatOptions
+from eqdsl.extract.dag import GreedyDagExtractor, best_greedy
 from eqdsl.extract.greedy import GreedyExtractor
 from eqdsl.extract.ocf import GreedyOcfExtractor
-from eqdsl.extract.result import Extractor
-from eqdsl.fields import int_at_least, is_bool, names, one_of, option, positive_number
+from eqdsl.extract.result import ExtractBudget, Extractor
+from eqdsl.extract.starts import Start, tree_start
+from eqdsl.fields import Reader, int_at_least, is_bool, names, one_of, option, positive_number, read_fields
 
 
 @dataclass(frozen=True)
 class ExtractorKind:
     name: str
-    make: Callable[[ExtractConfig], Extractor]
+    make: Callable[[Any, ExtractBudget], Extractor]  # (its options or None, the budget) → an extractor
     summary: str
+    options: type | None = None  # its own keys of the `extract:` section
     dag_cost: bool = True  # minimises DAG cost (shared subterms counted once), not tree cost
     exact: bool = False  # returns the minimum, where it proves it (so costs never rise as an e-graph grows)
+    start: Start | None = None  # a warm start it offers other extractors (`extract.warm_start`)
 
 
 EXTRACTORS: dict[str, ExtractorKind] = {}
@@ -35,6 +45,8 @@ EXTRACTORS: dict[str, ExtractorKind] = {}
 
 def register_extractor(kind: ExtractorKind) -> None:
     EXTRACTORS[kind.name] = kind
+    if kind.start is not None:
+        starts.register_start(kind.name, kind.start)
 
 
 def extractor_names() -> list[str]:
@@ -52,6 +64,16 @@ def is_exact(name: str) -> bool:
     return EXTRACTORS[name].exact
 
 
+def option_classes() -> dict[type, list[str]]:
+    """Every registered kind's options class, with the kinds that use it."""
+    classes: dict[type, list[str]] = {}
+    for name in extractor_names():
+        options = EXTRACTORS[name].options
+        if options is not None:
+            classes.setdefault(options, []).append(name)
+    return classes
+
+
 _plugins_loaded = False
 
 
@@ -63,47 +85,68 @@ def _load_plugins() -> None:
             register_extractor(point.load())
 
 
-ACYCLIC = ("hybrid", "order", "lazy", "filter-list")
-WARM_STARTS = ("greedy", "greedy-dag")
-
-
 def _extractor_list(v: object) -> bool:
     return isinstance(v, list) and all(isinstance(x, str) and x in extractor_names() for x in v)
 
 
 @dataclass(frozen=True)
 class ExtractConfig:
-    method: str = option("cpsat", one_of(extractor_names), lambda: "one of " + names(extractor_names)())
-    time_limit_s: float = option(60.0, positive_number, "a number > 0", float)
-    acyclic: str = option("hybrid", one_of(ACYCLIC), f"one of {', '.join(ACYCLIC)}")
-    warm_start: str | None = option("greedy-dag", lambda v: v is None or v in WARM_STARTS,
-                                    "greedy, greedy-dag or null")
+    method: str = option("cpsat", one_of(extractor_names), lambda: "one of " + names(extractor_names)(), flag=None)
     compare: tuple[str, ...] = option(("greedy", "greedy-dag"), lambda v: _extractor_list(v),
-                                      lambda: "a list of extractors from " + names(extractor_names)(), tuple)
+                                      lambda: "a list of extractors from " + names(extractor_names)(), tuple,
+                                      flag=None)
+    time_limit_s: float = option(60.0, positive_number, "a number > 0", float, flag="--time-limit",
+                                 help="seconds an exact extractor may search before it returns its best program")
     # CP-SAT threads: two full-LP searches (plain, symmetry-folded), the rest neighbourhood search
-    workers: int = option(DEFAULT_WORKERS, int_at_least(1), "an int ≥ 1")
-    # cpsat: solve independent parts one model each (layered models: BERT; loses on repeated cells)
-    parts: bool = option(False, is_bool, "true or false")
-    # cpsat: auto (lp on the whole model for a sixth of the time, then core on the parts), lp, core
-    search: str = option("auto", one_of(SEARCH_NAMES), f"one of {', '.join(SEARCH_NAMES)}")
+    workers: int = option(DEFAULT_WORKERS, int_at_least(1), "an int ≥ 1", help="threads an extractor may use")
+    deterministic: bool = option(False, is_bool, "true or false",
+                                 help="the same e-graph gives the same program every time (cpsat: one thread)")
+    options: dict[str, Any] = field(default_factory=dict)  # kind name → its options (defaults where absent)
+
+    def options_for(self, name: str) -> Any:
+        kind = EXTRACTORS[name]
+        return self.options.get(name) or (kind.options() if kind.options else None)
+
+    def budget(self) -> ExtractBudget:
+        return ExtractBudget(self.time_limit_s, self.workers, self.deterministic)
 
 
-def make_extractor(method: str, cfg: ExtractConfig, path: str = "extract.method") -> Extractor:
+def read_extract(data: Any, path: str = "extract") -> ExtractConfig:
+    """The `extract:` section (see the module docstring); `EqdslError` naming the bad key."""
+    reader = Reader(data if data is not None else {}, path)
+    general = read_fields(ExtractConfig, reader)
+    options = {name: read_fields(cls, reader) for cls, kinds in option_classes().items() for name in kinds}
+    reader.finish()
+    return ExtractConfig(general.method, general.compare, general.time_limit_s, general.workers,
+                         general.deterministic, options)
+
+
+def make_extractor(method: str, cfg: ExtractConfig, path: str = "extract.method",
+                   budget: ExtractBudget | None = None) -> Extractor:
+    """`method` made with its options from `cfg` and `budget` (default: `cfg`'s own)."""
     _load_plugins()
     kind = EXTRACTORS.get(method)
     if kind is None:
         raise EqdslError.one(f"unknown extractor {method!r}; expected one of {', '.join(extractor_names())}",
                              path=path)
-    return kind.make(cfg)
+    return kind.make(cfg.options_for(method), budget or cfg.budget())
 
 
-register_extractor(ExtractorKind("greedy", lambda cfg: GreedyExtractor(),
-                                 "egg's bottom-up extractor: cheapest node per class by tree cost", dag_cost=False))
-register_extractor(ExtractorKind("greedy-dag", lambda cfg: GreedyDagExtractor(),
-                                 "bottom-up with node sets: shared subterms counted once (DAG cost)"))
-register_extractor(ExtractorKind("greedy-ocf", lambda cfg: GreedyOcfExtractor(),
+def _cpsat(options: CpSatOptions, budget: ExtractBudget) -> CpSatExtractor:
+    return CpSatExtractor(time_limit_s=budget.time_s, acyclic=options.acyclic,
+                          warm_start=starts.STARTS.get(options.warm_start or "", best_greedy),
+                          workers=1 if budget.deterministic else budget.threads, parts=options.parts,
+                          search=options.search)
+
+
+register_extractor(ExtractorKind("greedy", lambda options, budget: GreedyExtractor(),
+                                 "egg's bottom-up extractor: cheapest node per class by tree cost", dag_cost=False,
+                                 start=tree_start))
+register_extractor(ExtractorKind("greedy-dag", lambda options, budget: GreedyDagExtractor(),
+                                 "bottom-up with node sets: shared subterms counted once (DAG cost)",
+                                 start=best_greedy))
+register_extractor(ExtractorKind("greedy-ocf", lambda options, budget: GreedyOcfExtractor(),
                                  "PACT 2024's OCF: greedy with node sets, iterated to a fixpoint (DAG cost)"))
 register_extractor(ExtractorKind(
-    "cpsat", lambda cfg: CpSatExtractor(cfg.time_limit_s, cfg.acyclic, cfg.warm_start, cfg.workers, parts=cfg.parts,
-                                search=cfg.search),
-    "OR-Tools CP-SAT: proven-optimal DAG cost, or a labelled feasible result at the time limit", exact=True))
+    "cpsat", _cpsat, "OR-Tools CP-SAT: proven-optimal DAG cost, or a labelled feasible result at the time limit",
+    options=CpSatOptions, exact=True))

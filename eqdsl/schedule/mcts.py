@@ -321,7 +321,8 @@ def _lines(steps: list[SearchStep]) -> tuple[str, ...]:
 
 
 def build_mcts(cfg: MctsConfig, context: ScheduleContext) -> MctsScheduler:
-    # one CP-SAT thread: rollouts price many small e-graphs (helper threads cost more than they
-    # give there) and a seeded search must replay the same rewards
-    extractor = make_extractor(cfg.main_extract, replace(context.extract, workers=1), "schedule.main_extract")
+    # one thread: rollouts price many small e-graphs (helper threads cost more than they give
+    # there) and a seeded search must replay the same rewards
+    budget = replace(context.extract.budget(), threads=1, deterministic=True)
+    extractor = make_extractor(cfg.main_extract, context.extract, "schedule.main_extract", budget)
     return MctsScheduler(cfg.limits(cfg.max_steps), cfg, extractor)

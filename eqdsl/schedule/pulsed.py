@@ -129,7 +129,6 @@ def build_pulsed(cfg: PulsedConfig, context: ScheduleContext) -> PulsedScheduler
         if name not in known:
             raise EqdslError.one(f"unknown rule {name!r}; expected one of the language's "
                                  f"single-pattern rules: {', '.join(sorted(known))}", path="schedule.rules")
-    # epochs price with the full-LP search: their few seconds are what issues 5 and 18 measured
-    epoch_cfg = replace(context.extract, time_limit_s=cfg.epoch_time_limit_s, search="lp")
-    extractor = make_extractor(cfg.epoch_extract, epoch_cfg, "schedule.epoch_extract")
+    budget = replace(context.extract.budget(), time_s=cfg.epoch_time_limit_s)
+    extractor = make_extractor(cfg.epoch_extract, context.extract, "schedule.epoch_extract", budget)
     return PulsedScheduler(cfg.limits(cfg.explore_iter), cfg.epochs, extractor, cfg.rules)

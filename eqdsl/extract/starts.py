@@ -1,0 +1,37 @@
+"""Warm starts: a fast, valid program that an exact extractor starts from and falls back to.
+
+Contract: `STARTS` maps a name to a `Start`, `problem -> Extraction`, whose selection is complete
+and acyclic for any costs' signs (on negative costs it is just a valid start, with no claim). An
+extractor kind registered with a `start` (`eqdsl.extract.registry.ExtractorKind.start`) adds it
+here, so `extract.warm_start` accepts it.
+"""
+from __future__ import annotations
+
+import time
+from typing import Callable
+
+from eqdsl.extract.dag import best_greedy
+from eqdsl.extract.egraph import ExtractionProblem, dag_cost
+from eqdsl.extract.greedy import tree_selection
+from eqdsl.extract.result import Extraction, ExtractStatus
+
+Start = Callable[[ExtractionProblem], Extraction]
+
+
+def tree_start(problem: ExtractionProblem) -> Extraction:
+    """Tree greedy's choice, priced as a DAG."""
+    t0 = time.perf_counter()
+    selection = tree_selection(problem)
+    return Extraction("greedy", selection, dag_cost(problem, selection), ExtractStatus.HEURISTIC,
+                      time.perf_counter() - t0)
+
+
+STARTS: dict[str, Start] = {"greedy": tree_start, "greedy-dag": best_greedy}
+
+
+def register_start(name: str, start: Start) -> None:
+    STARTS[name] = start
+
+
+def start_names() -> list[str]:
+    return list(STARTS)
