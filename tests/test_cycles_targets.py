@@ -6,7 +6,6 @@ import json
 import pytest
 
 from eqdsl.cost.model import RuleCosts
-from eqdsl.egglog.live import live_problem
 from eqdsl.egglog.lower import lower_language
 from eqdsl.egglog.session import EGraphSession
 from eqdsl.extract.cpsat import cyclic_components
@@ -49,7 +48,8 @@ def _explore(lang, lowered, mode: str):
     session.load(build_model(lang, "nasrnn", steps=2, hidden=16))
     outcome = SaturateScheduler(Limits(3, 20_000, 60), 1, False, mode).run(session)
     assert (sum(r.filtered for r in outcome.iterations) > 0) == (mode != "none")
-    return live_problem(session.serialize(), lowered, RuleCosts(lowered.language, {"gflops": 1, "gbps": 1, "launch_ns": 1})).problem
+    session.costs = RuleCosts(lowered.language, {"gflops": 1, "gbps": 1, "launch_ns": 1})
+    return session.live().problem
 
 
 def _config(tmp_path, target_line: str) -> str:

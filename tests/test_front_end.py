@@ -83,3 +83,14 @@ def test_shipped_rulesets_check():
     lang = load_language("arith")
     assert lang.name == "arith"
     assert [r.name for r in lang.rules] == ["mul-two", "reassoc", "div-self", "mul-one", "mul-comm"]
+
+
+@pytest.mark.parametrize("written, value", [('"名前"', "名前"), (r'"x\u"', "x\\u"), (r'"\u540d\n\"\\"', '名\n"\\'),
+                                            (r'"a\qb"', "a\\qb")])
+def test_string_literals_read_json_escapes_and_utf8(written, value):
+    """UTF-8 text as written, JSON's escapes decoded, any other backslash kept (never a traceback);
+    what `ir.text.literal` prints reads back as the same string."""
+    from eqdsl.frontend.parse import _unquote
+    from eqdsl.ir.text import literal
+    assert _unquote(written) == value
+    assert _unquote(literal(value)) == value

@@ -96,9 +96,11 @@ def test_output_naming_a_file_is_an_error_before_the_run(tmp_path, run_cli):
 
 @pytest.mark.parametrize("argv, expected", [
     (["verify", "arith", "--examples", "0"], "expected an integer ≥ 1"),
-    (["extract", "g.json", "--time-limit", "-1"], "expected a number of seconds > 0"),
-    (["extract", "g.json", "--workers", "0"], "expected an integer ≥ 1"),
-    (["extract", "g.json", "--time-limit", "nan"], "expected a number of seconds > 0"),
+    (["extract", "g.json", "--time-limit", "-1"], "argument --time-limit: expected a number > 0, got '-1'"),
+    (["extract", "g.json", "--workers", "0"], "argument --workers: expected an int ≥ 1, got '0'"),
+    (["extract", "g.json", "--time-limit", "nan"], "argument --time-limit: expected a number > 0, got 'nan'"),
+    (["extract", "g.json", "--time-limit", ".nan"], "argument --time-limit: expected a number > 0, got '.nan'"),
+    (["extract", "g.json", "--acyclic", "cyclic"], "argument --acyclic: expected one of hybrid, order, lazy"),
 ])
 def test_cli_flags_are_validated(argv, expected, capfd):
     from eqdsl.cli import main

@@ -3,7 +3,9 @@
 Contract: `EGraphSession` is the one object that runs egglog commands (`egg_name`'s probe aside,
 this package is the only one importing egglog). Every egglog failure, including Rust panics
 (`PanicException` is a `BaseException`), leaves as `EqdslError`. `extract_now` is how a schedule
-extracts mid-run without knowing how the e-graph is serialized or read back.
+extracts mid-run without knowing how the e-graph is read back. The e-graph is read once per state
+(`_freeze`: egglog's `freeze()`, kept until the next command): the cycle filter and sampling
+(`frozen`) and pricing (`live`, through `eqdsl.egglog.table`) all read that one copy.
 """
 from __future__ import annotations
 
@@ -19,6 +21,7 @@ from eqdsl.diagnostics import EqdslError
 from eqdsl.egglog.live import LiveEGraph, live_problem
 from eqdsl.egglog.lower import SAMPLE_GENERATION, Lowered, load_program
 from eqdsl.egglog.readback import selection_program
+from eqdsl.egglog.table import node_table
 from eqdsl.extract.result import Extraction, Extractor
 
 
@@ -39,6 +42,9 @@ class EGraphSession:
     def reset(self) -> None:
         """Start over with an empty e-graph of the same language (pulsed search's new epoch)."""
         self._egraph = bindings.EGraph()
+        self._commands = 0  # commands run: the e-graph's state changes only with one
+        self._freeze_cache: tuple[int, Any] | None = None  # (at which command count, its freeze())
+        self._class_ids: dict[tuple[str, Any], str] = {}  # see eqdsl.egglog.table.node_table
         self._execute(self.lowered.text, "declaring the language")
         self._constructors = set(self.lowered.op_of_egg)
         self._class_sorts = frozenset(self.lowered.language.sorts)
@@ -67,6 +73,7 @@ class EGraphSession:
         return self._generation
 
     def _execute(self, text: str, doing: str) -> list:
+        self._commands += 1
         try:
             return self._egraph.parse_and_run_program(text)
         except (KeyboardInterrupt, SystemExit):
@@ -110,8 +117,15 @@ class EGraphSession:
             del self._handles[key]
         self.depth -= 1
 
+    def _freeze(self) -> Any:
+        """egglog's `freeze()` of the current state, read once per state: the cycle filter, sampling
+        and pricing between two commands share it."""
+        if self._freeze_cache is None or self._freeze_cache[0] != self._commands:
+            self._freeze_cache = (self._commands, self._egraph.freeze())
+        return self._freeze_cache[1]
+
     def count_classes(self) -> int:
-        frozen = self._egraph.freeze()
+        frozen = self._freeze()
         outputs: set[str] = set()
         for name, fn in frozen.functions.items():
             if name in self._constructors:
@@ -122,7 +136,7 @@ class EGraphSession:
         """The operator nodes (analysis rows and lets excluded) and the root classes, by class key;
         and the rows of the named relations and functions (`Lowered.sampled`'s), as class keys (a
         function's value last)."""
-        frozen = self._egraph.freeze()
+        frozen = self._freeze()
         nodes: list[FrozenNode] = []
         roots: list[tuple[int, str]] = []
         rows: dict[str, tuple[tuple[str, ...], ...]] = {}
@@ -179,7 +193,13 @@ class EGraphSession:
 
     def live(self) -> LiveEGraph:
         """The e-graph as an extraction problem priced by the session's cost model."""
-        return live_problem(self.serialize(), self.lowered, self.costs)
+        try:
+            table = node_table(self._freeze(), self._egraph, self._class_sorts, self._class_ids)
+        except (KeyboardInterrupt, SystemExit):
+            raise
+        except BaseException as err:  # noqa: BLE001 - pyo3 PanicException
+            raise EqdslError.one(f"egglog failed to read the e-graph back: {_first_lines(str(err))}") from None
+        return live_problem(table, self.lowered, self.costs)
 
     def extract_now(self, extractor: Extractor, name: str) -> tuple[ir.Program, Extraction]:
         """Extract every root with `extractor`; the program is named `name`."""
@@ -188,6 +208,7 @@ class EGraphSession:
         return selection_program(live, extraction.selection, name), extraction
 
     def serialize(self) -> dict:
+        """egglog's own JSON of the e-graph (`live` lists the same nodes without it)."""
         try:
             return json.loads(self._egraph.serialize([]).to_json())
         except (KeyboardInterrupt, SystemExit):

@@ -13,7 +13,7 @@ import json
 import math
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, Sequence
 
 from eqdsl.diagnostics import EqdslError
 from eqdsl.graphs import CycleFound, children_first
@@ -51,13 +51,14 @@ class ExtractionProblem:
 Selection = dict[int, int]  # class index → node index
 
 
-def build_problem(raw_nodes: list[tuple[str, str, str, list[str], float, bool]],
-                  roots: list[str]) -> ExtractionProblem:
-    """From (node id, op, class id, child node ids, cost, subsumed) rows with validated ids."""
+def build_problem(raw_nodes: Sequence[tuple[str, str, str, Sequence[str], float, bool]],
+                  roots: list[str], children_are_classes: bool = False) -> ExtractionProblem:
+    """From (node id, op, class id, child node ids, cost, subsumed) rows with validated ids
+    (children: class ids instead, with `children_are_classes`)."""
     class_index: dict[str, int] = {}
     for _, _, cid, _, _, _ in raw_nodes:
         class_index.setdefault(cid, len(class_index))
-    node_class = {nid: class_index[cid] for nid, _, cid, _, _, _ in raw_nodes}
+    node_class = class_index if children_are_classes else {nid: class_index[cid] for nid, _, cid, _, _, _ in raw_nodes}
     nodes = []
     members: list[list[int]] = [[] for _ in class_index]
     blocked = set()

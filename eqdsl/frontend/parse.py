@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import functools
+import re
 from importlib import resources
 from typing import Any, Callable
 
@@ -82,8 +83,17 @@ def _span(file: str, meta: Meta | Token) -> Span:
     return Span(file, meta.line, meta.column, meta.end_line, meta.end_column)
 
 
+_ESCAPES = {"\\": "\\", '"': '"', "/": "/", "n": "\n", "t": "\t", "r": "\r", "b": "\b", "f": "\f"}  # JSON's
+_ESCAPE = re.compile(r"\\(u[0-9a-fA-F]{4}|.)")
+
+
 def _unquote(s: str) -> str:
-    return bytes(s[1:-1], "utf-8").decode("unicode_escape")
+    r"""A string literal's text: JSON's escapes (`\\ \" \/ \n \t \r \b \f \uXXXX`); any other backslash stays as
+    written; every other character (UTF-8 text included) as it is."""
+    def one(m: re.Match[str]) -> str:
+        code = m.group(1)
+        return chr(int(code[1:], 16)) if len(code) == 5 else _ESCAPES.get(code, m.group(0))
+    return _ESCAPE.sub(one, s[1:-1])
 
 
 def _binary(op: str) -> Callable[[Any, Any, list], ast.Binary]:

@@ -16,7 +16,7 @@ def literal(value: int | str | bool | tuple[int, ...]) -> str:
         case bool():
             return "true" if value else "false"
         case str():
-            return json.dumps(value)
+            return json.dumps(value, ensure_ascii=False)  # `eqdsl.frontend.parse` reads its escapes back
         case tuple():
             return "[" + ", ".join(str(v) for v in value) + "]"
         case _:
