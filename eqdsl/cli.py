@@ -311,7 +311,11 @@ def _import_onnx(args: argparse.Namespace, scratch: FileScratch | None) -> int:
     from eqdsl.ir.text import program_text
     from eqdsl.onnx.read import read_onnx
 
-    imported = read_onnx(Path(args.file), load_language("tensat"))
+    if args.system == "onnx" and (args.multi or args.predefined):
+        raise EqdslError.one("import onnx: --multi and --predefined are for `import tensat`")
+    imported = read_onnx(Path(args.file), load_language("tensat"), dict(args.shape or []))
+    for note in imported.notes:
+        print(f"note: {note}", file=sys.stderr)
     text = f"# imported from {args.file} by `eqdsl import onnx`\n" + program_text(imported.program)
     counts = Counter(n.op for n in imported.program.nodes)
     summary = ", ".join(f"{n} {op}" for op, n in sorted(counts.items()) if op not in ("input", "weight"))
@@ -370,6 +374,17 @@ def _param(text: str) -> tuple[str, int]:
     if not value.isdigit():
         raise EqdslError.one(f"--param: expected NAME=INT, got {text!r}")
     return key, int(value)
+
+
+def _shape_flag(text: str) -> tuple[str, tuple[int, ...]]:
+    name, _, dims = text.partition("=")
+    try:
+        shape = tuple(int(d) for d in dims.split(","))
+    except ValueError:
+        shape = ()
+    if not name or not shape or any(d <= 0 for d in shape):
+        raise argparse.ArgumentTypeError(f"expected INPUT=D1,D2,... with dimensions > 0, got {text!r}")
+    return name, shape
 
 
 def _weights_from(path: Path, lang):
@@ -486,6 +501,8 @@ def _file_commands(sub) -> None:
     c.add_argument("file", help="TENSAT single-pattern rules (converted.txt), or an ONNX model")
     c.add_argument("--multi", help="TENSAT multi-pattern rules (converted_multi.txt)")
     c.add_argument("--predefined", help="TENSAT's predefined rules (predefined.txt)")
+    c.add_argument("--shape", action="append", type=_shape_flag, metavar="INPUT=D1,D2,...",
+                   help="onnx: the dimensions of an input with dynamic ones (repeatable), e.g. x=1,3,224,224")
     c.add_argument("-o", "--output", help="the .eqr file to write (a new file; onnx: default stdout)")
     c.add_argument("--force", action="store_true", help="replace --output if it exists")
     c.set_defaults(fn=cmd_import)

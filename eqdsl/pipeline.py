@@ -60,6 +60,7 @@ class RunResult:
     finished: dict[str, Finished] = field(default_factory=dict)  # the optional stages that ran (eqdsl.stages)
     stage_folder: tempfile.TemporaryDirectory | None = None  # where the stages wrote their files (eqdsl's own)
     costs: CostModel | None = None  # how nodes are priced (the target's; None: the cost rules on `params`)
+    notes: tuple[str, ...] = ()  # what reading the input changed (an ONNX opset conversion)
 
     @property
     def validation(self) -> Validation | None:
@@ -129,7 +130,7 @@ def _start(config: RunConfig, timing: TimingProgress | None = None) -> tuple[Run
     params = target.params(lang) if target is not None else bind_target(lang, None)
     costs = target.cost_model(lang, timing) if target is not None else RuleCosts(lang, params)
     result = RunResult(lang, loaded.program, config.extract, config, {"check": time.perf_counter() - t_check},
-                       params=params, baselines=loaded.baselines, costs=costs)
+                       params=params, baselines=loaded.baselines, costs=costs, notes=loaded.notes)
     return result, loaded
 
 

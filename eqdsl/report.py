@@ -45,6 +45,7 @@ def report_json(result: RunResult) -> dict:
         "config": None if result.config is None else result.config.raw,
         "language": result.language.name,
         "program": result.program.name,
+        "input_notes": list(result.notes),
         "stages_s": {k: round(v, 6) for k, v in result.stages.items()},
         "schedule": {
             "stop_reason": outcome.stop.value,
@@ -116,6 +117,8 @@ SHOWN_LINES = 40
 
 
 def print_summary(result: RunResult, console: Console) -> None:
+    for note in result.notes:
+        console.print(f"input: {note}", markup=False)
     _print_search(result, console)
     if result.baselines is not None:
         _print_baselines(result.baselines, result.best.cost, console)

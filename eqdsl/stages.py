@@ -74,7 +74,8 @@ class ValidateStage:
 
     def run(self, job: StageJob, settings: Any) -> Finished:
         optimized = load_program_text(job.optimized_text, "<extracted program>", job.language)["optimized"]
-        v = validate(job.language, job.loaded.program, optimized, settings.samples, settings.seed, settings.run_ref)
+        v = validate(job.language, job.loaded.program, optimized, settings.samples, settings.seed, settings.run_ref,
+                     job.loaded.weights)
         report = {"samples": v.samples, "ok": v.ok, "max_relative_error": v.max_error, "message": v.message}
         return Finished(self.key, v.ok, report, [(f"validation: {v.message}", True)], v)
 

@@ -23,6 +23,7 @@ class ExportSettings:
     runtime_check: bool = True
     runs: int = 20
     seed: int = 0
+    keep_if_slower: bool = False  # keep the optimized model even when measured slower than the input
 
 
 @dataclass(frozen=True)

@@ -3,9 +3,13 @@
 Writes `optimized.onnx` (and `input.onnx`, the input program with the same weights, when the input
 was not an ONNX file). With `runtime_check` (the default), ONNX Runtime (CPU) runs the input model
 (the user's own file when there is one) and the optimized one on the same random inputs: outputs
-must agree, and both are timed with one thread and with all of them.
+must agree, and both are timed with one thread and with all of them. Never slower: when the
+optimized model is slower with one thread beyond noise (`RuntimeCheck.slower`), `optimized.onnx`
+is the input model and the summary and report say so with both times (unless `keep_if_slower`).
 """
 from __future__ import annotations
+
+from pathlib import Path
 
 from eqdsl.exports.base import ExportJob, ExportOutcome
 from eqdsl.onnx import require_onnx
@@ -32,13 +36,33 @@ class OnnxExport:
             outcome.ok = check.ok
             outcome.report["runtime"] = _report(check, job.predicted_speedup)
             outcome.summary += _summary(check, job.predicted_speedup)
+            replaced = check.ok and check.slower and not job.settings.keep_if_slower
+            if check.ok and check.slower:
+                outcome.summary.append(_kept(job, check, original))
+            outcome.report["runtime"]["kept"] = "input" if replaced else "optimized"
         return outcome
+
+
+def _kept(job: ExportJob, check: RuntimeCheck, original: Path) -> str:
+    """The never-slower guard: the input model becomes `optimized.onnx`, unless told to keep it."""
+    low, high = check.ratio_interval
+    measured = (f"the optimized model is slower with 1 thread ({check.original_ms[1]:.2f} → "
+                f"{check.optimized_ms[1]:.2f} ms; its time ÷ the input's is in [{low:.3f}, {high:.3f}], 95 %)")
+    if job.settings.keep_if_slower:
+        return f"{measured}: kept anyway (export.keep_if_slower)"
+    import onnx
+
+    from eqdsl.onnx.write import save_model
+
+    save_model(onnx.load(str(original)), job.folder / "optimized.onnx")
+    return f"{measured}: optimized.onnx is the input model (`export: {{keep_if_slower: true}}` keeps the optimized one)"
 
 
 def _report(check: RuntimeCheck, predicted: float) -> dict:
     return {"runtime": "onnxruntime-cpu", "ok": check.ok, "max_error": check.max_error, "runs": check.runs,
             "original_ms": check.original_ms, "optimized_ms": check.optimized_ms,
-            "speedup": {t: check.speedup(t) for t in check.original_ms}, "predicted_speedup": predicted}
+            "speedup": {t: check.speedup(t) for t in check.original_ms}, "predicted_speedup": predicted,
+            "ratio_interval_1_thread": list(check.ratio_interval), "slower": check.slower}
 
 
 def _summary(check: RuntimeCheck, predicted: float) -> list[str]:

@@ -1,7 +1,7 @@
 """The exports by name, and the `export:` config section that selects one.
 
 Contract: `EXPORTS` maps a name to an `Export`; `read_export(data)` turns an `export:` value (a
-name, or `{format, runtime_check, runs, seed}`, or false) into `ExportSettings` or None, raising
+name, or `{format, runtime_check, runs, seed, keep_if_slower}`, or false) into `ExportSettings` or None, raising
 `EqdslError` that names the YAML path. Adding an export is one module and one line here.
 """
 from __future__ import annotations
@@ -28,5 +28,6 @@ def read_export(data: Any) -> ExportSettings | None:
     check = r.get("runtime_check", True, is_bool, "true or false")
     runs = r.get("runs", ExportSettings.runs, int_at_least(20), "an integer >= 20")
     seed = r.get("seed", ExportSettings.seed, int_at_least(0), "an integer >= 0")
+    keep = r.get("keep_if_slower", False, is_bool, "true or false")
     r.finish()
-    return ExportSettings(fmt, check, runs, seed)
+    return ExportSettings(fmt, check, runs, seed, keep)

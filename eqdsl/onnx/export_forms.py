@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any, Callable, cast
 import numpy as np
 from onnx import helper
 
+from eqdsl import ir
 from eqdsl.languages.tensor import opaque
 from eqdsl.languages.tensor.ops import fixed
 from eqdsl.languages.tensor.reference import LOWEST
@@ -20,6 +21,7 @@ if TYPE_CHECKING:
     from eqdsl.onnx.write import Emitter
 
 AUTO_PAD = {0: "SAME_UPPER", 1: "VALID"}  # SAME is TensorFlow's: the extra row goes at the end
+VALID = 1
 
 
 Emit = Callable[["Emitter", int, list], str]
@@ -34,22 +36,44 @@ def _matmul(e: Emitter, i: int, a: list) -> str:
     return e.activation(act, e.node("MatMul", [x, w], f"t{i}" if act == 0 else f"t{i}_mm"), f"t{i}")
 
 
+def _padding(e: Emitter, i: int, arg: int, pad: int, fill: int) -> tuple[str | None, dict[str, Any]]:
+    """The operand at `arg` and the padding attributes of node i: a VALID node whose operand is a
+    `pad2d` with `fill` takes that padding itself (ONNX's `pads`, as models are written: Conv(pads)
+    rather than Pad + Conv); the Pad then left unused is dropped (`Emitter.used_nodes`). None for
+    the operand: as emitted."""
+    child = e.program.nodes[i].args[arg]
+    node = e.program.nodes[child.index] if isinstance(child, ir.Child) else None
+    if pad == VALID and node is not None and node.op == "pad2d" and node.args[5] == fill:
+        x = node.args[0]
+        assert isinstance(x, ir.Child)
+        top, bottom, left, right = (int(cast(int, v)) for v in node.args[1:5])
+        return e.operand(x.index), {"pads": [top, left, bottom, right]}
+    return None, {"auto_pad": AUTO_PAD[pad]}
+
+
 def _conv(e: Emitter, i: int, a: list) -> str:
     sh, sw, pad, act, x, w = a
     xs, ws = e.dims(i, 4), e.dims(i, 5)
-    out = e.node("Conv", [x, w], f"t{i}" if act == 0 else f"t{i}_conv", strides=[sh, sw],
-                 auto_pad=AUTO_PAD[pad], group=xs[1] // ws[1], kernel_shape=list(ws[2:]))
+    unpadded, padding = _padding(e, i, 4, pad, 0)
+    out = e.node("Conv", [unpadded or x, w], f"t{i}" if act == 0 else f"t{i}_conv", strides=[sh, sw],
+                 group=xs[1] // ws[1], kernel_shape=list(ws[2:]), **padding)
     return e.activation(act, out, f"t{i}")
 
 
 def _pool(op_type: str) -> Emit:
     def emit(e: Emitter, i: int, a: list) -> str:
         x, kh, kw, sh, sw, pad, act = a
+        name = f"t{i}" if act == 0 else f"t{i}_pool"
+        if pad == VALID and tuple(e.dims(i, 0)[2:]) == (kh, kw) and (sh, sw) == (1, 1):  # as imported
+            return e.activation(act, e.node(GLOBAL[op_type], [x], name), f"t{i}")
         extra = {"count_include_pad": 0} if op_type == "AveragePool" else {}
-        out = e.node(op_type, [x], f"t{i}" if act == 0 else f"t{i}_pool", kernel_shape=[kh, kw],
-                     strides=[sh, sw], auto_pad=AUTO_PAD[pad], **extra)
+        unpadded, padding = _padding(e, i, 0, pad, 1) if op_type == "MaxPool" else (None, {"auto_pad": AUTO_PAD[pad]})
+        out = e.node(op_type, [unpadded or x], name, kernel_shape=[kh, kw], strides=[sh, sw], **padding, **extra)
         return e.activation(act, out, f"t{i}")
     return emit
+
+
+GLOBAL = {"AveragePool": "GlobalAveragePool", "MaxPool": "GlobalMaxPool"}
 
 
 def _concat(e: Emitter, i: int, a: list) -> str:
@@ -81,8 +105,16 @@ def _pad(e: Emitter, i: int, a: list) -> str:
 
 
 def _opaque(e: Emitter, i: int, a: list) -> str:
+    """As imported: constants of the key's input layout become initializers, omitted inputs stay
+    omitted; the opset of its semantics (`opaque.OPSET`) sets the model's (`Emitter.opset`)."""
     op_type, domain, attrs = opaque.decode(a[0])
-    e.nodes.append(helper.make_node(op_type, a[2:], [f"t{i}"], name=f"n{len(e.nodes)}",
+    items = opaque.layout(attrs, len(a) - 2)
+    attrs.pop(opaque.INPUTS, None)
+    e.require(int(cast(int, attrs.pop(opaque.OPSET, opaque.DEFAULT_OPSET))))
+    tensors = iter(a[2:])
+    inputs = [next(tensors) if item == "t" else "" if item == "" else e.constant(f"c{i}_{k}", opaque.constant(item))
+              for k, item in enumerate(items)]
+    e.nodes.append(helper.make_node(op_type, inputs, [f"t{i}"], name=f"n{len(e.nodes)}",
                                     domain=domain or None, **cast(dict[str, Any], attrs)))
     return f"t{i}"
 

@@ -9,7 +9,7 @@ broadcast the language's way becomes an opaque node (`opaque_of`), exactly as wr
 from __future__ import annotations
 
 from fractions import Fraction
-from typing import Any, Callable
+from typing import Any, Callable, cast
 
 import numpy as np
 import onnx
@@ -47,6 +47,12 @@ def _inferred_shapes(model: onnx.ModelProto) -> dict[str, tuple[int, ...] | None
 
 
 
+def _inferred_types(model: onnx.ModelProto) -> dict[str, int]:
+    graph = model.graph
+    return {info.name: info.type.tensor_type.elem_type for info in list(graph.value_info) + list(graph.output)
+            if info.type.HasField("tensor_type")}
+
+
 class Reader:
     def __init__(self, lang: ir.Language, model: onnx.ModelProto) -> None:
         self.g = GraphBuilder(lang)
@@ -54,16 +60,20 @@ class Reader:
         self.env: dict[str, Value] = {}
         self.weights: Weights = {}
         self.shapes = _inferred_shapes(model)
+        self.types = _inferred_types(model)
+        self.opset = next((o.version for o in model.opset_import if o.domain in ("", "ai.onnx")), 13)
 
-    def tensor(self, name: str) -> Tensor:
-        """The input `name` as a program tensor (a constant becomes a `weight` leaf)."""
+    def tensor(self, name: str, role: str | None = None) -> Tensor:
+        """The input `name` as a program tensor (a constant becomes a `weight` leaf); `role` names
+        the input in messages (`input_role`)."""
         value = self.env.get(name)
         if value is None:
             raise NodeError(f"input {name!r} is not produced by any earlier node")
         if isinstance(value, Tensor):
             return value
         if value.dtype != np.float32:
-            raise NodeError(f"constant {name!r} is {value.dtype}, expected float32 where a tensor is used")
+            raise NodeError(f"{role or f'constant {name!r}'}: expected float32 where a tensor is used, "
+                            f"found a {value.dtype} constant")
         exact = rational(value) if value.shape == () else None
         if exact is not None:  # a scalar rules can match (`scalar(3, 1)`), not an anonymous weight
             return self.g.op("scalar", *exact)
@@ -154,11 +164,13 @@ def _explicit_same(x: tuple[int, ...], kernel: list[int], strides: list[int]) ->
     return t, b, left, right
 
 
-def _global_pool(r: Reader, node: onnx.NodeProto, attrs: dict) -> list[Value]:
-    x = r.tensor(node.input[0])
-    if len(x.dims) != 4:
-        raise NodeError(f"expected an NCHW input, got shape {list(x.dims)}")
-    return [r.g.poolavg(x, x.dims[2], x.dims[3], 1, 1, VALID, 0)]
+def _global_pool(kind: str) -> Handler:
+    def handle(r: Reader, node: onnx.NodeProto, attrs: dict) -> list[Value]:
+        x = r.tensor(node.input[0])
+        if len(x.dims) != 4:
+            raise NodeError(f"expected an NCHW input, got shape {list(x.dims)}")
+        return [r.g.op(f"pool{kind}", x, x.dims[2], x.dims[3], 1, 1, VALID, 0)]
+    return handle
 
 
 def _gemm(r: Reader, node: onnx.NodeProto, attrs: dict) -> list[Value]:
@@ -170,7 +182,8 @@ def _gemm(r: Reader, node: onnx.NodeProto, attrs: dict) -> list[Value]:
     b = r.g.transpose(b, [1, 0]) if attrs.get("transB", 0) else b
     y = r.g.matmul(0, a, b)
     if len(node.input) > 2 and node.input[2]:
-        y = _broadcast(r, "ewadd", y, r.tensor(node.input[2])) or opaque_of(r, node, [y, r.tensor(node.input[2])])
+        bias = r.tensor(node.input[2])
+        y = _broadcast(r, "ewadd", y, bias) or opaque_of(r, node, [y, bias], as_op="Add")
     return [y]
 
 
@@ -183,17 +196,118 @@ def _broadcast(r: Reader, op: str, a: Tensor, b: Tensor) -> Tensor | None:
     return None
 
 
-def opaque_of(r: Reader, node: onnx.NodeProto, inputs: list[Tensor]) -> Tensor:
-    """`node` as an opaque operator over `inputs`; its output shape from shape inference."""
+def opaque_of(r: Reader, node: onnx.NodeProto, inputs: list[Tensor] | None = None, as_op: str | None = None) -> Tensor:
+    """`node` as an opaque operator (or, with `as_op`, that attribute-less operator) over `inputs`,
+    or over the node's own inputs: tensors as operands, other constants kept in the key (`opaque`'s
+    input layout), omitted optional inputs kept in place. Its output shape from shape inference."""
+    attrs = {} if as_op else {a.name: _attr_value(node, a) for a in node.attribute}
+    if inputs is None:
+        inputs, items = _operands(r, node)
+        if any(item != "t" for item in items):
+            attrs[opaque.INPUTS] = items
     if len(inputs) > 3 or len(node.output) != 1 and any(_used(r, o) for o in node.output[1:]):
-        raise NodeError(f"{node.op_type} with {len(inputs)} inputs / {len(node.output)} outputs has no "
-                        "equivalent in the tensat language (opaque operators take 1–3 inputs, 1 output)")
+        raise NodeError(f"{node.op_type} with {len(inputs)} tensor inputs / {len(node.output)} outputs has no "
+                        "equivalent in the tensat language (opaque operators take 1–3 tensors, 1 output)")
     dims = r.shapes.get(node.output[0])
-    if dims is None:
-        raise NodeError(f"shape inference gives no static shape for output {node.output[0]!r}")
-    attrs = {a.name: _attr_value(node, a) for a in node.attribute}
-    key = opaque.encode(node.op_type, node.domain, attrs)
+    if dims is None:  # the whole-graph inference lost it (a Reshape to a computed shape): infer this node
+        dims = node_output_shape(r, node)
+    if r.types.get(node.output[0], onnx.TensorProto.FLOAT) != onnx.TensorProto.FLOAT:
+        kind = onnx.helper.tensor_dtype_to_np_dtype(r.types[node.output[0]])
+        raise NodeError(f"output {node.output[0]!r} is {kind}: only float32 tensors flow through programs "
+                        "(other types only as constants computed before the program runs)")
+    if r.opset != opaque.DEFAULT_OPSET:
+        attrs[opaque.OPSET] = r.opset
+    key = opaque.encode(as_op or node.op_type, "" if as_op else node.domain, attrs)
     return r.g.op(f"opaque{len(inputs)}", key, list(dims), *inputs)
+
+
+def folded(r: Reader, node: onnx.NodeProto, has_handler: bool) -> list[Value] | None:
+    """The node's outputs computed at import when they do not depend on the program's inputs (the
+    shape arithmetic exporters write: Shape → Gather → Concat → Reshape), else None: `Shape` of a
+    tensor (its dims are static), or a default-domain node whose inputs are all constants, one of
+    them not float32 (or any, where the language has no form for the node)."""
+    if node.domain not in ("", "ai.onnx"):
+        return None
+    first = r.env.get(node.input[0]) if node.input and node.input[0] else None
+    if node.op_type == "Shape" and isinstance(first, Tensor):
+        attrs = {a.name: helper.get_attribute_value(a) for a in node.attribute}
+        dims = first.dims[attrs.get("start", 0):attrs.get("end", len(first.dims))]
+        return [np.array(dims, dtype=np.int64)]
+    values = [r.env.get(n) for n in node.input if n]
+    arrays = [v for v in values if isinstance(v, np.ndarray)]
+    if not values or len(arrays) != len(values):
+        return None
+    if has_handler and all(v.dtype == np.float32 for v in arrays):
+        return None
+    return run_node(node, {n: cast(np.ndarray, r.env[n]) for n in node.input if n}, r.opset)
+
+
+def run_node(node: onnx.NodeProto, inputs: dict[str, np.ndarray], opset: int) -> list[Value]:
+    """ONNX's reference evaluator on one node with constant inputs."""
+    from onnx.reference import ReferenceEvaluator
+
+    outputs = [helper.make_empty_tensor_value_info(o) for o in node.output if o]
+    graph = helper.make_graph([node], "fold", [], outputs, [numpy_helper.from_array(v, n) for n, v in inputs.items()])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
+    try:
+        return [np.asarray(v) for v in ReferenceEvaluator(model).run(None, {})]
+    except Exception as err:  # noqa: BLE001  the evaluator's own errors, whatever their type
+        raise NodeError(f"cannot compute it before the program runs (its inputs are constants): "
+                        f"{type(err).__name__}: {(str(err).strip().splitlines() or [''])[0]}") from None
+
+
+def node_output_shape(r: Reader, node: onnx.NodeProto) -> tuple[int, ...]:
+    """The first output's static shape by ONNX shape inference on the node alone, its tensor
+    inputs given the dims the import knows and its constant inputs their values."""
+    inputs, inits = [], []
+    for name in dict.fromkeys(n for n in node.input if n):
+        value = r.env.get(name)
+        if isinstance(value, Tensor):
+            inputs.append(helper.make_tensor_value_info(name, onnx.TensorProto.FLOAT, list(value.dims)))
+        elif isinstance(value, np.ndarray):
+            inits.append(numpy_helper.from_array(value, name))
+    graph = helper.make_graph([node], "one", inputs, [helper.make_empty_tensor_value_info(node.output[0])], inits)
+    model = helper.make_model(graph, opset_imports=[o for o in r.model.opset_import])
+    try:
+        inferred = onnx.shape_inference.infer_shapes(model, strict_mode=True, data_prop=True)
+    except Exception as err:  # noqa: BLE001  inference errors come in several types
+        raise NodeError(f"shape inference fails on it: {str(err).strip().splitlines()[0]}") from None
+    shape = _inferred_shapes(inferred).get(node.output[0])
+    if shape is None:
+        raise NodeError(f"shape inference gives no static shape for output {node.output[0]!r}")
+    return shape
+
+
+def _operands(r: Reader, node: onnx.NodeProto) -> tuple[list[Tensor], tuple[Any, ...]]:
+    """The node's float32 inputs as tensors, and its input layout (`opaque.layout`)."""
+    tensors: list[Tensor] = []
+    items: list[Any] = []
+    for k, name in enumerate(node.input):
+        value = r.env.get(name) if name else None
+        if not name:
+            items.append("")
+        elif isinstance(value, np.ndarray) and value.dtype != np.float32:
+            if value.size > MAX_KEPT_CONSTANT:
+                raise NodeError(f"{input_role(node, k)} holds {value.size} {value.dtype} values; an opaque "
+                                f"operator keeps at most {MAX_KEPT_CONSTANT} in its key")
+            items.append(opaque.constant_item(value))
+        else:
+            tensors.append(r.tensor(name, input_role(node, k)))
+            items.append("t")
+    return tensors, tuple(items)
+
+
+MAX_KEPT_CONSTANT = 65_536
+
+
+def input_role(node: onnx.NodeProto, k: int) -> str:
+    """`Slice input 'starts'`: the k-th input by its name in the operator's schema, where known."""
+    try:
+        formal = onnx.defs.get_schema(node.op_type, domain=node.domain).inputs
+        name = formal[min(k, len(formal) - 1)].name if formal else None
+    except onnx.defs.SchemaError:
+        name = None
+    return f"{node.op_type} input {repr(name) if name else k} ({node.input[k]!r})"
 
 
 def _attr_value(node: onnx.NodeProto, a: onnx.AttributeProto):
@@ -257,7 +371,7 @@ def _clip(r: Reader, node: onnx.NodeProto, attrs: dict) -> list[Value]:
     inputs = [r.tensor(n) if n else None for n in node.input]
     x, lo, hi = (inputs + [None, None])[:3]
     if lo is None or hi is None or lo.dims or hi.dims:  # an unbounded side, or bounds not 0-d (ONNX: scalars)
-        return [opaque_of(r, node, [t for t in inputs if t is not None])]
+        return [opaque_of(r, node)]
     assert x is not None
     return [r.g.op("clip", x, lo, hi)]
 
@@ -371,7 +485,7 @@ def _constant(r: Reader, node: onnx.NodeProto, attrs: dict) -> list[Value]:
 FAMILIES: dict[str, Callable[..., Handler]] = {
     "conv": fixed(_conv), "gemm": fixed(_gemm), "matmul": fixed(_matmul),
     "commutative": _commutative, "sub": fixed(_sub), "div": fixed(_div), "unary": _activation,
-    "pool": lambda op, kind: _pool(kind), "global_pool": fixed(_global_pool),
+    "pool": lambda op, kind: _pool(kind), "global_pool": lambda op, kind: _global_pool(kind),
     "concat": fixed(_concat), "split": fixed(_split), "reshape": fixed(_reshape), "flatten": fixed(_flatten),
     "transpose": fixed(_transpose), "batchnorm": fixed(_batchnorm), "alias": fixed(_alias),
     "constant": fixed(_constant), "clip": fixed(_clip),

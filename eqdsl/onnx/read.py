@@ -1,8 +1,11 @@
-"""An ONNX model (opset 13–21) → a program of the `tensat` language and its weights.
+"""An ONNX model (opset 7–23) → a program of the `tensat` language and its weights.
 
-Contract: `read_onnx(path, lang)` returns an `Imported` (program, weights, output names) or raises
-`EqdslError` naming the file, the node and the attribute for anything it cannot represent
-exactly: a model that fails the ONNX checker, a dynamic or unknown shape, dilation, ceil_mode,
+Contract: `read_onnx(path, lang, shapes)` returns an `Imported` (program, weights, output names,
+notes) or raises `EqdslError` naming the file, the node and the attribute for anything it cannot
+represent exactly. Models below opset 13 are converted to 13 with `onnx.version_converter` (a note
+says so). `shapes` fixes the dimensions of inputs by name; an input left with a dynamic dimension is
+an error that lists every such input and the option that fixes it. Refused: a model that fails the
+ONNX checker, an unknown shape, dilation, ceil_mode,
 Gemm's alpha/beta, a second output that is used. Operators the language has (the operator
 table's `onnx_in` column, `HANDLERS`) map to its operators; any other single-output operator with
 at most three tensor inputs becomes an opaque node (`eqdsl.languages.tensor.opaque`) that keeps
@@ -23,16 +26,19 @@ from eqdsl import ir
 from eqdsl.diagnostics import EqdslError
 from eqdsl.ir.builder import Tensor, without_dead_nodes
 from eqdsl.languages.tensor.ops import OPS
-from eqdsl.onnx.import_forms import FAMILIES, Handler, NodeError, Reader, Value, opaque_of
+from eqdsl.onnx.import_forms import FAMILIES, Handler, NodeError, Reader, folded, opaque_of
 from eqdsl.onnx.weights import Weights
 
-OPSETS = range(13, 22)
+OPSETS = range(7, 24)
+CONVERTED_TO = 13  # older models are converted to this opset (the first with Split's sizes as an input)
+Shapes = dict[str, tuple[int, ...]]
 
 @dataclass(frozen=True)
 class Imported:
     program: ir.Program
     weights: Weights
     outputs: tuple[str, ...]  # the model's output names, in root order
+    notes: tuple[str, ...] = ()  # what the import changed on the way (an opset conversion)
 
 
 def _handlers() -> dict[str, Handler]:
@@ -43,30 +49,87 @@ def _handlers() -> dict[str, Handler]:
 HANDLERS: dict[str, Handler] = _handlers()
 
 
-def _load(path: Path) -> onnx.ModelProto:
-    """Check (by path, which also works past protobuf's 2 GiB), infer shapes on the graph without
-    its weights, then attach weights kept in external data files."""
+def _load(path: Path, shapes: Shapes) -> tuple[onnx.ModelProto, list[str]]:
+    """Check (by path, which also works past protobuf's 2 GiB), convert an old opset, fix the
+    given input shapes, infer shapes on the graph without its weights, then attach weights kept
+    in external data files. Also the notes on what was changed."""
     from onnx.external_data_helper import load_external_data_for_model, uses_external_data
 
     try:
         onnx.checker.check_model(str(path), full_check=True)
         model = onnx.load(str(path), load_external_data=False)
+        model, notes = _converted(path, model)
+        _fix_shapes(path, model, shapes)
         inferred = shape_inference.infer_shapes(model, check_type=True, strict_mode=True, data_prop=True)
         if any(uses_external_data(t) for t in inferred.graph.initializer):
             load_external_data_for_model(inferred, str(path.parent))
-        return inferred
+        return inferred, notes
+    except EqdslError:
+        raise
     except (OSError, onnx.checker.ValidationError, onnx.shape_inference.InferenceError) as err:
         raise EqdslError.one(f"{path}: not a valid ONNX model: {str(err).strip().splitlines()[0]}") from None
     except Exception as err:  # noqa: BLE001  protobuf's DecodeError and friends: not a model at all
         raise EqdslError.one(f"{path}: cannot read an ONNX model: {type(err).__name__}: {err}") from None
 
 
-def _check_opset(path: Path, model: onnx.ModelProto) -> None:
-    default = [o.version for o in model.opset_import if o.domain in ("", "ai.onnx")]
-    if not default or default[0] not in OPSETS:
-        found = default[0] if default else "none"
-        raise EqdslError.one(f"{path}: expected ONNX opset {OPSETS.start}–{OPSETS.stop - 1}, found {found} "
-                             "(convert it with onnx.version_converter)")
+def default_opset(model: onnx.ModelProto) -> int | None:
+    return next((o.version for o in model.opset_import if o.domain in ("", "ai.onnx")), None)
+
+
+def _converted(path: Path, model: onnx.ModelProto) -> tuple[onnx.ModelProto, list[str]]:
+    found = default_opset(model)
+    if found is None or found not in OPSETS:
+        raise EqdslError.one(f"{path}: expected ONNX opset {OPSETS.start}–{OPSETS.stop - 1}, found "
+                             f"{found if found is not None else 'none'}")
+    if found >= CONVERTED_TO:
+        return model, []
+    from onnx import version_converter
+
+    try:
+        converted = version_converter.convert_version(model, CONVERTED_TO)
+    except Exception as err:  # noqa: BLE001  the converter raises plain RuntimeErrors on what it lacks
+        raise EqdslError.one(f"{path}: cannot convert opset {found} to {CONVERTED_TO} with "
+                             f"onnx.version_converter: {str(err).strip().splitlines()[0]}") from None
+    return converted, [f"converted from ONNX opset {found} to {CONVERTED_TO} (onnx.version_converter)"]
+
+
+def _fix_shapes(path: Path, model: onnx.ModelProto, shapes: Shapes) -> None:
+    """Give the named inputs their dimensions; refuse a dynamic input left without one. The
+    graph's inferred shapes and output shapes are dropped so inference redoes them."""
+    graph = model.graph
+    weights = {t.name for t in graph.initializer}
+    inputs = {i.name: i for i in graph.input if i.name not in weights}
+    for name in shapes:
+        if name not in inputs:
+            raise EqdslError.one(f"{path}: shape given for {name!r}, which is not an input of the model; "
+                                 f"expected one of: {', '.join(inputs)}")
+    dynamic = [info for name, info in inputs.items()
+               if name not in shapes and not all(d.dim_value > 0 for d in info.type.tensor_type.shape.dim)]
+    if dynamic:
+        listed = ", ".join(f"{info.name} {_dims_text(info)}" for info in dynamic)
+        first = dynamic[0]
+        example = [str(d.dim_value) if d.dim_value > 0 else "1" for d in first.type.tensor_type.shape.dim]
+        raise EqdslError.one(f"{path}: input(s) with dynamic dimensions: {listed}; give their shapes with "
+                             f"`program: {{onnx: FILE, shapes: {{{first.name}: [{', '.join(example)}]}}}}` or "
+                             f"`eqdsl import onnx FILE --shape {first.name}={','.join(example)}`")
+    if not shapes:
+        return
+    for name, dims in shapes.items():
+        shape = inputs[name].type.tensor_type.shape
+        if len(shape.dim) not in (0, len(dims)) and shape.dim:
+            raise EqdslError.one(f"{path}: shape {list(dims)} given for {name!r}, which has rank {len(shape.dim)} "
+                                 f"({_dims_text(inputs[name])})")
+        shape.ClearField("dim")
+        for d in dims:
+            shape.dim.add().dim_value = d
+    del graph.value_info[:]
+    for out in graph.output:
+        out.type.tensor_type.ClearField("shape")
+
+
+def _dims_text(info: onnx.ValueInfoProto) -> str:
+    dims = info.type.tensor_type.shape.dim
+    return "[" + ", ".join(str(d.dim_value) if d.HasField("dim_value") else (d.dim_param or "?") for d in dims) + "]"
 
 
 def _inputs(path: Path, r: Reader) -> None:
@@ -89,10 +152,9 @@ def _node(r: Reader, node: onnx.NodeProto) -> None:
     attrs = {a.name: helper.get_attribute_value(a) for a in node.attribute}
     attrs = {k: (v.decode() if isinstance(v, bytes) else v) for k, v in attrs.items()}
     handler = HANDLERS.get(node.op_type) if node.domain in ("", "ai.onnx") else None
-    if handler is None:
-        outputs: list[Value] = [opaque_of(r, node, [r.tensor(n) for n in node.input if n])]
-    else:
-        outputs = handler(r, node, attrs)
+    outputs = folded(r, node, handler is not None)
+    if outputs is None:
+        outputs = [opaque_of(r, node)] if handler is None else handler(r, node, attrs)
     for name, value in zip(node.output, outputs):
         want = r.shapes.get(name)
         if isinstance(value, Tensor) and want is not None and value.dims != want:
@@ -101,9 +163,8 @@ def _node(r: Reader, node: onnx.NodeProto) -> None:
         r.env[name] = value
 
 
-def read_onnx(path: Path, lang: ir.Language) -> Imported:
-    model = _load(path)
-    _check_opset(path, model)
+def read_onnx(path: Path, lang: ir.Language, shapes: Shapes | None = None) -> Imported:
+    model, notes = _load(path, shapes or {})
     r = Reader(lang, model)
     _inputs(path, r)
     for k, node in enumerate(model.graph.node):
@@ -123,5 +184,5 @@ def read_onnx(path: Path, lang: ir.Language) -> Imported:
         raise EqdslError.one(f"{path}: output: {err}") from None
     program = without_dead_nodes(r.g.program(name, roots))
     used = {str(n.args[0]) for n in program.nodes if n.op == "weight"}
-    return Imported(program, {k: v for k, v in r.weights.items() if k in used}, tuple(outputs))
+    return Imported(program, {k: v for k, v in r.weights.items() if k in used}, tuple(outputs), tuple(notes))
 

@@ -33,9 +33,16 @@ class RuntimeCheck:
     original_ms: dict[int, float]  # threads (1, and the machine's count) → median milliseconds
     optimized_ms: dict[int, float]
     message: str
+    ratio_interval: tuple[float, float] = (1.0, 1.0)  # one thread: 95 % interval of optimized ÷ input time
 
     def speedup(self, threads: int) -> float:
         return self.original_ms[threads] / self.optimized_ms[threads]
+
+    @property
+    def slower(self) -> bool:
+        """The optimized model is slower beyond noise, one thread: even the low end of the 95 %
+        interval of its time ÷ the input's is above 1."""
+        return self.ratio_interval[0] > 1.0
 
 
 def session(model: bytes | Path, threads: int):
@@ -50,14 +57,19 @@ def session(model: bytes | Path, threads: int):
     return ort.InferenceSession(source, options, providers=["CPUExecutionProvider"])
 
 
-def random_feeds(session, seed: int, scale: float = 1.0) -> dict[str, np.ndarray]:
+def random_feeds(session, seed: int, scale: float = 1.0,
+                 shapes: dict[str, list[int]] | None = None) -> dict[str, np.ndarray]:
+    """Normal inputs for every input of `session`; `shapes` gives the dims of inputs the model
+    leaves dynamic (the static model eqdsl imported)."""
     rng = np.random.default_rng(seed)
-    return {i.name: (scale * rng.standard_normal(i.shape)).astype(np.float32) for i in session.get_inputs()}
+    known = shapes or {}
+    return {i.name: (scale * rng.standard_normal(known.get(i.name, i.shape))).astype(np.float32)
+            for i in session.get_inputs()}
 
 
-def finite_feeds(session, seed: int) -> tuple[dict[str, np.ndarray], float]:
+def finite_feeds(session, seed: int, shapes: dict[str, list[int]] | None = None) -> tuple[dict[str, np.ndarray], float]:
     """Random inputs on which the model's outputs are finite, and their scale (`halved_until_finite`)."""
-    feeds, scale, _ = halved_until_finite(lambda f: session.run(None, f), random_feeds(session, seed))
+    feeds, scale, _ = halved_until_finite(lambda f: session.run(None, f), random_feeds(session, seed, shapes=shapes))
     return feeds, scale
 
 
@@ -78,6 +90,30 @@ def halved_until_finite(run: Callable[[dict[str, np.ndarray]], Sequence[np.ndarr
 def median_ms(sessions: list, feeds: dict[str, np.ndarray], runs: int) -> list[float]:
     """Per session, the median milliseconds of `runs` runs after `WARMUP` untimed ones; the
     sessions take turns run by run."""
+    return [float(np.median(t)) for t in timed_ms(sessions, feeds, runs)]
+
+
+def ratio_interval(original: list[float], optimized: list[float], seed: int = 0) -> tuple[float, float]:
+    """95 % bootstrap interval of the median of the per-run ratios optimized ÷ original (runs
+    taken in turns, so a load spike hits both of a pair alike)."""
+    ratios = np.asarray(optimized) / np.asarray(original)
+    rng = np.random.default_rng(seed)
+    medians = np.median(rng.choice(ratios, size=(BOOTSTRAP, len(ratios))), axis=1)
+    low, high = np.percentile(medians, [2.5, 97.5])
+    return float(low), float(high)
+
+
+BOOTSTRAP = 2000
+
+
+def _interval(timings: dict[int, list[list[float]]], seed: int) -> tuple[float, float]:
+    original, optimized = timings[min(timings)]  # one thread, where it was timed
+    return ratio_interval(original, optimized, seed)
+
+
+def timed_ms(sessions: list, feeds: dict[str, np.ndarray], runs: int) -> list[list[float]]:
+    """Per session, the milliseconds of each of `runs` runs after `WARMUP` untimed ones; the
+    sessions take turns run by run."""
     for s in sessions:
         for _ in range(WARMUP):
             s.run(None, feeds)
@@ -86,8 +122,8 @@ def median_ms(sessions: list, feeds: dict[str, np.ndarray], runs: int) -> list[f
         for k, s in enumerate(sessions):
             t0 = time.perf_counter()
             s.run(None, feeds)
-            times[k].append(time.perf_counter() - t0)
-    return [1000 * float(np.median(t)) for t in times]
+            times[k].append(1000 * (time.perf_counter() - t0))
+    return times
 
 
 def largest_error(want: Sequence[np.ndarray], got: Sequence[np.ndarray]) -> float:
@@ -105,14 +141,15 @@ def largest_error(want: Sequence[np.ndarray], got: Sequence[np.ndarray]) -> floa
 def compare(original: bytes | Path, optimized: bytes | Path, runs: int = 20, seed: int = 0,
             thread_counts: list[int] | None = None) -> RuntimeCheck:
     thread_counts = thread_counts or sorted({1, os.cpu_count() or 1})
-    first = session(original, 1)
-    feeds, scale = finite_feeds(first, seed)
-    want, got = first.run(None, feeds), session(optimized, 1).run(None, feeds)
+    first, second = session(original, 1), session(optimized, 1)
+    feeds, scale = finite_feeds(first, seed, {i.name: i.shape for i in second.get_inputs()})
+    want, got = first.run(None, feeds), second.run(None, feeds)
     error = largest_error(want, got) if len(want) == len(got) else float("inf")
     ok = error <= RTOL
-    timings = {t: median_ms([session(original, t), session(optimized, t)], feeds, runs) for t in thread_counts}
+    timings = {t: timed_ms([session(original, t), session(optimized, t)], feeds, runs) for t in thread_counts}
     verdict = "agree" if ok else "DISAGREE"
-    return RuntimeCheck(ok, error, runs, {t: v[0] for t, v in timings.items()}, {t: v[1] for t, v in timings.items()},
+    median = {t: [float(np.median(v)) for v in pair] for t, pair in timings.items()}
+    return RuntimeCheck(ok, error, runs, {t: v[0] for t, v in median.items()}, {t: v[1] for t, v in median.items()},
                         f"ONNX Runtime outputs {verdict} (largest relative difference {error:.3g}, "
                         f"tolerance {RTOL:g}" + (f"; inputs scaled by {scale:g} to keep outputs finite)"
-                                                 if scale != 1.0 else ")"))
+                                                 if scale != 1.0 else ")"), _interval(timings, seed))

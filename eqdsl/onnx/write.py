@@ -21,12 +21,17 @@ from onnx import TensorProto, helper, numpy_helper
 from eqdsl import ir
 from eqdsl.diagnostics import EqdslError
 from eqdsl.ir.builder import program_shapes
+from eqdsl.languages.tensor import opaque
 from eqdsl.languages.tensor.folding import const_nodes, output_nodes
 from eqdsl.languages.tensor.ops import OPS, SEMANTICS
 from eqdsl.onnx.export_forms import FAMILIES, Emit
 from eqdsl.onnx.weights import Weights
 
-OPSET = 20  # Gelu (20), LayerNormalization (17); ONNX Runtime ≥ 1.16 runs it
+OPSET = opaque.DEFAULT_OPSET
+# A model with opaque nodes is written at the highest opset their semantics name (`opaque.OPSET`),
+# raised to what the forms eqdsl writes itself need (13; these later): an opaque node keeps its
+# semantics (ReduceMean's `axes` attribute before 18, an input from 18 on).
+MIN_OPSET, OWN_MIN_OPSET = {"HardSwish": 14}, 13
 ACT_OPS = {1: "Sigmoid", 2: "Relu", 3: "Tanh"}
 
 
@@ -42,6 +47,26 @@ class Emitter:
         self.nodes: list[onnx.NodeProto] = []
         self.initializers: dict[str, onnx.TensorProto] = {}
         self.inputs: list[onnx.ValueInfoProto] = []
+        self.opset_floor = 0  # the highest opset an opaque node's semantics name (0: no opaque node)
+
+    def used_nodes(self, outputs: list[str]) -> list[onnx.NodeProto]:
+        """The emitted nodes that `outputs` need, in order: a Pad whose padding a Conv took over
+        (`export_forms._padding`) is left out."""
+        needed, kept = set(outputs), []
+        for node in reversed(self.nodes):
+            if any(o in needed for o in node.output):
+                kept.append(node)
+                needed.update(node.input)
+        return kept[::-1]
+
+    def require(self, opset: int) -> None:
+        self.opset_floor = max(self.opset_floor, opset)
+
+    def opset(self) -> int:
+        if not self.opset_floor:
+            return OPSET
+        own = max([OWN_MIN_OPSET] + [MIN_OPSET.get(n.op_type, OWN_MIN_OPSET) for n in self.nodes if not n.domain])
+        return max(own, self.opset_floor)
 
     def dims(self, i: int, arg: int | None = None) -> tuple[int, ...]:
         """The shape of node i, or of its child at argument position `arg`."""
@@ -125,11 +150,43 @@ def to_onnx(lang: ir.Language, program: ir.Program, weights: Weights) -> onnx.Mo
         source = e.operand(r)
         e.node("Identity", [source], f"output{k}")
         outputs.append(helper.make_tensor_value_info(f"output{k}", TensorProto.FLOAT, list(e.dims(r))))
-    graph = helper.make_graph(e.nodes, program.name, e.inputs, outputs, list(e.initializers.values()))
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", OPSET), *_domains(e.nodes)],
+    nodes = _biased_convs(e.used_nodes([o.name for o in outputs]), e.initializers)
+    read = {name for n in nodes for name in n.input}
+    graph = helper.make_graph(nodes, program.name, e.inputs, outputs,
+                              [t for name, t in e.initializers.items() if name in read])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", e.opset()), *_domains(e.nodes)],
                               producer_name="eqdsl")
     model.ir_version = 9  # the newest that ONNX Runtime 1.16+ reads
     return model
+
+
+def _biased_convs(nodes: list[onnx.NodeProto], initializers: dict[str, onnx.TensorProto]) -> list[onnx.NodeProto]:
+    """Conv → Add(a [1, C, 1, 1] constant) as one Conv with its bias input, as models are written
+    (the import reads a Conv's bias as that Add): where the Add is the Conv's only reader."""
+    readers: dict[str, int] = {}
+    for node in nodes:
+        for name in node.input:
+            readers[name] = readers.get(name, 0) + 1
+    producer = {out: node for node in nodes for out in node.output}
+    dropped: set[int] = set()
+    for node in nodes:
+        conv = producer.get(node.input[0]) if node.op_type == "Add" else None
+        bias = initializers.get(node.input[1]) if conv is not None else None
+        if conv is None or bias is None or conv.op_type != "Conv" or len(conv.input) != 2 \
+                or readers[conv.output[0]] != 1 or list(bias.dims) != [1, _channels(conv, initializers), 1, 1]:
+            continue
+        name = f"{node.input[1]}.bias"
+        if name not in initializers:
+            initializers[name] = numpy_helper.from_array(numpy_helper.to_array(bias).reshape(-1), name)
+        conv.input.append(name)
+        conv.output[0] = node.output[0]
+        dropped.add(id(node))
+    return [node for node in nodes if id(node) not in dropped]
+
+
+def _channels(conv: onnx.NodeProto, initializers: dict[str, onnx.TensorProto]) -> int:
+    weight = initializers.get(conv.input[1])
+    return int(weight.dims[0]) if weight is not None else -1
 
 
 def _domains(nodes: list[onnx.NodeProto]) -> list[onnx.OperatorSetIdProto]:

@@ -49,6 +49,7 @@ class SourceProgram:
     weights: Mapping[str, np.ndarray] | None = None  # the weights' values, when the source has them
     source_file: Path | None = None  # the model file the program was read from (exports compare with it)
     default_export: str | None = None  # the export a run does unless its config says `export: false`
+    notes: tuple[str, ...] = ()  # what reading the source changed (an ONNX opset conversion), said in the summary
 
 
 class ProgramSource(Protocol):

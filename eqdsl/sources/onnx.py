@@ -1,16 +1,26 @@
-"""ONNX models as program sources: `program: {onnx: model.onnx}` (`eqdsl.onnx.read`).
+"""ONNX models as program sources: `program: {onnx: model.onnx, shapes: {INPUT: [dims]}}`
+(`eqdsl.onnx.read`; `shapes` fixes dynamic input dimensions).
 
 The program keeps the model's weights (exports use them) and the file (the runtime check compares
 the optimized model with it); runs export ONNX unless the config says `export: false`.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from eqdsl import ir
 from eqdsl.diagnostics import EqdslError
 from eqdsl.sources.base import ProgramRef, SourceProgram
+
+
+def is_shapes(value: Any) -> bool:
+    return isinstance(value, dict) and all(isinstance(k, str) and _is_dims(v) for k, v in value.items())
+
+
+def _is_dims(v: Any) -> bool:
+    return isinstance(v, list) and bool(v) and all(isinstance(d, int) and not isinstance(d, bool) and d > 0 for d in v)
 
 
 @dataclass(frozen=True)
@@ -18,6 +28,8 @@ class OnnxSource:
     name: str = "onnx"
     builder: bool = False
     file_key: str | None = "onnx"
+    file_options: dict = field(default_factory=lambda: {
+        "shapes": (is_shapes, "a mapping of input name to a list of dimensions > 0, e.g. {x: [1, 3, 224, 224]}")})
 
     def load(self, ref: ProgramRef, language: ir.Language) -> SourceProgram:
         from eqdsl.onnx import require_onnx
@@ -29,8 +41,10 @@ class OnnxSource:
             raise EqdslError.one(f"an ONNX model imports to the tensat language, not {language.name!r}",
                                  path="ruleset")
         path = ref.base / ref.get("file")
-        imported = read_onnx(path, language)
-        return SourceProgram(imported.program, weights=imported.weights, source_file=path, default_export="onnx")
+        shapes = {name: tuple(dims) for name, dims in (ref.get("shapes") or {}).items()}
+        imported = read_onnx(path, language, shapes)
+        return SourceProgram(imported.program, weights=imported.weights, source_file=path, default_export="onnx",
+                             notes=imported.notes)
 
     def inputs(self, ref: ProgramRef) -> list[Path]:
         return [ref.base / ref.get("file")]

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from importlib.metadata import entry_points
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 from eqdsl import ir
 from eqdsl.diagnostics import EqdslError
@@ -44,6 +44,10 @@ def builder_names() -> list[str]:
     return sorted(name for name, s in sources().items() if s.builder)
 
 
+def _or_none(check: Callable[[Any], bool]) -> Callable[[Any], bool]:
+    return lambda v: v is None or check(v)
+
+
 def read_program(data: Any, base: Path) -> ProgramRef:
     if isinstance(data, str):
         return ProgramRef("eqr", (("file", data),), base)
@@ -51,8 +55,11 @@ def read_program(data: Any, base: Path) -> ProgramRef:
         if isinstance(data, dict) and source.file_key is not None and source.file_key in data:
             r = Reader(data, "program")
             file = r.get(source.file_key, None, lambda v: isinstance(v, str) and v != "", "a file path")
+            options = getattr(source, "file_options", {})  # (check, expected) per further key it takes
+            given = tuple((key, r.get(key, None, _or_none(check), expected))
+                          for key, (check, expected) in options.items())
             r.finish()
-            return ProgramRef(source.name, (("file", file),), base)
+            return ProgramRef(source.name, (("file", file),) + tuple(g for g in given if g[1] is not None), base)
     if isinstance(data, dict) and "builder" in data:
         builder = data["builder"]
         if not isinstance(builder, str):

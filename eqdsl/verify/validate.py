@@ -2,12 +2,17 @@
 
 Contract: `validate(lang, original, optimized, samples, seed)` evaluates both programs with the
 reference semantics on `samples` sets of random inputs (leaf values keyed by the leaf, so both
-programs read the same numbers) and returns a `Validation`: `ok` when every root agrees within
-rtol 1e-6 (atol scaled to the output's magnitude), else the largest difference and where.
+programs read the same numbers; a model's own weights where given) and returns a `Validation`:
+`ok` when every root agrees within rtol 1e-6 (atol scaled to the output's magnitude), else the
+largest difference and where.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import partial
+from typing import Mapping, cast
+
+import numpy as np
 
 from eqdsl import ir
 from eqdsl.verify.semantics import SemanticsError, evaluate_program, largest_difference, load_semantics, magnitude
@@ -23,14 +28,24 @@ class Validation:
     message: str
 
 
+def _model_weight(weights: Mapping[str, np.ndarray], leaf: ir.TermNode) -> np.ndarray | None:
+    if leaf.op != "weight" or str(leaf.args[0]) not in weights:
+        return None
+    return np.asarray(weights[str(leaf.args[0])], dtype=np.float64).reshape(tuple(cast(tuple, leaf.args[1])))
+
+
 def validate(lang: ir.Language, original: ir.Program, optimized: ir.Program,
-             samples: int, seed: int, run_ref: bool = True) -> Validation:
+             samples: int, seed: int, run_ref: bool = True,
+             weights: Mapping[str, np.ndarray] | None = None) -> Validation:
+    """`weights`: the model's own values for its `weight` leaves (a Resize's scales, a Reshape's
+    target); every other leaf is drawn at random."""
     sem = load_semantics(lang, run_ref)
+    known = None if not weights else partial(_model_weight, weights)
     worst, where = 0.0, ""
     for k in range(samples):
         try:
-            want = evaluate_program(original, sem, seed + k)
-            got = evaluate_program(optimized, sem, seed + k)
+            want = evaluate_program(original, sem, seed + k, known)
+            got = evaluate_program(optimized, sem, seed + k, known)
         except SemanticsError as err:
             return Validation(k, float("nan"), False, f"sample {k}: {err}")
         if len(want) != len(got):

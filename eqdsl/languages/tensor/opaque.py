@@ -6,6 +6,14 @@ Attribute values are Python literals (int, float, str, lists of them); floats ar
 shortest decimal that reads back to the same float32. Contract: `decode(encode(op, domain, attrs))` gives
 the same triple; `decode` of a malformed key raises `ValueError`; `evaluate(key, dims, *inputs)`
 runs the operator with ONNX's reference evaluator (the opaque node's reference semantics).
+
+An operator whose ONNX inputs are not all program tensors carries its input layout in the key, as
+the attribute `INPUTS` (`__inputs`, a name no ONNX attribute has): one item per ONNX input, `"t"` for
+the next tensor operand, `""` for an omitted optional input, `(dtype, dims, values)` for a constant
+kept exactly (int64 starts of a Slice): `Slice(__inputs=["t", ["int64", [1], [0]], ...])`.
+`layout(attrs)` reads it (all tensors when absent); `constant(item)` rebuilds a constant. A key
+read from a model at another opset than `DEFAULT_OPSET` says which (`__opset=13`): ReduceMean's
+`axes` is an attribute before opset 18, an input from 18 on.
 """
 from __future__ import annotations
 
@@ -20,13 +28,34 @@ AttrValue = int | float | str | tuple[int, ...] | tuple[float, ...] | tuple[str,
 _KEY = re.compile(r"^(?:(?P<domain>[A-Za-z0-9_.]+)::)?(?P<op>[A-Za-z_][A-Za-z0-9_]*)\((?P<attrs>.*)\)$", re.S)
 
 
-def encode(op_type: str, domain: str, attrs: dict[str, AttrValue]) -> str:
+INPUTS = "__inputs"
+OPSET = "__opset"  # the ONNX opset whose semantics the operator has; absent: DEFAULT_OPSET
+DEFAULT_OPSET = 20  # what eqdsl writes (Gelu 20, LayerNormalization 17); ONNX Runtime ≥ 1.16 runs it
+Layout = tuple[Any, ...]  # "t", "" or (dtype, dims, values) per ONNX input
+
+
+def layout(attrs: dict[str, Any], tensors: int) -> Layout:
+    """The key's input layout; `tensors` operands in order when the key has none."""
+    return tuple(attrs[INPUTS]) if INPUTS in attrs else ("t",) * tensors
+
+
+def constant(item: Any) -> np.ndarray:
+    dtype, dims, values = item
+    return np.array(values, dtype=np.dtype(dtype)).reshape(tuple(dims))
+
+
+def constant_item(value: np.ndarray) -> tuple[str, tuple[int, ...], tuple[Any, ...]]:
+    flat = value.reshape(-1).tolist()
+    return str(value.dtype), tuple(int(d) for d in value.shape), tuple(flat)
+
+
+def encode(op_type: str, domain: str, attrs: dict[str, Any]) -> str:
     body = ", ".join(f"{name}={_literal(value)}" for name, value in sorted(attrs.items()))
     return f"{domain + '::' if domain else ''}{op_type}({body})"
 
 
-def _literal(value: AttrValue) -> str:
-    if isinstance(value, tuple):
+def _literal(value: Any) -> str:
+    if isinstance(value, (tuple, list)):
         return "[" + ", ".join(_literal(v) for v in value) + "]"
     if isinstance(value, float):  # ONNX floats are float32: the shortest text that reads back to it
         return str(np.float32(value))
@@ -54,17 +83,27 @@ def decode(key: str) -> tuple[str, str, dict[str, AttrValue]]:
 
 def evaluate(key: str, dims: tuple[int, ...], *inputs: Any) -> np.ndarray:
     """The operator on `inputs` (float64 arrays are run in float32, as the model would)."""
-    from onnx import TensorProto, defs, helper
+    from onnx import TensorProto, helper, numpy_helper
     from onnx.reference import ReferenceEvaluator
 
     op_type, domain, attrs = decode(key)
+    items = layout(attrs, len(inputs))
+    attrs.pop(INPUTS, None)
+    read_at = int(cast(int, attrs.pop(OPSET, DEFAULT_OPSET)))
     names = [f"in{i}" for i in range(len(inputs))]
-    node = helper.make_node(op_type, names, ["out"], domain=domain or None, **cast(dict[str, Any], attrs))
+    wired, constants, tensors = [], [], iter(names)
+    for k, item in enumerate(items):
+        if item in ("t", ""):
+            wired.append(next(tensors) if item == "t" else "")
+        else:
+            wired.append(f"c{k}")
+            constants.append(numpy_helper.from_array(constant(item), f"c{k}"))
+    node = helper.make_node(op_type, wired, ["out"], domain=domain or None, **cast(dict[str, Any], attrs))
     graph = helper.make_graph(
         [node], "opaque",
         [helper.make_tensor_value_info(n, TensorProto.FLOAT, np.shape(x)) for n, x in zip(names, inputs)],
-        [helper.make_tensor_value_info("out", TensorProto.FLOAT, list(dims))])
-    version = defs.onnx_opset_version() if not domain else 1
+        [helper.make_tensor_value_info("out", TensorProto.FLOAT, list(dims))], constants)
+    version = read_at if not domain else 1
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid(domain, version)])
     feeds = {n: np.asarray(x, dtype=np.float32) for n, x in zip(names, inputs)}
     (out,) = ReferenceEvaluator(model).run(None, feeds)

@@ -1,0 +1,234 @@
+"""The real-model corpus (issue 44): public ONNX models nobody on the team wrote, through `eqdsl run`
+and, in the same run, through the tools people use today — onnxslim, onnxsim and ONNX Runtime's
+own offline optimizer — all timed side by side under ONNX Runtime (CPU).
+
+Corpus (`CORPUS`): the ONNX model zoo's models that the `onnx` package ships
+(`onnx/backend/test/data/light/`), and ONNX files inside PyPI packages (PP-OCR's detection,
+recognition and direction models exported by paddle2onnx in `rapidocr-onnxruntime`; Silero VAD,
+exported by PyTorch, in `silero-vad`), fetched with `pip download --no-deps` into the cache folder;
+and PyTorch models (torchvision, transformers, segmentation-models-pytorch architectures with random
+weights) that `benchmarks/torch_models.py` exported into `<out>/torch` (run it first, in an
+environment with torch; models it has not exported are left out).
+Per model: its producer and opset, op histogram, whether eqdsl imports and runs it (else the
+message), opaque operators, e-graph size, predicted speedup, validation, ONNX Runtime agreement,
+whether the never-slower guard handed back the input, and the ORT CPU time of every variant with 1
+and 2 threads (medians of `--runs` interleaved runs, the same inputs), as a ratio to the input.
+
+Usage: .venv/bin/python benchmarks/models.py [--models a,b] [--runs 20] [--out results/bench/models]
+Needs (benchmark only, not eqdsl's dependencies): `pip install onnxslim onnxsim`.
+"""
+from __future__ import annotations
+
+import argparse
+import collections
+import json
+import platform
+import re
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+import onnx
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from eqdsl.onnx.runtime import random_feeds, session, timed_ms  # noqa: E402
+
+
+@dataclass(frozen=True)
+class Model:
+    name: str
+    source: str  # "zoo:<file>" (the onnx package's light models), "pypi:<package>==<version>:<path in wheel>",
+    # or "torch:<name>" (exported by benchmarks/torch_models.py)
+    shapes: dict[str, list[int]] = field(default_factory=dict)  # for inputs with dynamic dimensions
+
+
+ZOO = ["squeezenet", "resnet50", "bvlc_alexnet", "densenet121", "inception_v1", "inception_v2", "shufflenet",
+       "vgg19", "zfnet512"]
+OCR = "pypi:rapidocr-onnxruntime==1.4.4:rapidocr_onnxruntime/models/"
+CORPUS = [Model(f"zoo-{z}", f"zoo:light_{z}.onnx") for z in ZOO] + [
+    Model("ppocr-det-v4", OCR + "ch_PP-OCRv4_det_infer.onnx", {"x": [1, 3, 640, 640]}),
+    Model("ppocr-rec-v4", OCR + "ch_PP-OCRv4_rec_infer.onnx", {"x": [1, 3, 48, 320]}),
+    Model("ppocr-cls-v2", OCR + "ch_ppocr_mobile_v2.0_cls_infer.onnx", {"x": [1, 3, 48, 192]}),
+    Model("silero-vad-op15", "pypi:silero-vad==6.2.3:silero_vad/data/silero_vad_16k_op15.onnx",
+          {"input": [1, 512], "state": [2, 1, 128]}),
+]
+TORCH = ["resnet50", "mobilenet_v3_large", "efficientnet_b0", "convnext_tiny", "regnet_y_400mf", "vit_b_16", "swin_t",
+         "deeplabv3_mobilenet", "bert_base", "distilbert", "gpt2_small", "t5_small_encoder", "whisper_tiny_encoder",
+         "unet_resnet34"]
+CORPUS += [Model(f"torch-{t}", f"torch:{t}") for t in TORCH]
+THREADS = (1, 2)
+
+
+def fetch(model: Model, cache: Path) -> Path:
+    kind, _, rest = model.source.partition(":")
+    if kind == "torch":
+        return cache.parent / "torch" / f"{rest}.onnx"
+    if kind == "zoo":
+        return Path(onnx.__file__).parent / "backend" / "test" / "data" / "light" / rest
+    package, _, inner = rest.partition(":")
+    wheels = cache / "wheels"
+    if not list(wheels.glob(package.split("==")[0].replace("-", "_") + "-*.whl")):
+        subprocess.run([sys.executable, "-m", "pip", "download", "-q", "--no-deps", package, "-d", str(wheels)],
+                       check=True)
+    wheel = next(wheels.glob(package.split("==")[0].replace("-", "_") + "-*.whl"))
+    target = cache / "files" / model.name / Path(inner).name
+    if not target.exists():
+        import zipfile
+
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_bytes(zipfile.ZipFile(wheel).read(inner))
+    return target
+
+
+def fetch_ok(model: Model, out: Path) -> bool:
+    """False for a PyTorch model `benchmarks/torch_models.py` did not export (said on stderr)."""
+    if model.source.startswith("torch:") and not fetch(model, out / "cache").exists():
+        print(f"{model.name}: not exported (run benchmarks/torch_models.py {out / 'torch'})", file=sys.stderr)
+        return False
+    return True
+
+
+def describe(path: Path) -> dict:
+    m = onnx.load(str(path), load_external_data=False)
+    ops = collections.Counter(n.op_type for n in m.graph.node)
+    opset = next((o.version for o in m.opset_import if o.domain in ("", "ai.onnx")), None)
+    return {"producer": m.producer_name or "?", "opset": opset, "nodes": len(m.graph.node),
+            "ops": ", ".join(f"{k} {v}" for k, v in ops.most_common(6))}
+
+
+def run_eqdsl(model: Model, path: Path, folder: Path) -> dict:
+    """`eqdsl run` (tensat rules, CPU target, saturate k_multi 1, CP-SAT 30 s, validated, exported,
+    runtime-checked) in its own process; its report, or the first line of its error."""
+    folder.mkdir(parents=True, exist_ok=True)
+    shapes = f", shapes: {json.dumps(model.shapes)}" if model.shapes else ""
+    (folder / "run.yaml").write_text(
+        f"ruleset: tensat\ntarget: cpu\nprogram: {{onnx: {path.resolve()}{shapes}}}\n"
+        "schedule: {kind: saturate, iter_limit: 10, node_limit: 50000, k_multi: 1, cycle_filter: efficient}\n"
+        "extract: {method: cpsat, time_limit_s: 30, compare: []}\nvalidate: {samples: 1}\n"
+        "export: {format: onnx, runs: 20}\n")
+    out = folder / "out"
+    subprocess.run(["rm", "-rf", str(out)], check=True)
+    t0 = time.perf_counter()
+    done = subprocess.run([sys.executable, "-m", "eqdsl", "run", str(folder / "run.yaml"), "--output", str(out),
+                           "--quiet"], capture_output=True, text=True, timeout=1800)
+    seconds = time.perf_counter() - t0
+    if not (out / "report.json").exists():
+        lines = [ln for ln in done.stderr.splitlines() if ln.strip()]
+        return {"ok": False, "exit": done.returncode, "error": lines[0] if lines else "no report", "seconds": seconds}
+    report = json.loads((out / "report.json").read_text())
+    text = report["optimized_program"]
+    runtime = (report.get("export") or {}).get("runtime") or {}
+    return {"ok": done.returncode == 0, "exit": done.returncode, "seconds": seconds,
+            "opaque": sorted(set(re.findall(r'opaque\d\("(?:[\w.]+::)?(\w+)\(', text))),
+            "nodes": report["egraph"]["nodes"], "predicted": report["original_cost"] / max(report["best_cost"], 1e-30),
+            "validated": (report.get("validation") or {}).get("ok"), "agree": runtime.get("ok"),
+            "kept": runtime.get("kept"), "optimized": out / "optimized.onnx"}
+
+
+def baselines(path: Path, shapes: dict[str, list[int]], folder: Path) -> dict[str, Path | str]:
+    """The same model through onnxslim, onnxsim and ONNX Runtime's offline optimizer (or why not)."""
+    made: dict[str, Path | str] = {}
+    model = onnx.load(str(path))
+    for name, make in (("onnxslim", _slim), ("onnxsim", _sim), ("ort-offline", _ort_offline)):
+        target = folder / f"{name}.onnx"
+        try:
+            make(model, path, shapes, target)
+            made[name] = target
+        except Exception as err:  # noqa: BLE001  each tool's own failures, reported as they are
+            made[name] = f"{type(err).__name__}: {(str(err).strip().splitlines() or [''])[0][:80]}"
+    return made
+
+
+def _slim(model: onnx.ModelProto, path: Path, shapes: dict, target: Path) -> None:
+    import onnxslim
+
+    onnx.save(onnxslim.slim(model, input_shapes=[f"{k}:{','.join(map(str, v))}" for k, v in shapes.items()] or None),
+              str(target))
+
+
+def _sim(model: onnx.ModelProto, path: Path, shapes: dict, target: Path) -> None:
+    import onnxsim
+
+    simplified, ok = onnxsim.simplify(model, overwrite_input_shapes=shapes or None)
+    if not ok:
+        raise RuntimeError("onnxsim's own check failed")
+    onnx.save(simplified, str(target))
+
+
+def _ort_offline(model: onnx.ModelProto, path: Path, shapes: dict, target: Path) -> None:
+    import onnxruntime as ort
+
+    options = ort.SessionOptions()
+    options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_EXTENDED
+    options.optimized_model_filepath = str(target)
+    ort.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
+
+
+def timings(variants: dict[str, Path], shapes: dict[str, list[int]], runs: int) -> dict[str, dict[int, float]]:
+    """Median ms of each variant per thread count, all interleaved run by run on the same inputs."""
+    names = list(variants)
+    first = session(variants[names[0]], 1)
+    static = {**{i.name: i.shape for i in first.get_inputs() if all(isinstance(d, int) for d in i.shape)}, **shapes}
+    feeds = random_feeds(first, 0, 0.5, static)
+    result: dict[str, dict[int, float]] = {n: {} for n in names}
+    for threads in THREADS:
+        sessions = [session(variants[n], threads) for n in names]
+        for n, times in zip(names, timed_ms(sessions, feeds, runs)):
+            result[n][threads] = float(np.median(times))
+    return result
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--models", default=",".join(m.name for m in CORPUS))
+    parser.add_argument("--runs", type=int, default=20)
+    parser.add_argument("--out", default="results/bench/models")
+    args = parser.parse_args()
+    out = Path(args.out)
+    chosen = [m for m in CORPUS if m.name in args.models.split(",") and fetch_ok(m, out)]
+    print(f"# {platform.machine()}, python {platform.python_version()}, ORT CPU, {args.runs} interleaved runs; "
+          f"times are ratios input ÷ variant (> 1: faster than the input)")
+    print("| model | producer, opset | top ops | eqdsl import/run | opaque | e-graph nodes | predicted | validated, "
+          "ORT agree | handed back | input ms 1t / 2t | eqdsl 1t / 2t | onnxslim 1t / 2t | onnxsim 1t / 2t | "
+          "ORT offline 1t / 2t |")
+    print("|" + "---|" * 15)
+    for model in chosen:
+        print(row(model, out, args.runs), flush=True)
+
+
+def row(model: Model, out: Path, runs: int) -> str:
+    path = fetch(model, out / "cache")
+    info = describe(path)
+    ours = run_eqdsl(model, path, out / model.name)
+    made = baselines(path, model.shapes, out / model.name)
+    variants = {"input": path, **({"eqdsl": ours["optimized"]} if ours.get("optimized") else {}),
+                **{k: v for k, v in made.items() if isinstance(v, Path)}}
+    try:
+        times = timings(variants, model.shapes, runs)
+    except Exception as err:  # noqa: BLE001  a variant ONNX Runtime cannot run: said in the row
+        times = {}
+        made["input"] = f"{type(err).__name__}: {str(err)[:80]}"
+    base = times.get("input", {})
+
+    def ratio(name: str) -> str:
+        if name not in times or not base:
+            why = made.get(name, "not run" if name == "eqdsl" else "—")
+            return "not timed" if isinstance(why, Path) else str(why)[:60]
+        return " / ".join(f"{base[t] / times[name][t]:.2f}×" for t in THREADS)
+
+    status = f"ok ({ours['seconds']:.0f} s)" if ours["ok"] else f"exit {ours['exit']}: {ours.get('error', '')}"
+    predicted = f"{ours['predicted']:.3f}×" if "predicted" in ours else "—"
+    cells = [model.name, f"{info['producer']}, {info['opset']}", info["ops"], status[:160],
+             ", ".join(ours.get("opaque", [])) or "—", str(ours.get("nodes", "—")), predicted,
+             f"{ours.get('validated')}, {ours.get('agree')}", str(ours.get("kept", "—")),
+             " / ".join(f"{base[t]:.2f}" for t in THREADS) if base else "—",
+             ratio("eqdsl"), ratio("onnxslim"), ratio("onnxsim"), ratio("ort-offline")]
+    return "| " + " | ".join(c.replace("|", "/") for c in cells) + " |"
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,156 @@
+"""What real exporters write (issue 44), in small models built with `onnx.helper`: an old opset and a
+dynamic batch dimension, shape arithmetic, int64 operands, a Resize with its `roi` left empty,
+ReduceMean's opset-13 `axes` attribute, explicit Conv pads and GlobalAveragePool — imported, run,
+validated on the model's own constants, exported faithfully, and never handed back slower."""
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import onnx
+import pytest
+from onnx import TensorProto, helper, numpy_helper
+
+from eqdsl.diagnostics import EqdslError
+from eqdsl.frontend import load_language
+from eqdsl.onnx.read import read_onnx
+
+
+def _const(name: str, values, dtype=np.int64) -> onnx.TensorProto:
+    return numpy_helper.from_array(np.array(values, dtype=dtype), name)
+
+
+def exporter_model() -> onnx.ModelProto:
+    """Opset 11, batch dimension `N`: Conv with pads 2 (not SAME) → Relu → GlobalAveragePool →
+    Reshape to [N, C] through Shape → Gather → Unsqueeze → Concat, as PyTorch and paddle2onnx write it."""
+    rng = np.random.default_rng(0)
+    n = helper.make_node
+    nodes = [n("Conv", ["x", "w", "b"], ["c"], kernel_shape=[3, 3], pads=[2, 2, 2, 2]),
+             n("Relu", ["c"], ["r"]), n("GlobalAveragePool", ["r"], ["g"]),
+             n("Shape", ["g"], ["s"]), n("Gather", ["s", "zero"], ["batch"], axis=0),
+             n("Unsqueeze", ["batch"], ["batch1"], axes=[0]), n("Concat", ["batch1", "minus1"], ["target"], axis=0),
+             n("Reshape", ["g", "target"], ["y"])]
+    inits = [numpy_helper.from_array(rng.normal(size=(8, 3, 3, 3)).astype(np.float32) / 5, "w"),
+             numpy_helper.from_array(rng.normal(size=8).astype(np.float32), "b"),
+             _const("zero", 0), _const("minus1", [-1])]
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", 3, 16, 16])
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, ["N", 8])
+    graph = helper.make_graph(nodes, "exported", [x], [y], inits)
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 11)], ir_version=7)
+
+
+def operand_model() -> onnx.ModelProto:
+    """Opset 13: Slice with int64 starts/ends/axes, Resize with an empty `roi` and float scales,
+    ReduceMean with its (pre-18) `axes` attribute."""
+    n = helper.make_node
+    nodes = [n("Slice", ["x", "starts", "ends", "axes"], ["s"]),
+             n("Resize", ["s", "", "scales"], ["r"], mode="nearest"),
+             n("ReduceMean", ["r"], ["y"], axes=[2, 3], keepdims=1)]
+    inits = [_const("starts", [1]), _const("ends", [7]), _const("axes", [2]),
+             _const("scales", [1.0, 1.0, 2.0, 2.0], np.float32)]
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 4, 8, 8])
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 4, 1, 1])
+    graph = helper.make_graph(nodes, "operands", [x], [y], inits)
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)], ir_version=8)
+
+
+@pytest.fixture(scope="module")
+def tensat():
+    return load_language("tensat")
+
+
+def test_dynamic_input_is_refused_listing_it_and_the_option(tmp_path, run_cli):
+    onnx.save(exporter_model(), tmp_path / "m.onnx")
+    code, _, err = run_cli("import", "onnx", tmp_path / "m.onnx")
+    assert code == 2 and "input(s) with dynamic dimensions: x [N, 3, 16, 16]" in err
+    assert "--shape x=1,3,16,16" in err and "shapes: {x: [1, 3, 16, 16]}" in err and "Traceback" not in err
+    code, _, err = run_cli("import", "onnx", tmp_path / "m.onnx", "--shape", "y=1,3,16,16")
+    assert code == 2 and "shape given for 'y', which is not an input of the model" in err
+
+
+def test_old_opset_converts_and_shape_arithmetic_folds(tmp_path, tensat, run_cli):
+    onnx.save(exporter_model(), tmp_path / "m.onnx")
+    imported = read_onnx(tmp_path / "m.onnx", tensat, {"x": (2, 3, 16, 16)})
+    assert imported.notes == ("converted from ONNX opset 11 to 13 (onnx.version_converter)",)
+    ops = [n.op for n in imported.program.nodes]
+    assert "pad2d" in ops and "poolavg" in ops and not any(op.startswith("opaque") for op in ops)
+    assert imported.program.nodes[imported.program.roots[0]].op == "reshape"  # [2, 8] from folded Shape → Concat
+    code, out, err = run_cli("import", "onnx", tmp_path / "m.onnx", "--shape", "x=2,3,16,16")
+    assert code == 0 and "note: converted from ONNX opset 11 to 13" in err and "reshape(" in out
+
+
+def _run(tmp_path, run_cli, model: onnx.ModelProto, program: str, export: str = "onnx") -> tuple[int, dict, str]:
+    onnx.save(model, tmp_path / "m.onnx")
+    (tmp_path / "run.yaml").write_text(
+        f"ruleset: tensat\ntarget: t4\nprogram: {program}\nschedule: {{iter_limit: 2, node_limit: 3000}}\n"
+        f"extract: {{method: greedy-dag, compare: []}}\nvalidate: {{samples: 1}}\nexport: {export}\n")
+    code, out, err = run_cli("run", tmp_path / "run.yaml", "--output", tmp_path / "out", "--quiet")
+    report = json.loads((tmp_path / "out" / "report.json").read_text()) if code in (0, 1) else {}
+    return code, report, out + err
+
+
+def test_exported_model_is_the_input_node_for_node(tmp_path, run_cli):
+    """No rewrite applies: the Conv keeps its pads (no Pad node), GlobalAveragePool stays, the
+    shape arithmetic is a constant; validation and ONNX Runtime agree."""
+    code, report, text = _run(tmp_path, run_cli, exporter_model(), "{onnx: m.onnx, shapes: {x: [1, 3, 16, 16]}}")
+    assert code == 0, text
+    assert report["validation"]["ok"] and report["export"]["ok"] and report["input_notes"]
+    assert "input: converted from ONNX opset 11 to 13" in text
+    out = onnx.load(str(tmp_path / "out" / "optimized.onnx"))
+    kinds = [n.op_type for n in out.graph.node]
+    assert kinds[:3] == ["Conv", "Relu", "GlobalAveragePool"] and "Pad" not in kinds
+    conv = out.graph.node[0]
+    assert {a.name: list(a.ints) for a in conv.attribute if a.name == "pads"} == {"pads": [2, 2, 2, 2]}
+
+
+def test_int64_operands_empty_roi_and_opset_13_attributes_run(tmp_path, run_cli):
+    """Slice's int64 operands and Resize's empty roi are kept in the opaque key; validation uses
+    the model's own scales; the export stays at opset 13, where ReduceMean's `axes` is an attribute."""
+    code, report, text = _run(tmp_path, run_cli, operand_model(), "{onnx: m.onnx}")
+    assert code == 0, text
+    assert report["validation"]["ok"] and report["export"]["ok"]
+    out = onnx.load(str(tmp_path / "out" / "optimized.onnx"))
+    assert [o.version for o in out.opset_import if o.domain == ""] == [13]
+    resize = next(n for n in out.graph.node if n.op_type == "Resize")
+    assert resize.input[1] == ""  # roi stays omitted: scales stay in their slot
+
+
+def test_constant_operand_errors_name_the_node_and_the_input_role(tmp_path, tensat, monkeypatch):
+    import eqdsl.onnx.import_forms as forms
+
+    monkeypatch.setattr(forms, "MAX_KEPT_CONSTANT", 0)
+    onnx.save(operand_model(), tmp_path / "m.onnx")
+    with pytest.raises(EqdslError, match=r"node #0 \(Slice\): Slice input 'starts' \('starts'\) holds 1 int64 values"):
+        read_onnx(tmp_path / "m.onnx", tensat)
+
+
+@pytest.mark.parametrize("keep", [False, True])
+def test_a_model_measured_slower_is_not_handed_back(tmp_path, run_cli, monkeypatch, keep):
+    import eqdsl.exports.onnx as export
+    from eqdsl.onnx.runtime import RuntimeCheck
+
+    def slower(original, optimized, runs, seed):
+        return RuntimeCheck(True, 0.0, runs, {1: 1.0}, {1: 1.5}, "ONNX Runtime outputs agree", (1.4, 1.6))
+
+    monkeypatch.setattr(export, "compare", slower)
+    code, report, text = _run(tmp_path, run_cli, operand_model(), "{onnx: m.onnx}",
+                              f"{{format: onnx, keep_if_slower: {str(keep).lower()}}}")
+    assert code == 0, text
+    runtime = report["export"]["runtime"]
+    assert runtime["slower"] and runtime["kept"] == ("optimized" if keep else "input")
+    out = onnx.load(str(tmp_path / "out" / "optimized.onnx"))
+    if keep:
+        assert "kept anyway (export.keep_if_slower)" in text and out.producer_name == "eqdsl"
+    else:
+        assert "optimized.onnx is the input model" in text and "1.00 → 1.50 ms" in text
+        assert out.graph == onnx.load(str(tmp_path / "m.onnx")).graph
+
+
+def test_ratio_interval_tells_noise_from_slower():
+    from eqdsl.onnx.runtime import ratio_interval
+
+    rng = np.random.default_rng(1)
+    base = list(1.0 + 0.05 * rng.standard_normal(40))
+    noise = list(1.0 + 0.05 * rng.standard_normal(40))
+    assert ratio_interval(base, noise)[0] <= 1.0 <= ratio_interval(base, noise)[1]
+    assert ratio_interval(base, [1.2 * b for b in base])[0] > 1.0
