@@ -168,12 +168,20 @@ def _ort_offline(model: onnx.ModelProto, path: Path, shapes: dict, target: Path)
     ort.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
 
 
-def timings(variants: dict[str, Path], shapes: dict[str, list[int]], runs: int) -> dict[str, dict[int, float]]:
-    """Median ms of each variant per thread count, all interleaved run by run on the same inputs."""
-    names = list(variants)
-    first = session(variants[names[0]], 1)
+def timings(variants: dict[str, Path], shapes: dict[str, list[int]], runs: int,
+            failed: dict[str, Path | str]) -> dict[str, dict[int, float]]:
+    """Median ms of each variant per thread count, all interleaved run by run on the same inputs;
+    a variant ONNX Runtime cannot load or run goes into `failed` with its error."""
+    first = session(variants["input"], 1)
     static = {**{i.name: i.shape for i in first.get_inputs() if all(isinstance(d, int) for d in i.shape)}, **shapes}
     feeds = random_feeds(first, 0, 0.5, static)
+    names = []
+    for name, path in variants.items():
+        try:
+            session(path, 1).run(None, feeds)
+            names.append(name)
+        except Exception as err:  # noqa: BLE001  ONNX Runtime's own errors, whatever their type
+            failed[name] = f"ORT: {(str(err).strip().splitlines() or [''])[0][:70]}"
     result: dict[str, dict[int, float]] = {n: {} for n in names}
     for threads in THREADS:
         sessions = [session(variants[n], threads) for n in names]
@@ -208,8 +216,8 @@ def row(model: Model, out: Path, runs: int) -> str:
     variants = {"input": path, **({"eqdsl": ours["optimized"]} if ours.get("optimized") else {}),
                 **{k: v for k, v in made.items() if isinstance(v, Path)}}
     try:
-        times = timings(variants, model.shapes, runs)
-    except Exception as err:  # noqa: BLE001  a variant ONNX Runtime cannot run: said in the row
+        times = timings(variants, model.shapes, runs, made)
+    except Exception as err:  # noqa: BLE001  the input itself does not run here: said in the row
         times = {}
         made["input"] = f"{type(err).__name__}: {str(err)[:80]}"
     base = times.get("input", {})

@@ -183,8 +183,6 @@ def _set_attr(model, index, **attrs):
 
 
 @pytest.mark.parametrize("tweak, message", [
-    (lambda m: _set_attr(m, 0, dilations=[2, 2]), "node #0 (Conv): attribute dilations=[2, 2]"),
-    (lambda m: _set_attr(m, 3, ceil_mode=1), "node #3 (MaxPool): attribute ceil_mode=1"),
     (lambda m: m.graph.input[0].type.tensor_type.shape.dim[0].__setattr__("dim_param", "batch"),
      "input(s) with dynamic dimensions: x [batch, 3, 32, 32]"),
     (lambda m: m.graph.output.pop(), "the model has no outputs"),

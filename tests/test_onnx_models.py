@@ -124,6 +124,21 @@ def test_constant_operand_errors_name_the_node_and_the_input_role(tmp_path, tens
         read_onnx(tmp_path / "m.onnx", tensat)
 
 
+def test_attributes_the_language_lacks_keep_the_node_opaque(tmp_path, tensat, run_cli):
+    """A dilated Conv has no tensat form: it is kept as an opaque Conv, said in a note; it runs,
+    validates and exports."""
+    model = exporter_model()
+    model.graph.node[0].CopyFrom(helper.make_node("Conv", ["x", "w", "b"], ["c"], kernel_shape=[3, 3],
+                                                  pads=[2, 2, 2, 2], dilations=[2, 2]))
+    onnx.save(model, tmp_path / "m.onnx")
+    imported = read_onnx(tmp_path / "m.onnx", tensat, {"x": (1, 3, 16, 16)})
+    assert "1 Conv node(s) kept as opaque operators: attribute dilations=[2, 2]: only 1 is supported" in imported.notes
+    ops = [n.op for n in imported.program.nodes]
+    assert "conv2d" not in ops and "opaque3" in ops
+    code, report, text = _run(tmp_path, run_cli, model, "{onnx: m.onnx, shapes: {x: [1, 3, 16, 16]}}")
+    assert code == 0 and report["validation"]["ok"] and report["export"]["ok"], text
+
+
 @pytest.mark.parametrize("keep", [False, True])
 def test_a_model_measured_slower_is_not_handed_back(tmp_path, run_cli, monkeypatch, keep):
     import eqdsl.exports.onnx as export

@@ -61,6 +61,7 @@ class Reader:
         self.weights: Weights = {}
         self.shapes = _inferred_shapes(model)
         self.types = _inferred_types(model)
+        self.opaque_notes: dict[tuple[str, str], int] = {}  # (op type, why the language's form did not fit) → nodes
         self.opset = next((o.version for o in model.opset_import if o.domain in ("", "ai.onnx")), 13)
 
     def tensor(self, name: str, role: str | None = None) -> Tensor:

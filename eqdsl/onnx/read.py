@@ -26,7 +26,7 @@ from eqdsl import ir
 from eqdsl.diagnostics import EqdslError
 from eqdsl.ir.builder import Tensor, without_dead_nodes
 from eqdsl.languages.tensor.ops import OPS
-from eqdsl.onnx.import_forms import FAMILIES, Handler, NodeError, Reader, folded, opaque_of
+from eqdsl.onnx.import_forms import FAMILIES, Handler, NodeError, Reader, Value, folded, opaque_of
 from eqdsl.onnx.weights import Weights
 
 OPSETS = range(7, 24)
@@ -148,13 +148,27 @@ def _inputs(path: Path, r: Reader) -> None:
         r.env[info.name] = r.g.input(info.name, list(dims))
 
 
+def _handled(r: Reader, node: onnx.NodeProto, handler: Handler, attrs: dict) -> list[Value]:
+    """The language's form of the node; where it has none for these attributes (AveragePool's
+    explicit pads without count_include_pad, a dilated Conv), the node kept opaque, said in a note."""
+    try:
+        return handler(r, node, attrs)
+    except NodeError as err:
+        try:
+            kept = [opaque_of(r, node)]
+        except NodeError:
+            raise err from None
+        r.opaque_notes[(node.op_type, str(err))] = r.opaque_notes.get((node.op_type, str(err)), 0) + 1
+        return kept
+
+
 def _node(r: Reader, node: onnx.NodeProto) -> None:
     attrs = {a.name: helper.get_attribute_value(a) for a in node.attribute}
     attrs = {k: (v.decode() if isinstance(v, bytes) else v) for k, v in attrs.items()}
     handler = HANDLERS.get(node.op_type) if node.domain in ("", "ai.onnx") else None
     outputs = folded(r, node, handler is not None)
     if outputs is None:
-        outputs = [opaque_of(r, node)] if handler is None else handler(r, node, attrs)
+        outputs = [opaque_of(r, node)] if handler is None else _handled(r, node, handler, attrs)
     for name, value in zip(node.output, outputs):
         want = r.shapes.get(name)
         if isinstance(value, Tensor) and want is not None and value.dims != want:
@@ -184,5 +198,6 @@ def read_onnx(path: Path, lang: ir.Language, shapes: Shapes | None = None) -> Im
         raise EqdslError.one(f"{path}: output: {err}") from None
     program = without_dead_nodes(r.g.program(name, roots))
     used = {str(n.args[0]) for n in program.nodes if n.op == "weight"}
+    notes += [f"{n} {op} node(s) kept as opaque operators: {why}" for (op, why), n in r.opaque_notes.items()]
     return Imported(program, {k: v for k, v in r.weights.items() if k in used}, tuple(outputs), tuple(notes))
 
