@@ -155,7 +155,7 @@ def _handled(r: Reader, node: onnx.NodeProto, handler: Handler, attrs: dict) -> 
         return handler(r, node, attrs)
     except NodeError as err:
         try:
-            kept = [opaque_of(r, node)]
+            kept: list[Value] = [opaque_of(r, node)]
         except NodeError:
             raise err from None
         r.opaque_notes[(node.op_type, str(err))] = r.opaque_notes.get((node.op_type, str(err)), 0) + 1
