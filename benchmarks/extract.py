@@ -15,7 +15,7 @@ status (optimal / feasible / heuristic), CP-SAT's gap, and seconds. CP-SAT varia
   cpsat-core-parts  the same on the independent parts
   cpsat-1w     the same on one CP-SAT thread (commit e90a4ae's default raced this against cpsat-order)
   cpsat-3w     the same on three threads, the third running neighbourhood searches (the default
-               of sessions 18–20, then with the plain-LP search listed first)
+               of commit a61122e, then with the plain-LP search listed first)
   cpsat-order  the model before cycle conflicts: pruned nodes, order variables on cyclic components
   cpsat-unpruned  the model before eqdsl.extract.prune: only unusable nodes removed
   cpsat-plain  the textbook model: order variables on every class, no pruning

@@ -14,7 +14,8 @@ message), opaque operators, e-graph size, predicted speedup, validation, ONNX Ru
 whether the never-slower guard handed back the input, and the ORT CPU time of every variant with 1
 and 2 threads (medians of `--runs` interleaved runs, the same inputs), as a ratio to the input.
 
-Usage: .venv/bin/python benchmarks/models.py [--models a,b] [--runs 20] [--out results/bench/models]
+Usage: .venv/bin/python benchmarks/models.py [--models a,b] [--runs 20] [--out results/bench/models] [--reuse]
+(`--reuse`: keep each model's last `eqdsl run`, make the other variants and time them all again).
 Needs (benchmark only, not eqdsl's dependencies): `pip install onnxslim onnxsim`.
 """
 from __future__ import annotations
@@ -100,38 +101,66 @@ def describe(path: Path) -> dict:
             "ops": ", ".join(f"{k} {v}" for k, v in ops.most_common(6))}
 
 
-def run_eqdsl(model: Model, path: Path, folder: Path) -> dict:
+def run_eqdsl(model: Model, path: Path, folder: Path, reuse: bool) -> dict:
     """`eqdsl run` (tensat rules, CPU target, saturate k_multi 1, CP-SAT 30 s, validated, exported,
-    runtime-checked) in its own process; its report, or the first line of its error."""
+    runtime-checked) in its own process; its report, or the first line of its error. `reuse`: the
+    last run's results, where there are any (`--reuse`: time again without optimizing again)."""
     folder.mkdir(parents=True, exist_ok=True)
+    out, record = folder / "out", folder / "eqdsl.json"
+    if reuse and record.exists():
+        return _outcome(json.loads(record.read_text()), out)
+    if reuse and (out / "report.json").exists():  # a run from before eqdsl.json was kept: read its report
+        report = json.loads((out / "report.json").read_text())
+        ok = all((report.get(k) or {}).get("ok", True) for k in ("validation", "export"))
+        return _outcome({"exit": 0 if ok else 1, "seconds": sum(report["stages_s"].values()), "error": ""}, out)
     shapes = f", shapes: {json.dumps(model.shapes)}" if model.shapes else ""
     (folder / "run.yaml").write_text(
         f"ruleset: tensat\ntarget: cpu\nprogram: {{onnx: {path.resolve()}{shapes}}}\n"
         "schedule: {kind: saturate, iter_limit: 10, node_limit: 50000, k_multi: 1, cycle_filter: efficient}\n"
         "extract: {method: cpsat, time_limit_s: 30, compare: []}\nvalidate: {samples: 1}\n"
         "export: {format: onnx, runs: 20}\n")
-    out = folder / "out"
     subprocess.run(["rm", "-rf", str(out)], check=True)
     t0 = time.perf_counter()
     done = subprocess.run([sys.executable, "-m", "eqdsl", "run", str(folder / "run.yaml"), "--output", str(out),
                            "--quiet"], capture_output=True, text=True, timeout=1800)
-    seconds = time.perf_counter() - t0
+    lines = [ln for ln in done.stderr.splitlines() if ln.strip()]
+    ran = {"exit": done.returncode, "seconds": time.perf_counter() - t0, "error": lines[0] if lines else "no report"}
+    record.write_text(json.dumps(ran))
+    return _outcome(ran, out)
+
+
+def _outcome(ran: dict, out: Path) -> dict:
     if not (out / "report.json").exists():
-        lines = [ln for ln in done.stderr.splitlines() if ln.strip()]
-        return {"ok": False, "exit": done.returncode, "error": lines[0] if lines else "no report", "seconds": seconds}
+        return {"ok": False, **ran}
     report = json.loads((out / "report.json").read_text())
     text = report["optimized_program"]
     runtime = (report.get("export") or {}).get("runtime") or {}
-    return {"ok": done.returncode == 0, "exit": done.returncode, "seconds": seconds,
+    return {"ok": ran["exit"] == 0, "exit": ran["exit"], "seconds": ran["seconds"],
             "opaque": sorted(set(re.findall(r'opaque\d\("(?:[\w.]+::)?(\w+)\(', text))),
             "nodes": report["egraph"]["nodes"], "predicted": report["original_cost"] / max(report["best_cost"], 1e-30),
             "validated": (report.get("validation") or {}).get("ok"), "agree": runtime.get("ok"),
             "kept": runtime.get("kept"), "optimized": out / "optimized.onnx"}
 
 
+def identity(path: Path, shapes: dict[str, list[int]], target: Path) -> Path | str:
+    """The model through eqdsl's import and export alone (no e-graph): what a run that rewrites
+    nothing hands back, before the never-slower guard."""
+    from eqdsl.frontend import load_language
+    from eqdsl.onnx.read import read_onnx
+    from eqdsl.onnx.write import write_program
+
+    try:
+        lang = load_language("tensat")
+        imported = read_onnx(path, lang, {k: tuple(v) for k, v in shapes.items()})
+        write_program(lang, imported.program, imported.weights, target)
+        return target
+    except Exception as err:  # noqa: BLE001  eqdsl's refusal, reported as the run reports it
+        return f"{type(err).__name__}: {(str(err).strip().splitlines() or [''])[0][-90:]}"
+
+
 def baselines(path: Path, shapes: dict[str, list[int]], folder: Path) -> dict[str, Path | str]:
     """The same model through onnxslim, onnxsim and ONNX Runtime's offline optimizer (or why not)."""
-    made: dict[str, Path | str] = {}
+    made: dict[str, Path | str] = {"identity": identity(path, shapes, folder / "identity.onnx")}
     model = onnx.load(str(path))
     for name, make in (("onnxslim", _slim), ("onnxsim", _sim), ("ort-offline", _ort_offline)):
         target = folder / f"{name}.onnx"
@@ -195,6 +224,7 @@ def main() -> None:
     parser.add_argument("--models", default=",".join(m.name for m in CORPUS))
     parser.add_argument("--runs", type=int, default=20)
     parser.add_argument("--out", default="results/bench/models")
+    parser.add_argument("--reuse", action="store_true", help="keep each model's last eqdsl run; time everything again")
     args = parser.parse_args()
     out = Path(args.out)
     chosen = [m for m in CORPUS if m.name in args.models.split(",") and fetch_ok(m, out)]
@@ -202,16 +232,16 @@ def main() -> None:
           f"times are ratios input ÷ variant (> 1: faster than the input)")
     print("| model | producer, opset | top ops | eqdsl import/run | opaque | e-graph nodes | predicted | validated, "
           "ORT agree | handed back | input ms 1t / 2t | eqdsl 1t / 2t | onnxslim 1t / 2t | onnxsim 1t / 2t | "
-          "ORT offline 1t / 2t |")
+          "ORT offline 1t / 2t | identity 1t / 2t |")
     print("|" + "---|" * 15)
     for model in chosen:
-        print(row(model, out, args.runs), flush=True)
+        print(row(model, out, args.runs, args.reuse), flush=True)
 
 
-def row(model: Model, out: Path, runs: int) -> str:
+def row(model: Model, out: Path, runs: int, reuse: bool) -> str:
     path = fetch(model, out / "cache")
     info = describe(path)
-    ours = run_eqdsl(model, path, out / model.name)
+    ours = run_eqdsl(model, path, out / model.name, reuse)
     made = baselines(path, model.shapes, out / model.name)
     variants = {"input": path, **({"eqdsl": ours["optimized"]} if ours.get("optimized") else {}),
                 **{k: v for k, v in made.items() if isinstance(v, Path)}}
@@ -234,7 +264,7 @@ def row(model: Model, out: Path, runs: int) -> str:
              ", ".join(ours.get("opaque", [])) or "—", str(ours.get("nodes", "—")), predicted,
              f"{ours.get('validated')}, {ours.get('agree')}", str(ours.get("kept", "—")),
              " / ".join(f"{base[t]:.2f}" for t in THREADS) if base else "—",
-             ratio("eqdsl"), ratio("onnxslim"), ratio("onnxsim"), ratio("ort-offline")]
+             ratio("eqdsl"), ratio("onnxslim"), ratio("onnxsim"), ratio("ort-offline"), ratio("identity")]
     return "| " + " | ".join(c.replace("|", "/") for c in cells) + " |"
 
 

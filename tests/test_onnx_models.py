@@ -115,6 +115,18 @@ def test_int64_operands_empty_roi_and_opset_13_attributes_run(tmp_path, run_cli)
     assert resize.input[1] == ""  # roi stays omitted: scales stay in their slot
 
 
+def test_a_0_d_constant_operand_stays_0_d(tmp_path, run_cli):
+    """`x[:, 0]` as PyTorch exports it: Gather with a 0-d int64 index drops the axis."""
+    n = helper.make_node
+    graph = helper.make_graph([n("Gather", ["x", "zero"], ["g"], axis=1), n("MatMul", ["g", "w"], ["y"])], "select",
+                              [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 5, 8])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 4])],
+                              [_const("zero", 0), _const("w", np.ones((8, 4)), np.float32)])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)], ir_version=8)
+    code, report, text = _run(tmp_path, run_cli, model, "{onnx: m.onnx}")
+    assert code == 0 and report["export"]["ok"], text
+
+
 def test_constant_operand_errors_name_the_node_and_the_input_role(tmp_path, tensat, monkeypatch):
     import eqdsl.onnx.import_forms as forms
 
@@ -169,3 +181,30 @@ def test_ratio_interval_tells_noise_from_slower():
     noise = list(1.0 + 0.05 * rng.standard_normal(40))
     assert ratio_interval(base, noise)[0] <= 1.0 <= ratio_interval(base, noise)[1]
     assert ratio_interval(base, [1.2 * b for b in base])[0] > 1.0
+
+
+def test_external_data_outside_the_models_folder_is_refused(tmp_path, run_cli):
+    weight = numpy_helper.from_array(np.ones((4, 4), np.float32), "w")
+    graph = helper.make_graph([helper.make_node("MatMul", ["x", "w"], ["y"])], "g",
+                              [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 4])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 4])], [weight])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
+    onnx.save_model(model, str(tmp_path / "m.onnx"), save_as_external_data=True, location="w.bin", size_threshold=0)
+    escaped = onnx.load(str(tmp_path / "m.onnx"), load_external_data=False)
+    (tmp_path / "sub").mkdir()
+    for entry in escaped.graph.initializer[0].external_data:
+        if entry.key == "location":
+            entry.value = "../w.bin"
+    onnx.save(escaped, str(tmp_path / "sub" / "evil.onnx"))
+    code, _, err = run_cli("import", "onnx", tmp_path / "sub" / "evil.onnx", "-o", tmp_path / "p.eqr")
+    assert code == 2 and "points outside the directory" in err and "Traceback" not in err
+    assert not (tmp_path / "p.eqr").exists()
+
+
+def test_float16_input_is_refused_naming_it(tmp_path, run_cli):
+    graph = helper.make_graph([helper.make_node("Relu", ["x"], ["y"])], "g",
+                              [helper.make_tensor_value_info("x", TensorProto.FLOAT16, [1, 4])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT16, [1, 4])])
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)]), str(tmp_path / "h.onnx"))
+    code, _, err = run_cli("import", "onnx", tmp_path / "h.onnx")
+    assert code == 2 and "input 'x' is not float32" in err and "Traceback" not in err

@@ -95,7 +95,8 @@ class _Search:
 # optimal; alone it never closes BERT's last unit of gap) and as is. Listed in that order: the
 # order alone took ResNeXt-50 k1 from 19–20 s to 10–13 s. A third thread (CP-SAT's neighbourhood
 # searches) shared the two cores and slowed both; its one gain, VGG-19 k1 (3.3 → 0.1 s), is now
-# the lower bound's without a solve (BENCHMARKS.md, sessions 18 and 21).
+# the lower bound's without a solve (BENCHMARKS.md, "Two CP-SAT threads, the symmetry-folded search
+# first" and "VGG-19 k2 proven optimal by the lower bound").
 DEFAULT_WORKERS = 2 if (os.cpu_count() or 1) >= 2 else 1
 # `search`: which complete searches the first threads run. `lp`: the full-LP searches above.
 # `core`: CP-SAT's core-based (MaxSAT) search, unstratified — every cost at once, so its first

@@ -244,15 +244,14 @@ def folded(r: Reader, node: onnx.NodeProto, has_handler: bool) -> list[Value] | 
 
 
 def run_node(node: onnx.NodeProto, inputs: dict[str, np.ndarray], opset: int) -> list[Value]:
-    """ONNX's reference evaluator on one node with constant inputs."""
-    from onnx.reference import ReferenceEvaluator
-
+    """One node with constant inputs, run (`opaque.run_onnx`)."""
     outputs = [helper.make_empty_tensor_value_info(o) for o in node.output if o]
     graph = helper.make_graph([node], "fold", [], outputs, [numpy_helper.from_array(v, n) for n, v in inputs.items()])
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)], ir_version=8)
     try:
-        return [np.asarray(v) for v in ReferenceEvaluator(model).run(None, {})]
-    except Exception as err:  # noqa: BLE001  the evaluator's own errors, whatever their type
+        model = onnx.shape_inference.infer_shapes(model)  # ONNX Runtime wants the outputs' types
+        return list(opaque.run_onnx(model, {}))
+    except Exception as err:  # noqa: BLE001  the runtime's own errors, whatever their type
         raise NodeError(f"cannot compute it before the program runs (its inputs are constants): "
                         f"{type(err).__name__}: {(str(err).strip().splitlines() or [''])[0]}") from None
 

@@ -82,7 +82,8 @@ class Emitter:
 
     def constant(self, name: str, value: np.ndarray) -> str:
         if name not in self.initializers:
-            self.initializers[name] = numpy_helper.from_array(np.ascontiguousarray(value), name)
+            # np.array, not np.ascontiguousarray: that one makes a 0-d constant 1-d (Gather's index)
+            self.initializers[name] = numpy_helper.from_array(np.array(value, order="C"), name)
         return name
 
     def activation(self, act: int, x: str, out: str) -> str:
