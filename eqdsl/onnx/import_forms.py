@@ -47,6 +47,10 @@ def _inferred_shapes(model: onnx.ModelProto) -> dict[str, tuple[int, ...] | None
 
 
 
+def default_opset(model: onnx.ModelProto) -> int | None:
+    return next((o.version for o in model.opset_import if o.domain in ("", "ai.onnx")), None)
+
+
 def _inferred_types(model: onnx.ModelProto) -> dict[str, int]:
     graph = model.graph
     return {info.name: info.type.tensor_type.elem_type for info in list(graph.value_info) + list(graph.output)
@@ -62,18 +66,17 @@ class Reader:
         self.shapes = _inferred_shapes(model)
         self.types = _inferred_types(model)
         self.opaque_notes: dict[tuple[str, str], int] = {}  # (op type, why the language's form did not fit) → nodes
-        self.opset = next((o.version for o in model.opset_import if o.domain in ("", "ai.onnx")), 13)
+        self.opset = default_opset(model) or 13
 
-    def tensor(self, name: str, role: str | None = None) -> Tensor:
-        """The input `name` as a program tensor (a constant becomes a `weight` leaf); `role` names
-        the input in messages (`input_role`)."""
+    def tensor(self, name: str) -> Tensor:
+        """The input `name` as a program tensor (a constant becomes a `weight` leaf)."""
         value = self.env.get(name)
         if value is None:
             raise NodeError(f"input {name!r} is not produced by any earlier node")
         if isinstance(value, Tensor):
             return value
         if value.dtype != np.float32:
-            raise NodeError(f"{role or f'constant {name!r}'}: expected float32 where a tensor is used, "
+            raise NodeError(f"constant {name!r}: expected float32 where a tensor is used, "
                             f"found a {value.dtype} constant")
         exact = rational(value) if value.shape == () else None
         if exact is not None:  # a scalar rules can match (`scalar(3, 1)`), not an anonymous weight
@@ -245,15 +248,21 @@ def folded(r: Reader, node: onnx.NodeProto, has_handler: bool) -> list[Value] | 
 
 def run_node(node: onnx.NodeProto, inputs: dict[str, np.ndarray], opset: int) -> list[Value]:
     """One node with constant inputs, run (`opaque.run_onnx`)."""
-    outputs = [helper.make_empty_tensor_value_info(o) for o in node.output if o]
-    graph = helper.make_graph([node], "fold", [], outputs, [numpy_helper.from_array(v, n) for n, v in inputs.items()])
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)], ir_version=8)
+    inits = [numpy_helper.from_array(v, n) for n, v in inputs.items()]
+    model = _one_node(node, [], inits, [helper.make_opsetid("", opset)], [o for o in node.output if o])
     try:
         model = onnx.shape_inference.infer_shapes(model)  # ONNX Runtime wants the outputs' types
         return list(opaque.run_onnx(model, {}))
     except Exception as err:  # noqa: BLE001  the runtime's own errors, whatever their type
         raise NodeError(f"cannot compute it before the program runs (its inputs are constants): "
                         f"{type(err).__name__}: {(str(err).strip().splitlines() or [''])[0]}") from None
+
+
+def _one_node(node: onnx.NodeProto, inputs: list[onnx.ValueInfoProto], inits: list[onnx.TensorProto],
+              opsets: list[onnx.OperatorSetIdProto], outputs: list[str]) -> onnx.ModelProto:
+    """A model of `node` alone (constant inputs as initializers; outputs' types left to inference)."""
+    graph = helper.make_graph([node], "one", inputs, [helper.make_empty_tensor_value_info(o) for o in outputs], inits)
+    return helper.make_model(graph, opset_imports=opsets, ir_version=8)
 
 
 def node_output_shape(r: Reader, node: onnx.NodeProto) -> tuple[int, ...]:
@@ -266,8 +275,7 @@ def node_output_shape(r: Reader, node: onnx.NodeProto) -> tuple[int, ...]:
             inputs.append(helper.make_tensor_value_info(name, onnx.TensorProto.FLOAT, list(value.dims)))
         elif isinstance(value, np.ndarray):
             inits.append(numpy_helper.from_array(value, name))
-    graph = helper.make_graph([node], "one", inputs, [helper.make_empty_tensor_value_info(node.output[0])], inits)
-    model = helper.make_model(graph, opset_imports=[o for o in r.model.opset_import])
+    model = _one_node(node, inputs, inits, list(r.model.opset_import), [node.output[0]])
     try:
         inferred = onnx.shape_inference.infer_shapes(model, strict_mode=True, data_prop=True)
     except Exception as err:  # noqa: BLE001  inference errors come in several types
@@ -292,7 +300,10 @@ def _operands(r: Reader, node: onnx.NodeProto) -> tuple[list[Tensor], tuple[Any,
                                 f"operator keeps at most {MAX_KEPT_CONSTANT} in its key")
             items.append(opaque.constant_item(value))
         else:
-            tensors.append(r.tensor(name, input_role(node, k)))
+            try:
+                tensors.append(r.tensor(name))
+            except NodeError as err:  # the role is looked up only for the message
+                raise NodeError(f"{input_role(node, k)}: {err}") from None
             items.append("t")
     return tensors, tuple(items)
 

@@ -26,7 +26,7 @@ from eqdsl import ir
 from eqdsl.diagnostics import EqdslError
 from eqdsl.ir.builder import Tensor, without_dead_nodes
 from eqdsl.languages.tensor.ops import OPS
-from eqdsl.onnx.import_forms import FAMILIES, Handler, NodeError, Reader, Value, folded, opaque_of
+from eqdsl.onnx.import_forms import FAMILIES, Handler, NodeError, Reader, Value, default_opset, folded, opaque_of
 from eqdsl.onnx.weights import Weights
 
 OPSETS = range(7, 24)
@@ -70,10 +70,6 @@ def _load(path: Path, shapes: Shapes) -> tuple[onnx.ModelProto, list[str]]:
         raise EqdslError.one(f"{path}: not a valid ONNX model: {str(err).strip().splitlines()[0]}") from None
     except Exception as err:  # noqa: BLE001  protobuf's DecodeError and friends: not a model at all
         raise EqdslError.one(f"{path}: cannot read an ONNX model: {type(err).__name__}: {err}") from None
-
-
-def default_opset(model: onnx.ModelProto) -> int | None:
-    return next((o.version for o in model.opset_import if o.domain in ("", "ai.onnx")), None)
 
 
 def _converted(path: Path, model: onnx.ModelProto) -> tuple[onnx.ModelProto, list[str]]:
