@@ -45,6 +45,7 @@ class Model:
     source: str  # "zoo:<file>" (the onnx package's light models), "pypi:<package>==<version>:<path in wheel>",
     # or "torch:<name>" (exported by benchmarks/torch_models.py)
     shapes: dict[str, list[int]] = field(default_factory=dict)  # for inputs with dynamic dimensions
+    constants: dict[str, float] = field(default_factory=dict)  # non-float inputs fixed to a value
 
 
 ZOO = ["squeezenet", "resnet50", "bvlc_alexnet", "densenet121", "inception_v1", "inception_v2", "shufflenet",
@@ -55,7 +56,7 @@ CORPUS = [Model(f"zoo-{z}", f"zoo:light_{z}.onnx") for z in ZOO] + [
     Model("ppocr-rec-v4", OCR + "ch_PP-OCRv4_rec_infer.onnx", {"x": [1, 3, 48, 320]}),
     Model("ppocr-cls-v2", OCR + "ch_ppocr_mobile_v2.0_cls_infer.onnx", {"x": [1, 3, 48, 192]}),
     Model("silero-vad-op15", "pypi:silero-vad==6.2.3:silero_vad/data/silero_vad_16k_op15.onnx",
-          {"input": [1, 512], "state": [2, 1, 128]}),
+          {"input": [1, 512], "state": [2, 1, 128]}, {"sr": 16000}),
 ]
 TORCH = ["resnet50", "mobilenet_v3_large", "efficientnet_b0", "convnext_tiny", "regnet_y_400mf", "vit_b_16", "swin_t",
          "deeplabv3_mobilenet", "bert_base", "distilbert", "gpt2_small", "t5_small_encoder", "whisper_tiny_encoder",
@@ -114,6 +115,7 @@ def run_eqdsl(model: Model, path: Path, folder: Path, reuse: bool) -> dict:
         ok = all((report.get(k) or {}).get("ok", True) for k in ("validation", "export"))
         return _outcome({"exit": 0 if ok else 1, "seconds": sum(report["stages_s"].values()), "error": ""}, out)
     shapes = f", shapes: {json.dumps(model.shapes)}" if model.shapes else ""
+    shapes += f", constants: {json.dumps(model.constants)}" if model.constants else ""
     (folder / "run.yaml").write_text(
         f"ruleset: tensat\ntarget: cpu\nprogram: {{onnx: {path.resolve()}{shapes}}}\n"
         "schedule: {kind: saturate, iter_limit: 10, node_limit: 50000, k_multi: 1, cycle_filter: efficient}\n"
@@ -142,25 +144,26 @@ def _outcome(ran: dict, out: Path) -> dict:
             "kept": runtime.get("kept"), "optimized": out / "optimized.onnx"}
 
 
-def identity(path: Path, shapes: dict[str, list[int]], target: Path) -> Path | str:
+def identity(path: Path, model: Model, target: Path) -> Path | str:
     """The model through eqdsl's import and export alone (no e-graph): what a run that rewrites
     nothing hands back, before the never-slower guard."""
     from eqdsl.frontend import load_language
     from eqdsl.onnx.read import read_onnx
-    from eqdsl.onnx.write import write_program
+    from eqdsl.onnx.write import interface_of, write_program
 
     try:
         lang = load_language("tensat")
-        imported = read_onnx(path, lang, {k: tuple(v) for k, v in shapes.items()})
-        write_program(lang, imported.program, imported.weights, target)
+        imported = read_onnx(path, lang, {k: tuple(v) for k, v in model.shapes.items()}, dict(model.constants))
+        write_program(lang, imported.program, imported.weights, target, interface_of(path))
         return target
     except Exception as err:  # noqa: BLE001  eqdsl's refusal, reported as the run reports it
         return f"{type(err).__name__}: {(str(err).strip().splitlines() or [''])[0][-90:]}"
 
 
-def baselines(path: Path, shapes: dict[str, list[int]], folder: Path) -> dict[str, Path | str]:
+def baselines(path: Path, model_info: Model, folder: Path) -> dict[str, Path | str]:
     """The same model through onnxslim, onnxsim and ONNX Runtime's offline optimizer (or why not)."""
-    made: dict[str, Path | str] = {"identity": identity(path, shapes, folder / "identity.onnx")}
+    made: dict[str, Path | str] = {"identity": identity(path, model_info, folder / "identity.onnx")}
+    shapes = model_info.shapes
     model = onnx.load(str(path))
     for name, make in (("onnxslim", _slim), ("onnxsim", _sim), ("ort-offline", _ort_offline)):
         target = folder / f"{name}.onnx"
@@ -197,13 +200,14 @@ def _ort_offline(model: onnx.ModelProto, path: Path, shapes: dict, target: Path)
     ort.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
 
 
-def timings(variants: dict[str, Path], shapes: dict[str, list[int]], runs: int,
+def timings(variants: dict[str, Path], model: Model, runs: int,
             failed: dict[str, Path | str]) -> dict[str, dict[int, float]]:
     """Median ms of each variant per thread count, all interleaved run by run on the same inputs;
     a variant ONNX Runtime cannot load or run goes into `failed` with its error."""
     first = session(variants["input"], 1)
-    static = {**{i.name: i.shape for i in first.get_inputs() if all(isinstance(d, int) for d in i.shape)}, **shapes}
-    feeds = random_feeds(first, 0, 0.5, static)
+    static = {**{i.name: i.shape for i in first.get_inputs() if all(isinstance(d, int) for d in i.shape)},
+              **model.shapes}
+    feeds = random_feeds(first, 0, 0.5, static, fixed={k: np.asarray(v) for k, v in model.constants.items()})
     names = []
     for name, path in variants.items():
         try:
@@ -242,11 +246,11 @@ def row(model: Model, out: Path, runs: int, reuse: bool) -> str:
     path = fetch(model, out / "cache")
     info = describe(path)
     ours = run_eqdsl(model, path, out / model.name, reuse)
-    made = baselines(path, model.shapes, out / model.name)
+    made = baselines(path, model, out / model.name)
     variants = {"input": path, **({"eqdsl": ours["optimized"]} if ours.get("optimized") else {}),
                 **{k: v for k, v in made.items() if isinstance(v, Path)}}
     try:
-        times = timings(variants, model.shapes, runs, made)
+        times = timings(variants, model, runs, made)
     except Exception as err:  # noqa: BLE001  the input itself does not run here: said in the row
         times = {}
         made["input"] = f"{type(err).__name__}: {str(err)[:80]}"

@@ -313,7 +313,7 @@ def _import_onnx(args: argparse.Namespace, scratch: FileScratch | None) -> int:
 
     if args.system == "onnx" and (args.multi or args.predefined):
         raise EqdslError.one("import onnx: --multi and --predefined are for `import tensat`")
-    imported = read_onnx(Path(args.file), load_language("tensat"), dict(args.shape or []))
+    imported = read_onnx(Path(args.file), load_language("tensat"), dict(args.shape or []), dict(args.constant or []))
     for note in imported.notes:
         print(f"note: {note}", file=sys.stderr)
     text = f"# imported from {args.file} by `eqdsl import onnx`\n" + program_text(imported.program)
@@ -385,6 +385,17 @@ def _shape_flag(text: str) -> tuple[str, tuple[int, ...]]:
     if not name or not shape or any(d <= 0 for d in shape):
         raise argparse.ArgumentTypeError(f"expected INPUT=D1,D2,... with dimensions > 0, got {text!r}")
     return name, shape
+
+
+def _constant_flag(text: str) -> tuple[str, float | int]:
+    name, _, value = text.partition("=")
+    try:
+        number = float(value) if any(c in value for c in ".eE") else int(value)
+    except ValueError:
+        number = None
+    if not name or number is None:
+        raise argparse.ArgumentTypeError(f"expected INPUT=NUMBER, got {text!r}")
+    return name, number
 
 
 def _weights_from(path: Path, lang):
@@ -503,6 +514,8 @@ def _file_commands(sub) -> None:
     c.add_argument("--predefined", help="TENSAT's predefined rules (predefined.txt)")
     c.add_argument("--shape", action="append", type=_shape_flag, metavar="INPUT=D1,D2,...",
                    help="onnx: the dimensions of an input with dynamic ones (repeatable), e.g. x=1,3,224,224")
+    c.add_argument("--constant", action="append", type=_constant_flag, metavar="INPUT=NUMBER",
+                   help="onnx: fix a (non-float) input to a value (repeatable), e.g. sr=16000")
     c.add_argument("-o", "--output", help="the .eqr file to write (a new file; onnx: default stdout)")
     c.add_argument("--force", action="store_true", help="replace --output if it exists")
     c.set_defaults(fn=cmd_import)

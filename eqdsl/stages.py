@@ -128,7 +128,7 @@ class ExportStage:
     def run(self, job: StageJob, settings: ExportSettings) -> Finished:
         loaded = job.loaded
         export_job = ExportJob(job.language, loaded.program, job.optimized, loaded.weights, loaded.source_file,
-                               job.predicted_speedup, job.folder, settings)
+                               job.predicted_speedup, job.folder, settings, loaded.fixed_inputs)
         out = EXPORTS[settings.format].run(export_job)
         lines = [(f"export: {', '.join(out.files)}", False)] + [(line, True) for line in out.summary]
         return Finished(self.key, out.ok, {**out.report, "ok": out.ok}, lines, out, list(out.files))

@@ -156,7 +156,7 @@ def test_a_model_measured_slower_is_not_handed_back(tmp_path, run_cli, monkeypat
     import eqdsl.exports.onnx as export
     from eqdsl.onnx.runtime import RuntimeCheck
 
-    def slower(original, optimized, runs, seed):
+    def slower(original, optimized, runs, seed, fixed=None):
         return RuntimeCheck(True, 0.0, runs, {1: 1.0}, {1: 1.5}, "ONNX Runtime outputs agree", (1.4, 1.6))
 
     monkeypatch.setattr(export, "compare", slower)
@@ -207,4 +207,4 @@ def test_float16_input_is_refused_naming_it(tmp_path, run_cli):
                               [helper.make_tensor_value_info("y", TensorProto.FLOAT16, [1, 4])])
     onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)]), str(tmp_path / "h.onnx"))
     code, _, err = run_cli("import", "onnx", tmp_path / "h.onnx")
-    assert code == 2 and "input 'x' is not float32" in err and "Traceback" not in err
+    assert code == 2 and "input 'x' is float16, not float32" in err and "Traceback" not in err

@@ -36,6 +36,7 @@ class ExportJob:
     predicted_speedup: float  # the cost model's input cost / optimized cost
     folder: Path
     settings: ExportSettings
+    fixed_inputs: Mapping[str, np.ndarray] = field(default_factory=dict)  # the source's inputs fixed to constants
 
 
 @dataclass

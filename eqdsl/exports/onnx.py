@@ -22,17 +22,19 @@ class OnnxExport:
 
     def run(self, job: ExportJob) -> ExportOutcome:
         require_onnx()
-        from eqdsl.onnx.write import write_program  # onnx is optional (`eqdsl[onnx]`): imported when used
+        from eqdsl.onnx.write import interface_of, write_program  # onnx is optional (`eqdsl[onnx]`)
 
         weights = dict(job.weights) if job.weights is not None else random_weights(job.original, job.settings.seed)
-        files = write_program(job.language, job.optimized, weights, job.folder / "optimized.onnx")
         original = job.source_file
+        interface = interface_of(original) if original is not None else None
+        files = write_program(job.language, job.optimized, weights, job.folder / "optimized.onnx", interface)
         if original is None:
             files += write_program(job.language, job.original, weights, job.folder / "input.onnx")
             original = job.folder / "input.onnx"
         outcome = ExportOutcome(files, {"files": files, "weights": "model" if job.weights else "random (seeded)"})
         if job.settings.runtime_check:
-            check = compare(original, job.folder / "optimized.onnx", job.settings.runs, job.settings.seed)
+            check = compare(original, job.folder / "optimized.onnx", job.settings.runs, job.settings.seed,
+                            fixed=dict(job.fixed_inputs))
             outcome.ok = check.ok
             outcome.report["runtime"] = _report(check, job.predicted_speedup)
             outcome.summary += _summary(check, job.predicted_speedup)

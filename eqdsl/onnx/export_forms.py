@@ -15,12 +15,11 @@ from onnx import helper
 from eqdsl import ir
 from eqdsl.languages.tensor import opaque
 from eqdsl.languages.tensor.ops import fixed
-from eqdsl.languages.tensor.reference import LOWEST
+from eqdsl.languages.tensor.reference import LOWEST, same_padding
 
 if TYPE_CHECKING:
     from eqdsl.onnx.write import Emitter
 
-AUTO_PAD = {0: "SAME_UPPER", 1: "VALID"}  # SAME is TensorFlow's: the extra row goes at the end
 VALID = 1
 
 
@@ -39,8 +38,8 @@ def _matmul(e: Emitter, i: int, a: list) -> str:
 def _padding(e: Emitter, i: int, arg: int, pad: int, fill: int) -> tuple[str | None, dict[str, Any]]:
     """The operand at `arg` and the padding attributes of node i: a VALID node whose operand is a
     `pad2d` with `fill` takes that padding itself (ONNX's `pads`, as models are written: Conv(pads)
-    rather than Pad + Conv); the Pad then left unused is dropped (`Emitter.used_nodes`). None for
-    the operand: as emitted."""
+    rather than Pad + Conv); the Pad then left unused is dropped (`Emitter.used_nodes`). SAME is
+    written as the explicit pads it means, as exporters write it. None for the operand: as emitted."""
     child = e.program.nodes[i].args[arg]
     node = e.program.nodes[child.index] if isinstance(child, ir.Child) else None
     if pad == VALID and node is not None and node.op == "pad2d" and node.args[5] == fill:
@@ -48,7 +47,19 @@ def _padding(e: Emitter, i: int, arg: int, pad: int, fill: int) -> tuple[str | N
         assert isinstance(x, ir.Child)
         top, bottom, left, right = (int(cast(int, v)) for v in node.args[1:5])
         return e.operand(x.index), {"pads": [top, left, bottom, right]}
-    return None, {"auto_pad": AUTO_PAD[pad]}
+    return None, _explicit(e, i, arg, pad)
+
+
+def _explicit(e: Emitter, i: int, arg: int, pad: int) -> dict[str, Any]:
+    """SAME (or VALID) padding of node i as ONNX's `pads`: [top, left, bottom, right]."""
+    if pad == VALID:
+        return {}
+    size = e.dims(i, arg)[2:]
+    node = e.program.nodes[i]
+    kernel = e.dims(i, 5)[2:] if node.op == "conv2d" else (node.args[1], node.args[2])
+    strides = [int(cast(int, s)) for s in (node.args[:2] if node.op == "conv2d" else node.args[3:5])]
+    (top, bottom), (left, right) = (same_padding(size[k], int(cast(int, kernel[k])), strides[k]) for k in range(2))
+    return {"pads": [top, left, bottom, right]}
 
 
 def _conv(e: Emitter, i: int, a: list) -> str:
@@ -67,7 +78,7 @@ def _pool(op_type: str) -> Emit:
         if pad == VALID and tuple(e.dims(i, 0)[2:]) == (kh, kw) and (sh, sw) == (1, 1):  # as imported
             return e.activation(act, e.node(GLOBAL[op_type], [x], name), f"t{i}")
         extra = {"count_include_pad": 0} if op_type == "AveragePool" else {}
-        unpadded, padding = _padding(e, i, 0, pad, 1) if op_type == "MaxPool" else (None, {"auto_pad": AUTO_PAD[pad]})
+        unpadded, padding = _padding(e, i, 0, pad, 1) if op_type == "MaxPool" else (None, _explicit(e, i, 0, pad))
         out = e.node(op_type, [unpadded or x], name, kernel_shape=[kh, kw], strides=[sh, sw], **padding, **extra)
         return e.activation(act, out, f"t{i}")
     return emit
@@ -106,19 +117,26 @@ def _pad(e: Emitter, i: int, a: list) -> str:
 
 def _opaque(e: Emitter, i: int, a: list) -> str:
     """As imported: constants of the key's input layout become initializers, omitted inputs stay
-    omitted; the opset of its semantics (`opaque.OPSET`) sets the model's (`Emitter.opset`)."""
+    omitted; the opset of its semantics (`opaque.OPSET`) sets the model's (`Emitter.opset`). The
+    outputs of one multi-output operator (`opaque.OUTPUT`) over the same operands are one node."""
     op_type, domain, attrs = opaque.decode(a[0])
     items = opaque.layout(attrs, len(a) - 2)
     attrs.pop(opaque.INPUTS, None)
     e.require(int(cast(int, attrs.pop(opaque.OPSET, opaque.DEFAULT_OPSET))))
+    k, n = opaque.output_of(attrs)
+    attrs.pop(opaque.OUTPUT, None)
     tensors = iter(a[2:])
-    inputs = [next(tensors) if item == "t" else "" if item == "" else e.constant(f"c{i}_{k}", opaque.constant(item))
-              for k, item in enumerate(items)]
-    e.nodes.append(helper.make_node(op_type, inputs, [f"t{i}"], name=f"n{len(e.nodes)}",
-                                    domain=domain or None, **cast(dict[str, Any], attrs)))
-    return f"t{i}"
-
-
+    inputs = [next(tensors) if item == "t" else "" if item == "" else e.constant(f"c{i}_{j}", opaque.constant(item))
+              for j, item in enumerate(items)]
+    shared = (opaque.encode(op_type, domain, attrs), tuple(a[2:]))
+    node = e.shared.get(shared) if n > 1 else None
+    if node is None:
+        outputs = [f"t{i}"] if n == 1 else [f"t{i}_{j}" for j in range(n)]
+        node = helper.make_node(op_type, inputs, outputs, name=f"n{len(e.nodes)}", domain=domain or None,
+                                **cast(dict[str, Any], attrs))
+        e.nodes.append(node)
+        e.shared[shared] = node
+    return node.output[k]
 
 
 FAMILIES: dict[str, Callable[..., Emit]] = {

@@ -20,6 +20,7 @@ from eqdsl.ir.builder import GraphBuilder, Tensor
 from eqdsl.ir.builtins import broadcasts
 from eqdsl.languages.tensor import opaque
 from eqdsl.languages.tensor.ops import fixed
+from eqdsl.languages.tensor.reference import same_padding
 from eqdsl.onnx.weights import Weights
 
 SAME, VALID = 0, 1
@@ -32,19 +33,43 @@ class NodeError(Exception):
 Value = Tensor | np.ndarray  # a program tensor, or a constant the import has not yet made a weight
 
 
+def _value_infos(graph: onnx.GraphProto) -> list[onnx.ValueInfoProto]:
+    """Every typed value of `graph` and of the graphs nested in its nodes (If's branches, Loop's
+    body), which shape inference annotates in place."""
+    infos = list(graph.value_info) + list(graph.output) + list(graph.input)
+    for node in graph.node:
+        for sub in _subgraphs(node):
+            infos += _value_infos(sub)
+    return infos
+
+
 def _inferred_shapes(model: onnx.ModelProto) -> dict[str, tuple[int, ...] | None]:
     shapes: dict[str, tuple[int, ...] | None] = {}
-    graph = model.graph
-    for info in list(graph.value_info) + list(graph.output) + list(graph.input):
+    for info in _value_infos(model.graph):
         t = info.type.tensor_type
         if not t.HasField("shape"):
-            shapes[info.name] = None
+            shapes.setdefault(info.name, None)
             continue
         dims = [d.dim_value if d.HasField("dim_value") else None for d in t.shape.dim]
         shapes[info.name] = None if any(d is None for d in dims) else tuple(int(d or 0) for d in dims)
     return shapes
 
 
+def _all_nodes(graph: onnx.GraphProto) -> list[onnx.NodeProto]:
+    return [n for node in graph.node for n in [node, *(m for g in _subgraphs(node) for m in _all_nodes(g))]]
+
+
+def _subgraphs(node: onnx.NodeProto) -> list[onnx.GraphProto]:
+    return [g for a in node.attribute for g in ([a.g] if a.type == onnx.AttributeProto.GRAPH else list(a.graphs))]
+
+
+def read_names(node: onnx.NodeProto) -> set[str]:
+    """The values `node` reads: its inputs, and for a node with branches (If, Loop) every name its
+    branches read (those from the enclosing graph among them)."""
+    names = {n for n in node.input if n}
+    for g in _subgraphs(node):
+        names |= {o.name for o in g.output} | {n for sub in g.node for n in read_names(sub)}
+    return names
 
 
 def default_opset(model: onnx.ModelProto) -> int | None:
@@ -52,9 +77,8 @@ def default_opset(model: onnx.ModelProto) -> int | None:
 
 
 def _inferred_types(model: onnx.ModelProto) -> dict[str, int]:
-    graph = model.graph
-    return {info.name: info.type.tensor_type.elem_type for info in list(graph.value_info) + list(graph.output)
-            if info.type.HasField("tensor_type")}
+    return {info.name: info.type.tensor_type.elem_type for info in _value_infos(model.graph)
+            if info.type.HasField("tensor_type") and info.type.tensor_type.elem_type}
 
 
 class Reader:
@@ -67,6 +91,16 @@ class Reader:
         self.types = _inferred_types(model)
         self.opaque_notes: dict[tuple[str, str], int] = {}  # (op type, why the language's form did not fit) → nodes
         self.opset = default_opset(model) or 13
+        self.read = {name for node in _all_nodes(model.graph) for name in read_names(node)} | \
+            {o.name for o in model.graph.output}
+
+    def dtype(self, name: str) -> np.dtype:
+        """The element type of value `name` (a constant's own; else ONNX's inferred type; float32
+        where inference gave none)."""
+        value = self.env.get(name)
+        if isinstance(value, np.ndarray):
+            return value.dtype
+        return helper.tensor_dtype_to_np_dtype(self.types.get(name, onnx.TensorProto.FLOAT))
 
     def tensor(self, name: str) -> Tensor:
         """The input `name` as a program tensor (a constant becomes a `weight` leaf)."""
@@ -98,18 +132,12 @@ class Reader:
 Handler = Callable[[Reader, onnx.NodeProto, dict[str, Any]], list[Value]]
 
 
-def _same_pads(size: int, kernel: int, stride: int) -> tuple[int, int]:
-    out = -(-size // stride)
-    total = max((out - 1) * stride + kernel - size, 0)
-    return total // 2, total - total // 2
-
-
 def _padding(node: onnx.NodeProto, attrs: dict, x: tuple[int, ...], kernel: list[int],
              strides: list[int]) -> tuple[int, tuple[int, int, int, int]]:
     """(SAME or VALID, extra (top, bottom, left, right) zero padding to apply first)."""
     if any(d != 1 for d in attrs.get("dilations", [1, 1])):
         raise NodeError(f"attribute dilations={list(attrs['dilations'])}: only 1 is supported")
-    same = [_same_pads(x[2 + k], kernel[k], strides[k]) for k in range(2)]
+    same = [same_padding(x[2 + k], kernel[k], strides[k]) for k in range(2)]
     auto = attrs.get("auto_pad", "NOTSET")
     if auto in ("SAME_UPPER", "VALID"):
         return (SAME if auto == "SAME_UPPER" else VALID), (0, 0, 0, 0)
@@ -118,14 +146,14 @@ def _padding(node: onnx.NodeProto, attrs: dict, x: tuple[int, ...], kernel: list
     else:
         pads = list(attrs.get("pads", [0, 0, 0, 0]))
     top, left, bottom, right = pads
-    if ((top, bottom), (left, right)) == (same[0], same[1]):
-        return SAME, (0, 0, 0, 0)
+    if ((top, bottom), (left, right)) == (same[0], same[1]) and ("pads" in attrs or auto == "SAME_LOWER"):
+        return SAME, (0, 0, 0, 0)  # no `pads` at all reads as VALID, so a 1×1 VALID Conv round-trips
     return VALID, (top, bottom, left, right)
 
 
 def _spatial(node: onnx.NodeProto, attrs: dict, x: tuple[int, ...], kernel: list[int]):
     if len(x) != 4 or len(kernel) != 2:
-        raise NodeError(f"expected a 2-D (NCHW) {node.op_type}, got input shape {list(x)}")
+        raise NodeError(f"expected a 2-D (NCHW) {node.op_type}, got a {len(x) - 2}-D one")
     strides = list(attrs.get("strides", [1, 1]))
     return strides, *_padding(node, attrs, x, kernel, strides)
 
@@ -154,7 +182,7 @@ def _pool(kind: str) -> Handler:
         if kind == "max":
             return [r.g.poolmax(_padded(r, x, extra, 1), *kernel, *strides, pad, 0)]
         include = attrs.get("count_include_pad", 0)
-        if include and (pad == SAME and any(_same_pads(x.dims[2 + k], kernel[k], strides[k]) != (0, 0)
+        if include and (pad == SAME and any(same_padding(x.dims[2 + k], kernel[k], strides[k]) != (0, 0)
                                              for k in range(2))):
             pad, extra = VALID, _explicit_same(x.dims, kernel, strides)
         if any(extra) and not include:
@@ -164,7 +192,7 @@ def _pool(kind: str) -> Handler:
 
 
 def _explicit_same(x: tuple[int, ...], kernel: list[int], strides: list[int]) -> tuple[int, int, int, int]:
-    (t, b), (left, right) = (_same_pads(x[2 + k], kernel[k], strides[k]) for k in range(2))
+    (t, b), (left, right) = (same_padding(x[2 + k], kernel[k], strides[k]) for k in range(2))
     return t, b, left, right
 
 
@@ -201,35 +229,61 @@ def _broadcast(r: Reader, op: str, a: Tensor, b: Tensor) -> Tensor | None:
 
 
 def opaque_of(r: Reader, node: onnx.NodeProto, inputs: list[Tensor] | None = None, as_op: str | None = None) -> Tensor:
-    """`node` as an opaque operator (or, with `as_op`, that attribute-less operator) over `inputs`,
-    or over the node's own inputs: tensors as operands, other constants kept in the key (`opaque`'s
-    input layout), omitted optional inputs kept in place. Its output shape from shape inference."""
-    attrs = {} if as_op else {a.name: _attr_value(node, a) for a in node.attribute}
+    """`node` (one output) as an opaque operator (or, with `as_op`, that attribute-less operator)
+    over `inputs`, or over the node's own inputs (`opaque_outputs`)."""
     if inputs is None:
-        inputs, items = _operands(r, node)
-        if any(item != "t" for item in items):
-            attrs[opaque.INPUTS] = items
-    if len(inputs) > 3 or len(node.output) != 1 and any(_used(r, o) for o in node.output[1:]):
-        raise NodeError(f"{node.op_type} with {len(inputs)} tensor inputs / {len(node.output)} outputs has no "
-                        "equivalent in the tensat language (opaque operators take 1–3 tensors, 1 output)")
-    dims = r.shapes.get(node.output[0])
-    if dims is None:  # the whole-graph inference lost it (a Reshape to a computed shape): infer this node
-        dims = node_output_shape(r, node)
-    if r.types.get(node.output[0], onnx.TensorProto.FLOAT) != onnx.TensorProto.FLOAT:
-        kind = onnx.helper.tensor_dtype_to_np_dtype(r.types[node.output[0]])
-        raise NodeError(f"output {node.output[0]!r} is {kind}: only float32 tensors flow through programs "
-                        "(other types only as constants computed before the program runs)")
-    if r.opset != opaque.DEFAULT_OPSET:
-        attrs[opaque.OPSET] = r.opset
-    key = opaque.encode(as_op or node.op_type, "" if as_op else node.domain, attrs)
-    return r.g.op(f"opaque{len(inputs)}", key, list(dims), *inputs)
+        outputs = opaque_outputs(r, node)
+        if len(outputs) != 1 or outputs[0] is None:
+            raise NodeError(f"{node.op_type} with {len(node.output)} outputs: expected one")
+        return outputs[0]
+    attrs = {} if as_op else {a.name: _attr_value(node, a) for a in node.attribute}
+    key = opaque.encode(as_op or node.op_type, "" if as_op else node.domain, _opset_attrs(r, attrs))
+    return r.g.op(f"opaque{len(inputs)}", key, list(_output_dims(r, node, 0)), *inputs)
 
 
-def folded(r: Reader, node: onnx.NodeProto, has_handler: bool) -> list[Value] | None:
+def opaque_outputs(r: Reader, node: onnx.NodeProto) -> list[Tensor | None]:
+    """`node` as opaque operators, one per output: tensors as operands, other constants kept in the
+    key (`opaque`'s input layout), omitted optional inputs kept in place; output k of a node with
+    n > 1 outputs is `__output=[k, n]` (the export writes the node once). Tensors of any element
+    type flow between opaque nodes (a bool mask into a Where). Output shapes from shape inference."""
+    if _subgraphs(node):
+        raise NodeError(f"its branches depend on the program's inputs (an {node.op_type} whose condition or trip "
+                        "count shape inference cannot fix); eqdsl carries only ones known at import")
+    attrs = {a.name: _attr_value(node, a) for a in node.attribute}
+    inputs, items = _operands(r, node)
+    if any(item != "t" for item in items):
+        attrs[opaque.INPUTS] = items
+    if not 1 <= len(inputs) <= opaque.MAX_INPUTS:
+        raise NodeError(f"{node.op_type} with {len(inputs)} tensor inputs has no equivalent in the tensat "
+                        f"language (opaque operators take 1–{opaque.MAX_INPUTS} tensors)")
+    attrs = _opset_attrs(r, attrs)
+    if len(node.output) == 1:
+        key = opaque.encode(node.op_type, node.domain, attrs)
+        return [r.g.op(f"opaque{len(inputs)}", key, list(_output_dims(r, node, 0)), *inputs)]
+    outputs: list[Tensor | None] = []
+    for k, name in enumerate(node.output):
+        key = opaque.encode(node.op_type, node.domain, {**attrs, opaque.OUTPUT: (k, len(node.output))})
+        dims = _output_dims(r, node, k) if name and _used(r, name) else None
+        outputs.append(r.g.op(f"opaque{len(inputs)}", key, list(dims), *inputs) if dims is not None else None)
+    return outputs
+
+
+def _opset_attrs(r: Reader, attrs: dict[str, Any]) -> dict[str, Any]:
+    return {**attrs, opaque.OPSET: r.opset} if r.opset != opaque.DEFAULT_OPSET else attrs
+
+
+def _output_dims(r: Reader, node: onnx.NodeProto, k: int) -> tuple[int, ...]:
+    dims = r.shapes.get(node.output[k])
+    # the whole-graph inference lost it (a Reshape to a computed shape): infer this node alone
+    return dims if dims is not None else node_output_shape(r, node, k)
+
+
+def folded(r: Reader, node: onnx.NodeProto) -> list[Value] | None:
     """The node's outputs computed at import when they do not depend on the program's inputs (the
-    shape arithmetic exporters write: Shape → Gather → Concat → Reshape), else None: `Shape` of a
-    tensor (its dims are static), or a default-domain node whose inputs are all constants, one of
-    them not float32 (or any, where the language has no form for the node)."""
+    shape arithmetic exporters write: Shape → Gather → Concat → Reshape; T5's position buckets), else
+    None: `Shape` of a tensor (its dims are static), or a default-domain node whose inputs are all
+    constants, unless its outputs would hold more than `MAX_FOLDED` values (an Expand kept in the
+    program rather than stored). ONNX Runtime folds these too when it loads a model."""
     if node.domain not in ("", "ai.onnx"):
         return None
     first = r.env.get(node.input[0]) if node.input and node.input[0] else None
@@ -241,9 +295,13 @@ def folded(r: Reader, node: onnx.NodeProto, has_handler: bool) -> list[Value] | 
     arrays = [v for v in values if isinstance(v, np.ndarray)]
     if not values or len(arrays) != len(values):
         return None
-    if has_handler and all(v.dtype == np.float32 for v in arrays):
+    if any(int(np.prod(r.shapes.get(o) or (0,))) > MAX_FOLDED for o in node.output if o):
         return None
-    return run_node(node, {n: cast(np.ndarray, r.env[n]) for n in node.input if n}, r.opset)
+    outputs = run_node(node, {n: cast(np.ndarray, r.env[n]) for n in node.input if n}, r.opset)
+    return outputs if all(isinstance(v, np.ndarray) and v.size <= MAX_FOLDED for v in outputs) else None
+
+
+MAX_FOLDED = 1 << 22  # values a node computed at import may hold (16 MiB of float32)
 
 
 def run_node(node: onnx.NodeProto, inputs: dict[str, np.ndarray], opset: int) -> list[Value]:
@@ -265,8 +323,8 @@ def _one_node(node: onnx.NodeProto, inputs: list[onnx.ValueInfoProto], inits: li
     return helper.make_model(graph, opset_imports=opsets, ir_version=8)
 
 
-def node_output_shape(r: Reader, node: onnx.NodeProto) -> tuple[int, ...]:
-    """The first output's static shape by ONNX shape inference on the node alone, its tensor
+def node_output_shape(r: Reader, node: onnx.NodeProto, k: int = 0) -> tuple[int, ...]:
+    """Output k's static shape by ONNX shape inference on the node alone, its tensor
     inputs given the dims the import knows and its constant inputs their values."""
     inputs, inits = [], []
     for name in dict.fromkeys(n for n in node.input if n):
@@ -275,14 +333,14 @@ def node_output_shape(r: Reader, node: onnx.NodeProto) -> tuple[int, ...]:
             inputs.append(helper.make_tensor_value_info(name, onnx.TensorProto.FLOAT, list(value.dims)))
         elif isinstance(value, np.ndarray):
             inits.append(numpy_helper.from_array(value, name))
-    model = _one_node(node, inputs, inits, list(r.model.opset_import), [node.output[0]])
+    model = _one_node(node, inputs, inits, list(r.model.opset_import), [node.output[k]])
     try:
         inferred = onnx.shape_inference.infer_shapes(model, strict_mode=True, data_prop=True)
     except Exception as err:  # noqa: BLE001  inference errors come in several types
         raise NodeError(f"shape inference fails on it: {str(err).strip().splitlines()[0]}") from None
-    shape = _inferred_shapes(inferred).get(node.output[0])
+    shape = _inferred_shapes(inferred).get(node.output[k])
     if shape is None:
-        raise NodeError(f"shape inference gives no static shape for output {node.output[0]!r}")
+        raise NodeError(f"shape inference gives no static shape for output {node.output[k]!r}")
     return shape
 
 
@@ -334,7 +392,7 @@ def _attr_value(node: onnx.NodeProto, a: onnx.AttributeProto):
 
 
 def _used(r: Reader, name: str) -> bool:
-    return any(name in n.input for n in r.model.graph.node) or name in {o.name for o in r.model.graph.output}
+    return name in r.read
 
 
 def _commutative(op: str) -> Handler:

@@ -1,24 +1,27 @@
 """An ONNX model (opset 7–23) → a program of the `tensat` language and its weights.
 
-Contract: `read_onnx(path, lang, shapes)` returns an `Imported` (program, weights, output names,
-notes) or raises `EqdslError` naming the file, the node and the attribute for anything it cannot
-represent exactly. Models below opset 13 are converted to 13 with `onnx.version_converter` (a note
-says so). `shapes` fixes the dimensions of inputs by name; an input left with a dynamic dimension is
-an error that lists every such input and the option that fixes it. Refused: a model that fails the
-ONNX checker, an unknown shape, dilation, ceil_mode,
-Gemm's alpha/beta, a second output that is used. Operators the language has (the operator
-table's `onnx_in` column, `HANDLERS`) map to its operators; any other single-output operator with
-at most three tensor inputs becomes an opaque node (`eqdsl.languages.tensor.opaque`) that keeps
-its attributes and output shape. Weights are the model's initializers (and Constant nodes) under
-their own names; constants the import derives (a negated operand of Sub, a reciprocal for Div) get
-names `<name>.<how>`.
+Contract: `read_onnx(path, lang, shapes, constants)` returns an `Imported` (program, weights, output
+names, notes, the inputs fixed to constants) or raises `EqdslError` naming the file, the node and
+the attribute for anything it cannot represent exactly. Models below opset 13 are converted to 13
+with `onnx.version_converter` (a note says so). `shapes` fixes the dimensions of inputs by name; an
+input left with a dynamic dimension is an error that lists every such input and the option that
+fixes it. `constants` fixes inputs' values (a non-float input the outputs read needs one). Only the
+nodes the outputs need are read. Operators the language has (the operator table's `onnx_in`
+column, `HANDLERS`) map to its operators where their tensors are float32; nodes on constants are
+computed (`import_forms.folded`); an If on a known condition is its taken branch; any other
+operator with 1–8 tensor inputs becomes opaque nodes (`eqdsl.languages.tensor.opaque`), one per
+output used, that keep its attributes and output shapes. Weights are the model's initializers (and
+Constant nodes) under their own names; constants the import derives (a negated operand of Sub, a
+reciprocal for Div) get names `<name>.<how>`.
 """
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import cast
 
+import numpy as np
 import onnx
 from onnx import helper, numpy_helper, shape_inference
 
@@ -26,12 +29,24 @@ from eqdsl import ir
 from eqdsl.diagnostics import EqdslError
 from eqdsl.ir.builder import Tensor, without_dead_nodes
 from eqdsl.languages.tensor.ops import OPS
-from eqdsl.onnx.import_forms import FAMILIES, Handler, NodeError, Reader, Value, default_opset, folded, opaque_of
+from eqdsl.onnx.import_forms import (
+    FAMILIES,
+    Handler,
+    NodeError,
+    Reader,
+    Value,
+    default_opset,
+    folded,
+    opaque_of,
+    opaque_outputs,
+    read_names,
+)
 from eqdsl.onnx.weights import Weights
 
 OPSETS = range(7, 24)
 CONVERTED_TO = 13  # older models are converted to this opset (the first with Split's sizes as an input)
 Shapes = dict[str, tuple[int, ...]]
+Constants = dict[str, float | int | list]  # input name → the value it is fixed to (broadcast to its shape)
 
 @dataclass(frozen=True)
 class Imported:
@@ -39,6 +54,7 @@ class Imported:
     weights: Weights
     outputs: tuple[str, ...]  # the model's output names, in root order
     notes: tuple[str, ...] = ()  # what the import changed on the way (an opset conversion)
+    fixed: dict[str, np.ndarray] = field(default_factory=dict)  # inputs fixed to constants (`constants`)
 
 
 def _handlers() -> dict[str, Handler]:
@@ -49,7 +65,7 @@ def _handlers() -> dict[str, Handler]:
 HANDLERS: dict[str, Handler] = _handlers()
 
 
-def _load(path: Path, shapes: Shapes) -> tuple[onnx.ModelProto, list[str]]:
+def _load(path: Path, shapes: Shapes, fixed: set[str]) -> tuple[onnx.ModelProto, list[str]]:
     """Check (by path, which also works past protobuf's 2 GiB), convert an old opset, fix the
     given input shapes, infer shapes on the graph without its weights, then attach weights kept
     in external data files. Also the notes on what was changed."""
@@ -59,7 +75,7 @@ def _load(path: Path, shapes: Shapes) -> tuple[onnx.ModelProto, list[str]]:
         onnx.checker.check_model(str(path), full_check=True)
         model = onnx.load(str(path), load_external_data=False)
         model, notes = _converted(path, model)
-        _fix_shapes(path, model, shapes)
+        _fix_shapes(path, model, shapes, fixed)
         inferred = shape_inference.infer_shapes(model, check_type=True, strict_mode=True, data_prop=True)
         if any(uses_external_data(t) for t in inferred.graph.initializer):
             load_external_data_for_model(inferred, str(path.parent))
@@ -89,18 +105,20 @@ def _converted(path: Path, model: onnx.ModelProto) -> tuple[onnx.ModelProto, lis
     return converted, [f"converted from ONNX opset {found} to {CONVERTED_TO} (onnx.version_converter)"]
 
 
-def _fix_shapes(path: Path, model: onnx.ModelProto, shapes: Shapes) -> None:
+def _fix_shapes(path: Path, model: onnx.ModelProto, shapes: Shapes, fixed: set[str]) -> None:
     """Give the named inputs their dimensions; refuse a dynamic input left without one. The
     graph's inferred shapes and output shapes are dropped so inference redoes them."""
     graph = model.graph
     weights = {t.name for t in graph.initializer}
     inputs = {i.name: i for i in graph.input if i.name not in weights}
-    for name in shapes:
+    for name in [*shapes, *fixed]:
         if name not in inputs:
-            raise EqdslError.one(f"{path}: shape given for {name!r}, which is not an input of the model; "
+            given = "shape" if name in shapes else "constant"
+            raise EqdslError.one(f"{path}: {given} given for {name!r}, which is not an input of the model; "
                                  f"expected one of: {', '.join(inputs)}")
     dynamic = [info for name, info in inputs.items()
-               if name not in shapes and not all(d.dim_value > 0 for d in info.type.tensor_type.shape.dim)]
+               if name not in shapes and name not in fixed
+               and not all(d.dim_value > 0 for d in info.type.tensor_type.shape.dim)]
     if dynamic:
         listed = ", ".join(f"{info.name} {_dims_text(info)}" for info in dynamic)
         first = dynamic[0]
@@ -128,7 +146,9 @@ def _dims_text(info: onnx.ValueInfoProto) -> str:
     return "[" + ", ".join(str(d.dim_value) if d.HasField("dim_value") else (d.dim_param or "?") for d in dims) + "]"
 
 
-def _inputs(path: Path, r: Reader) -> None:
+def _inputs(path: Path, r: Reader, live: set[str], constants: Constants) -> None:
+    """Graph inputs as program inputs, or as the constants `constants` fixes them to; a non-float
+    input the outputs do not need is left out (the export keeps it in the model's interface)."""
     graph = r.model.graph
     for init in graph.initializer:
         r.env[init.name] = numpy_helper.to_array(init)
@@ -139,9 +159,29 @@ def _inputs(path: Path, r: Reader) -> None:
         if dims is None:
             raise EqdslError.one(f"{path}: input {info.name!r} has a dynamic or unknown shape; eqdsl needs "
                                  "static shapes (fix them, e.g. with onnx.tools.update_model_dims)")
-        if info.type.tensor_type.elem_type != onnx.TensorProto.FLOAT:
-            raise EqdslError.one(f"{path}: input {info.name!r} is not float32")
-        r.env[info.name] = r.g.input(info.name, list(dims))
+        kind = helper.tensor_dtype_to_np_dtype(info.type.tensor_type.elem_type)
+        if info.name in constants:
+            r.env[info.name] = np.broadcast_to(np.asarray(constants[info.name], dtype=kind), dims).copy()
+        elif kind != np.float32 and info.name in live:
+            fix = ("convert the model to float32" if kind.kind == "f" else
+                   f"fix its value with `program: {{onnx: FILE, constants: {{{info.name}: VALUE}}}}` or "
+                   f"`eqdsl import onnx FILE --constant {info.name}=VALUE`")
+            raise EqdslError.one(f"{path}: input {info.name!r} is {kind}, not float32: eqdsl's programs take "
+                                 f"float32 inputs; {fix}")
+        elif kind == np.float32:
+            r.env[info.name] = r.g.input(info.name, list(dims))
+
+
+def _live(graph: onnx.GraphProto) -> tuple[list[onnx.NodeProto], set[str]]:
+    """The nodes the graph's outputs need, in order, and every value name they read (a node with
+    branches reads what its branches read from the enclosing graph)."""
+    needed = {o.name for o in graph.output}
+    kept = []
+    for node in reversed(graph.node):
+        if any(o in needed for o in node.output):
+            kept.append(node)
+            needed.update(read_names(node))
+    return kept[::-1], needed
 
 
 def _handled(r: Reader, node: onnx.NodeProto, handler: Handler, attrs: dict) -> list[Value]:
@@ -162,22 +202,51 @@ def _node(r: Reader, node: onnx.NodeProto) -> None:
     attrs = {a.name: helper.get_attribute_value(a) for a in node.attribute}
     attrs = {k: (v.decode() if isinstance(v, bytes) else v) for k, v in attrs.items()}
     handler = HANDLERS.get(node.op_type) if node.domain in ("", "ai.onnx") else None
-    outputs = folded(r, node, handler is not None)
+    outputs: list[Value | None] | None = _inlined(r, node) if node.op_type == "If" else None
+    outputs = outputs if outputs is not None else cast(list[Value | None] | None, folded(r, node))
     if outputs is None:
-        outputs = [opaque_of(r, node)] if handler is None else _handled(r, node, handler, attrs)
+        tensors = [n for n in node.input if isinstance(r.env.get(n), Tensor)]
+        # other types flow only through opaque nodes (a Constant's value is whatever it holds)
+        float_only = not tensors or all(r.dtype(n) == np.float32 for n in tensors + [o for o in node.output if o])
+        outputs = list(_handled(r, node, handler, attrs) if handler and float_only else opaque_outputs(r, node))
     for name, value in zip(node.output, outputs):
         want = r.shapes.get(name)
         if isinstance(value, Tensor) and want is not None and value.dims != want:
             raise NodeError(f"imported as shape {list(value.dims)} but ONNX infers {list(want)} "
                             f"for {name!r} (an eqdsl bug: please report it)")
-        r.env[name] = value
+        if value is not None:
+            r.env[name] = value
 
 
-def read_onnx(path: Path, lang: ir.Language, shapes: Shapes | None = None) -> Imported:
-    model, notes = _load(path, shapes or {})
+def _inlined(r: Reader, node: onnx.NodeProto) -> list[Value | None] | None:
+    """An If whose condition is known at import (shape tests, with static shapes) as the nodes of
+    the branch it takes; None when the condition depends on the program's inputs."""
+    cond = r.env.get(node.input[0])
+    if not isinstance(cond, np.ndarray):
+        return None
+    taken = "then_branch" if bool(cond.reshape(-1)[0]) else "else_branch"
+    branch = next(a.g for a in node.attribute if a.name == taken)
+    for init in branch.initializer:
+        r.env[init.name] = numpy_helper.to_array(init)
+    for k, sub in enumerate(branch.node):
+        try:
+            _node(r, sub)
+        except NodeError as err:
+            raise NodeError(f"in its {taken} (taken: the condition is known), node "
+                            f"{sub.name or '#' + str(k)} ({sub.op_type}): {err}") from None
+    return [r.env.get(o.name) for o in branch.output]
+
+
+def read_onnx(path: Path, lang: ir.Language, shapes: Shapes | None = None,
+              constants: Constants | None = None) -> Imported:
+    constants = constants or {}
+    model, notes = _load(path, shapes or {}, set(constants))
     r = Reader(lang, model)
-    _inputs(path, r)
-    for k, node in enumerate(model.graph.node):
+    live, read = _live(model.graph)
+    _inputs(path, r, read, constants)
+    notes += [f"input {name!r} fixed to {value} (constants): the optimized model ignores it"
+              for name, value in constants.items()]
+    for k, node in enumerate(live):
         try:
             _node(r, node)
         except (NodeError, EqdslError) as err:
@@ -192,8 +261,12 @@ def read_onnx(path: Path, lang: ir.Language, shapes: Shapes | None = None) -> Im
         roots = [r.tensor(o) for o in outputs]
     except NodeError as err:
         raise EqdslError.one(f"{path}: output: {err}") from None
+    for o in outputs:
+        if r.dtype(o) != np.float32:
+            raise EqdslError.one(f"{path}: output {o!r} is {r.dtype(o)}: eqdsl writes float32 outputs")
     program = without_dead_nodes(r.g.program(name, roots))
     used = {str(n.args[0]) for n in program.nodes if n.op == "weight"}
     notes += [f"{n} {op} node(s) kept as opaque operators: {why}" for (op, why), n in r.opaque_notes.items()]
-    return Imported(program, {k: v for k, v in r.weights.items() if k in used}, tuple(outputs), tuple(notes))
+    fixed = {name: value for name, value in r.env.items() if name in constants and isinstance(value, np.ndarray)}
+    return Imported(program, {k: v for k, v in r.weights.items() if k in used}, tuple(outputs), tuple(notes), fixed)
 

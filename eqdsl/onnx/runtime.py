@@ -1,8 +1,8 @@
 """ONNX Runtime (CPU) runs two models on the same random inputs: do they agree, and how fast is each?
 
-Contract: `compare(original, optimized, runs, seed, thread_counts)` loads both models (bytes or a
-path), feeds the original's inputs (normal, seeded; scaled down where the original overflows
-float32) to both, and returns a `RuntimeCheck`: `ok` when every output pair agrees within `RTOL`
+Contract: `compare(original, optimized, runs, seed, thread_counts, fixed)` loads both models (bytes
+or a path), feeds the original's inputs (normal, seeded; scaled down where the original overflows
+float32; `fixed` ones as given) to both, and returns a `RuntimeCheck`: `ok` when every output pair agrees within `RTOL`
 of the output's magnitude, and the median of `runs` timed runs (after `WARMUP` untimed ones) with
 each thread count (default: one intra-op thread, and all of them). The two models are timed
 alternately, run by run, so that load on a shared machine hits both alike. Outputs are matched by
@@ -57,19 +57,36 @@ def session(model: bytes | Path, threads: int):
     return ort.InferenceSession(source, options, providers=["CPUExecutionProvider"])
 
 
-def random_feeds(session, seed: int, scale: float = 1.0,
-                 shapes: dict[str, list[int]] | None = None) -> dict[str, np.ndarray]:
-    """Normal inputs for every input of `session`; `shapes` gives the dims of inputs the model
-    leaves dynamic (the static model eqdsl imported)."""
+def random_feeds(session, seed: int, scale: float = 1.0, shapes: dict[str, list[int]] | None = None,
+                 fixed: dict[str, np.ndarray] | None = None) -> dict[str, np.ndarray]:
+    """Inputs for every input of `session`: `fixed` ones as given (an input the import fixed to a
+    constant), float ones normal, other types zeros; `shapes` gives the dims of inputs the model
+    leaves dynamic (the static model eqdsl imported; 1 where neither says)."""
     rng = np.random.default_rng(seed)
-    known = shapes or {}
-    return {i.name: (scale * rng.standard_normal(known.get(i.name, i.shape))).astype(np.float32)
-            for i in session.get_inputs()}
+    known, fixed = shapes or {}, fixed or {}
+    feeds = {}
+    for i in session.get_inputs():
+        dims = [d if isinstance(d, int) else 1 for d in known.get(i.name, i.shape)]
+        kind = np.dtype(ORT_TYPES.get(i.type, "float32"))
+        if i.name in fixed:
+            feeds[i.name] = np.broadcast_to(np.asarray(fixed[i.name], kind), dims).copy()
+        elif kind.kind == "f":
+            feeds[i.name] = (scale * rng.standard_normal(dims)).astype(kind)
+        else:
+            feeds[i.name] = np.zeros(dims, kind)
+    return feeds
 
 
-def finite_feeds(session, seed: int, shapes: dict[str, list[int]] | None = None) -> tuple[dict[str, np.ndarray], float]:
+ORT_TYPES = {"tensor(float)": "float32", "tensor(float16)": "float16", "tensor(double)": "float64",
+             "tensor(int64)": "int64", "tensor(int32)": "int32", "tensor(int8)": "int8", "tensor(uint8)": "uint8",
+             "tensor(bool)": "bool"}
+
+
+def finite_feeds(session, seed: int, shapes: dict[str, list[int]] | None = None,
+                 fixed: dict[str, np.ndarray] | None = None) -> tuple[dict[str, np.ndarray], float]:
     """Random inputs on which the model's outputs are finite, and their scale (`halved_until_finite`)."""
-    feeds, scale, _ = halved_until_finite(lambda f: session.run(None, f), random_feeds(session, seed, shapes=shapes))
+    feeds = random_feeds(session, seed, shapes=shapes, fixed=fixed)
+    feeds, scale, _ = halved_until_finite(lambda f: session.run(None, f), feeds)
     return feeds, scale
 
 
@@ -80,7 +97,7 @@ def halved_until_finite(run: Callable[[dict[str, np.ndarray]], Sequence[np.ndarr
     times over), so the inputs are halved until every output is finite (down to 2^-30; halving
     is exact in float32). Shared by the ONNX Runtime check and eqdsl's executor."""
     for k in range(31):
-        scaled = {name: v * np.float32(2.0 ** -k) for name, v in feeds.items()}
+        scaled = {name: v * v.dtype.type(2.0 ** -k) if v.dtype.kind == "f" else v for name, v in feeds.items()}
         outputs = run(scaled)
         if all(np.all(np.isfinite(o)) for o in outputs):
             return scaled, 2.0 ** -k, outputs
@@ -139,10 +156,10 @@ def largest_error(want: Sequence[np.ndarray], got: Sequence[np.ndarray]) -> floa
 
 
 def compare(original: bytes | Path, optimized: bytes | Path, runs: int = 20, seed: int = 0,
-            thread_counts: list[int] | None = None) -> RuntimeCheck:
+            thread_counts: list[int] | None = None, fixed: dict[str, np.ndarray] | None = None) -> RuntimeCheck:
     thread_counts = thread_counts or sorted({1, os.cpu_count() or 1})
     first, second = session(original, 1), session(optimized, 1)
-    feeds, scale = finite_feeds(first, seed, {i.name: i.shape for i in second.get_inputs()})
+    feeds, scale = finite_feeds(first, seed, {i.name: i.shape for i in second.get_inputs()}, fixed)
     want, got = first.run(None, feeds), second.run(None, feeds)
     error = largest_error(want, got) if len(want) == len(got) else float("inf")
     ok = error <= RTOL

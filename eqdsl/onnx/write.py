@@ -11,6 +11,7 @@ as they were imported. A weight the store lacks, or one whose size disagrees wit
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, cast
 
@@ -48,6 +49,7 @@ class Emitter:
         self.initializers: dict[str, onnx.TensorProto] = {}
         self.inputs: list[onnx.ValueInfoProto] = []
         self.opset_floor = 0  # the highest opset an opaque node's semantics name (0: no opaque node)
+        self.shared: dict[tuple, onnx.NodeProto] = {}  # one ONNX node per multi-output opaque operator
 
     def used_nodes(self, outputs: list[str]) -> list[onnx.NodeProto]:
         """The emitted nodes that `outputs` need, in order: a Pad whose padding a Conv took over
@@ -100,7 +102,8 @@ class Emitter:
                 fn = SEMANTICS[node.op]
                 assert callable(fn)
                 result = fn(*args)
-                self.values[i] = result if isinstance(result, tuple) else np.asarray(result, dtype=np.float32)
+                kept = isinstance(result, tuple) or np.asarray(result).dtype.kind != "f"  # an opaque node's mask
+                self.values[i] = result if kept else np.asarray(result, dtype=np.float32)
         return self.values[i]
 
     def operand(self, i: int) -> str:
@@ -142,23 +145,67 @@ EMITTERS: dict[str, Emit] = {spec.name: FAMILIES[spec.onnx_out.family](spec.name
 EXTERNAL_DATA_BYTES = 1 << 30  # protobuf cannot hold 2 GiB: larger models keep weights beside the file
 
 
-def to_onnx(lang: ir.Language, program: ir.Program, weights: Weights) -> onnx.ModelProto:
+@dataclass(frozen=True)
+class Interface:
+    """What the written model keeps of the model the program came from: its graph inputs (an input
+    the program no longer reads stays, as the source declares it) and its output names."""
+
+    inputs: tuple[onnx.ValueInfoProto, ...]
+    outputs: tuple[str, ...]
+
+
+def interface_of(path: Path) -> Interface:
+    model = onnx.load(str(path), load_external_data=False)
+    weights = {t.name for t in model.graph.initializer}
+    return Interface(tuple(i for i in model.graph.input if i.name not in weights),
+                     tuple(o.name for o in model.graph.output))
+
+
+def to_onnx(lang: ir.Language, program: ir.Program, weights: Weights,
+            interface: Interface | None = None) -> onnx.ModelProto:
     e = Emitter(lang, program, weights)
     for i in range(len(program.nodes)):
         e.emit(i)
-    outputs = []
-    for k, r in enumerate(output_nodes(program)):
-        source = e.operand(r)
-        e.node("Identity", [source], f"output{k}")
-        outputs.append(helper.make_tensor_value_info(f"output{k}", TensorProto.FLOAT, list(e.dims(r))))
-    nodes = _biased_convs(e.used_nodes([o.name for o in outputs]), e.initializers)
+    roots = output_nodes(program)
+    names = list(interface.outputs) if interface and len(interface.outputs) == len(roots) else \
+        [f"output{k}" for k in range(len(roots))]
+    sources = [e.operand(r) for r in roots]
+    nodes = _named_outputs(e.used_nodes(sources), sources, names)
+    outputs = [helper.make_tensor_value_info(name, TensorProto.FLOAT, list(e.dims(r))) for name, r in zip(names, roots)]
+    nodes = _biased_convs(nodes, e.initializers)
     read = {name for n in nodes for name in n.input}
-    graph = helper.make_graph(nodes, program.name, e.inputs, outputs,
+    graph = helper.make_graph(nodes, program.name, _graph_inputs(e.inputs, interface), outputs,
                               [t for name, t in e.initializers.items() if name in read])
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", e.opset()), *_domains(e.nodes)],
                               producer_name="eqdsl")
     model.ir_version = 9  # the newest that ONNX Runtime 1.16+ reads
     return model
+
+
+def _named_outputs(nodes: list[onnx.NodeProto], sources: list[str], names: list[str]) -> list[onnx.NodeProto]:
+    """The graph's outputs under `names`: the node computing one writes it under its name; an
+    input, a constant, or a value that is two outputs is copied by an Identity."""
+    producer = {out: node for node in nodes for out in node.output}
+    renamed: dict[str, str] = {}
+    copies = []
+    for source, name in zip(sources, names):
+        if source in producer and source not in renamed:
+            renamed[source] = name
+        else:
+            copies.append(helper.make_node("Identity", [renamed.get(source, source)], [name], name=f"{name}.copy"))
+    for node in nodes:
+        node.input[:] = [renamed.get(n, n) for n in node.input]
+        node.output[:] = [renamed.get(n, n) for n in node.output]
+    return nodes + copies
+
+
+def _graph_inputs(emitted: list[onnx.ValueInfoProto], interface: Interface | None) -> list[onnx.ValueInfoProto]:
+    """The program's inputs, in the source's order, with the source's inputs it no longer reads."""
+    if interface is None:
+        return emitted
+    own = {i.name: i for i in emitted}
+    ordered = [own.pop(i.name, i) for i in interface.inputs]
+    return ordered + list(own.values())
 
 
 def _biased_convs(nodes: list[onnx.NodeProto], initializers: dict[str, onnx.TensorProto]) -> list[onnx.NodeProto]:
@@ -205,8 +252,9 @@ def save_model(model: onnx.ModelProto, path: Path) -> list[str]:
     return [path.name] + ([data] if (path.parent / data).exists() else [])  # small tensors stay inline
 
 
-def write_program(lang: ir.Language, program: ir.Program, weights: Weights, path: Path) -> list[str]:
+def write_program(lang: ir.Language, program: ir.Program, weights: Weights, path: Path,
+                  interface: Interface | None = None) -> list[str]:
     """`program` as an ONNX model at `path`, checked by `onnx.checker` (full check) as written."""
-    files = save_model(to_onnx(lang, program, weights), path)
+    files = save_model(to_onnx(lang, program, weights, interface), path)
     onnx.checker.check_model(str(path), full_check=True)
     return files

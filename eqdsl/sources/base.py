@@ -50,6 +50,7 @@ class SourceProgram:
     source_file: Path | None = None  # the model file the program was read from (exports compare with it)
     default_export: str | None = None  # the export a run does unless its config says `export: false`
     notes: tuple[str, ...] = ()  # what reading the source changed (an ONNX opset conversion), said in the summary
+    fixed_inputs: Mapping[str, np.ndarray] = field(default_factory=dict)  # model inputs fixed to constants
 
 
 class ProgramSource(Protocol):

@@ -13,7 +13,11 @@ the next tensor operand, `""` for an omitted optional input, `(dtype, dims, valu
 kept exactly (int64 starts of a Slice): `Slice(__inputs=["t", ["int64", [1], [0]], ...])`.
 `layout(attrs)` reads it (all tensors when absent); `constant(item)` rebuilds a constant. A key
 read from a model at another opset than `DEFAULT_OPSET` says which (`__opset=13`): ReduceMean's
-`axes` is an attribute before opset 18, an input from 18 on.
+`axes` is an attribute before opset 18, an input from 18 on. Output k of an operator with n > 1
+outputs is the key with `__output=[k, n]` (`OUTPUT`; LSTM's Y_h is `LSTM(..., __output=[1, 3])`):
+one opaque node per output used, written back as one ONNX node. Operands and results keep their
+element type (a bool mask from IsNaN into a Where): float64 operands run as float32, any other
+type as it is.
 """
 from __future__ import annotations
 
@@ -30,6 +34,8 @@ _KEY = re.compile(r"^(?:(?P<domain>[A-Za-z0-9_.]+)::)?(?P<op>[A-Za-z_][A-Za-z0-9
 
 INPUTS = "__inputs"
 OPSET = "__opset"  # the ONNX opset whose semantics the operator has; absent: DEFAULT_OPSET
+OUTPUT = "__output"  # [k, n]: the k-th of the operator's n outputs; absent: its only output
+MAX_INPUTS = 8  # opaque1 … opaque8 in rulesets/tensor.eqr
 DEFAULT_OPSET = 20  # what eqdsl writes (Gelu 20, LayerNormalization 17); ONNX Runtime ≥ 1.16 runs it
 Layout = tuple[Any, ...]  # "t", "" or (dtype, dims, values) per ONNX input
 
@@ -81,32 +87,53 @@ def decode(key: str) -> tuple[str, str, dict[str, AttrValue]]:
     return m["op"], m["domain"] or "", attrs
 
 
+def output_of(attrs: dict[str, Any]) -> tuple[int, int]:
+    """(k, n): which of the operator's n outputs the key names."""
+    k, n = attrs.get(OUTPUT, (0, 1))
+    return int(k), int(n)
+
+
 def evaluate(key: str, dims: tuple[int, ...], *inputs: Any) -> np.ndarray:
-    """The operator on `inputs` (float64 arrays are run in float32, as the model would; `run_onnx`)."""
-    from onnx import TensorProto, helper, numpy_helper
+    """The operator on `inputs` (`run_onnx`); a float result as float64, any other as it is."""
+    from onnx import helper, numpy_helper
 
     op_type, domain, attrs = decode(key)
     items = layout(attrs, len(inputs))
     attrs.pop(INPUTS, None)
     read_at = int(cast(int, attrs.pop(OPSET, DEFAULT_OPSET)))
-    names = [f"in{i}" for i in range(len(inputs))]
-    wired, constants, tensors = [], [], iter(names)
-    for k, item in enumerate(items):
+    k, n = output_of(attrs)
+    attrs.pop(OUTPUT, None)
+    feeds = {f"in{i}": _as_run(x) for i, x in enumerate(inputs)}
+    wired, constants, tensors = [], [], iter(feeds)
+    for j, item in enumerate(items):
         if item in ("t", ""):
             wired.append(next(tensors) if item == "t" else "")
         else:
-            wired.append(f"c{k}")
-            constants.append(numpy_helper.from_array(constant(item), f"c{k}"))
-    node = helper.make_node(op_type, wired, ["out"], domain=domain or None, **cast(dict[str, Any], attrs))
+            wired.append(f"c{j}")
+            constants.append(numpy_helper.from_array(constant(item), f"c{j}"))
+    outs = [f"out{j}" for j in range(n)]
+    node = helper.make_node(op_type, wired, outs, domain=domain or None, **cast(dict[str, Any], attrs))
     graph = helper.make_graph(
         [node], "opaque",
-        [helper.make_tensor_value_info(n, TensorProto.FLOAT, np.shape(x)) for n, x in zip(names, inputs)],
-        [helper.make_tensor_value_info("out", TensorProto.FLOAT, list(dims))], constants)
+        [helper.make_tensor_value_info(name, helper.np_dtype_to_tensor_dtype(x.dtype), x.shape)
+         for name, x in feeds.items()],
+        [helper.make_empty_tensor_value_info(o) for o in outs], constants)
     opsets = [helper.make_opsetid("", read_at)] + ([helper.make_opsetid(domain, 1)] if domain else [])
-    model = helper.make_model(graph, opset_imports=opsets, ir_version=8)
-    feeds = {n: np.asarray(x, dtype=np.float32) for n, x in zip(names, inputs)}
-    (out,) = run_onnx(model, feeds)
-    return np.asarray(out, dtype=np.float64).reshape(dims)
+    model = _typed(helper.make_model(graph, opset_imports=opsets, ir_version=8))
+    out = np.asarray(run_onnx(model, feeds)[k]).reshape(dims)
+    return out.astype(np.float64) if out.dtype.kind == "f" else out
+
+
+def _as_run(x: Any) -> np.ndarray:
+    value = np.asarray(x)
+    return value.astype(np.float32) if value.dtype.kind == "f" else value
+
+
+def _typed(model: Any) -> Any:
+    """The model with its outputs' types inferred (ONNX Runtime wants them declared)."""
+    import onnx
+
+    return onnx.shape_inference.infer_shapes(model)
 
 
 def run_onnx(model: Any, feeds: dict[str, np.ndarray]) -> list[np.ndarray]:

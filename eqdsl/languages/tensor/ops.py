@@ -120,7 +120,7 @@ OPS: tuple[OpSpec, ...] = (
            view=True, timed=False),
     OpSpec("noop", lambda a, b: (a, b), timed=False),
     OpSpec("pad2d", ref.pad, (), form("pad"), **_kernels("layout")),
-    _opaque("opaque1"), _opaque("opaque2"), _opaque("opaque3"),
+    *(_opaque(f"opaque{n}") for n in range(1, opaque.MAX_INPUTS + 1)),
     OpSpec("scalar", ref.scalar, timed=False),
     OpSpec("clip", ref.clip, (("Clip", form("clip")),), form("simple", "Clip"), cpu=None, cuda=None),
     OpSpec("hardswish", ref.hardswish, (("HardSwish", form("unary")),), form("simple", "HardSwish"),

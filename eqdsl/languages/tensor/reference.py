@@ -24,7 +24,7 @@ def _activate(act: int, x: np.ndarray) -> np.ndarray:
     return ACTIVATIONS[act](x)
 
 
-def _same_padding(size: int, kernel: int, stride: int) -> tuple[int, int]:
+def same_padding(size: int, kernel: int, stride: int) -> tuple[int, int]:
     out = -(-size // stride)
     total = max((out - 1) * stride + kernel - size, 0)
     return total // 2, total - total // 2
@@ -33,8 +33,8 @@ def _same_padding(size: int, kernel: int, stride: int) -> tuple[int, int]:
 def _pad_spatial(x: np.ndarray, kh: int, kw: int, sh: int, sw: int, pad: int, fill: float) -> np.ndarray:
     if pad == 1:
         return x
-    top, bottom = _same_padding(x.shape[2], kh, sh)
-    left, right = _same_padding(x.shape[3], kw, sw)
+    top, bottom = same_padding(x.shape[2], kh, sh)
+    left, right = same_padding(x.shape[3], kw, sw)
     return np.pad(x, ((0, 0), (0, 0), (top, bottom), (left, right)), constant_values=fill)
 
 

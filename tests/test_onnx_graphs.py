@@ -1,0 +1,145 @@
+"""Graphs real exporters write beyond one float tensor per operator (issue 44): bool masks and
+int64 tensors between opaque nodes (BERT's IsNaN → Where, T5's position buckets), operators with
+more than three inputs and several outputs (LSTM), If on a condition the static shapes decide
+(silero-vad), non-float inputs, and the model's interface (input and output names) kept."""
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import onnx
+import pytest
+from onnx import TensorProto, helper, numpy_helper
+
+from eqdsl.diagnostics import EqdslError
+from eqdsl.frontend import load_language
+from eqdsl.onnx.read import read_onnx
+
+n = helper.make_node
+
+
+@pytest.fixture(scope="module")
+def tensat():
+    return load_language("tensat")
+
+
+def _model(nodes, inputs, outputs, inits=(), opset=18) -> onnx.ModelProto:
+    graph = helper.make_graph(nodes, "g", inputs, outputs, list(inits))
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)], ir_version=8)
+
+
+def _f(name: str, dims) -> onnx.ValueInfoProto:
+    return helper.make_tensor_value_info(name, TensorProto.FLOAT, dims)
+
+
+def _run(tmp_path, run_cli, model: onnx.ModelProto, extra: str = "") -> tuple[int, dict, str]:
+    onnx.save(model, tmp_path / "m.onnx")
+    (tmp_path / "run.yaml").write_text(
+        f"ruleset: tensat\ntarget: t4\nprogram: {{onnx: m.onnx{extra}}}\nschedule: {{iter_limit: 2, node_limit: 3000}}\n"
+        "extract: {method: greedy-dag, compare: []}\nvalidate: {samples: 1}\nexport: onnx\n")
+    code, out, err = run_cli("run", tmp_path / "run.yaml", "--output", tmp_path / "out", "--quiet")
+    report = json.loads((tmp_path / "out" / "report.json").read_text()) if code in (0, 1) else {}
+    return code, report, out + err
+
+
+def mask_model() -> onnx.ModelProto:
+    """Softmax → IsNaN → Where(mask, 0, p) (PyTorch's SDPA export), and a T5-style bucket: a float
+    constant cast to int64 indexes a table (Gather) that is added to the scores."""
+    rng = np.random.default_rng(0)
+    nodes = [n("MatMul", ["x", "w"], ["s"]), n("Cast", ["pos"], ["bucket"], to=TensorProto.INT64),
+             n("Gather", ["table", "bucket"], ["bias"], axis=0), n("Add", ["s", "bias"], ["sb"]),
+             n("Softmax", ["sb"], ["p"], axis=-1), n("IsNaN", ["p"], ["nan"]), n("Where", ["nan", "zero", "p"], ["y"])]
+    inits = [numpy_helper.from_array(rng.normal(size=(8, 8)).astype(np.float32), "w"),
+             numpy_helper.from_array(np.array([0.0, 1.4, 2.6, 1.2, 0.1, 3.9, 2.2, 0.5], np.float32), "pos"),
+             numpy_helper.from_array(rng.normal(size=(4,)).astype(np.float32), "table"),
+             numpy_helper.from_array(np.array(0.0, np.float32), "zero")]
+    return _model(nodes, [_f("x", [2, 8])], [_f("y", [2, 8])], inits)
+
+
+def test_bool_masks_flow_between_opaque_nodes_and_constant_int_chains_fold(tmp_path, tensat, run_cli):
+    onnx.save(mask_model(), tmp_path / "m.onnx")
+    imported = read_onnx(tmp_path / "m.onnx", tensat)
+    keys = [str(x.args[0]).split("(")[0] for x in imported.program.nodes if x.op.startswith("opaque")]
+    assert sorted(keys) == ["IsNaN", "Softmax", "Where"]  # Cast and Gather of constants were computed
+    code, report, text = _run(tmp_path, run_cli, mask_model())
+    assert code == 0 and report["validation"]["ok"] and report["export"]["ok"], text
+
+
+def lstm_model() -> onnx.ModelProto:
+    """An LSTM (6 tensor inputs, an omitted one) whose Y_h and Y_c both leave the graph."""
+    rng = np.random.default_rng(1)
+    hidden, size = 4, 3
+    nodes = [n("LSTM", ["x", "W", "R", "B", "", "h0", "c0"], ["", "yh", "yc"], hidden_size=hidden),
+             n("Relu", ["yh"], ["h"])]
+    inits = [numpy_helper.from_array(rng.normal(size=s).astype(np.float32) / 3, name)
+             for name, s in (("W", (1, 4 * hidden, size)), ("R", (1, 4 * hidden, hidden)), ("B", (1, 8 * hidden)))]
+    return _model(nodes, [_f("x", [2, 1, size]), _f("h0", [1, 1, hidden]), _f("c0", [1, 1, hidden])],
+                  [_f("h", [1, 1, hidden]), _f("yc", [1, 1, hidden])], inits)
+
+
+def test_an_operator_with_six_inputs_and_three_outputs_is_one_node_again(tmp_path, tensat, run_cli):
+    onnx.save(lstm_model(), tmp_path / "m.onnx")
+    imported = read_onnx(tmp_path / "m.onnx", tensat)
+    assert [x.op for x in imported.program.nodes].count("opaque6") == 2  # Y_h and Y_c
+    code, report, text = _run(tmp_path, run_cli, lstm_model())
+    assert code == 0 and report["validation"]["ok"] and report["export"]["ok"], text
+    out = onnx.load(str(tmp_path / "out" / "optimized.onnx"))
+    assert [x.op_type for x in out.graph.node].count("LSTM") == 1
+    assert [o.name for o in out.graph.output] == ["h", "yc"] and [i.name for i in out.graph.input] == ["x", "h0", "c0"]
+
+
+def if_model(rows: int) -> onnx.ModelProto:
+    """silero-vad's pattern: If (the input's first dim == 1) then … else …."""
+    then = helper.make_graph([n("Sigmoid", ["x"], ["t"])], "then", [], [_f("t", None)])
+    other = helper.make_graph([n("Relu", ["x"], ["e"])], "else", [], [_f("e", None)])
+    nodes = [n("Shape", ["x"], ["shape"]), n("Gather", ["shape", "k0"], ["first"], axis=0),
+             n("Equal", ["first", "one"], ["cond"]), n("If", ["cond"], ["y"], then_branch=then, else_branch=other)]
+    inits = [numpy_helper.from_array(np.array(0, np.int64), "k0"), numpy_helper.from_array(np.array(1, np.int64), "one")]
+    return _model(nodes, [_f("x", [rows, 4])], [_f("y", [rows, 4])], inits)
+
+
+def test_an_if_the_static_shapes_decide_is_its_taken_branch(tmp_path, tensat):
+    onnx.save(if_model(1), tmp_path / "one.onnx")
+    onnx.save(if_model(3), tmp_path / "three.onnx")
+    ops = lambda p: [str(x.args[0]).split("(")[0] if x.op.startswith("opaque") else x.op  # noqa: E731
+                     for x in read_onnx(p, tensat).program.nodes]
+    assert ops(tmp_path / "one.onnx") == ["input", "sigmoid"] and ops(tmp_path / "three.onnx") == ["input", "relu"]
+
+
+def test_an_if_on_the_inputs_values_is_refused_naming_it(tmp_path, tensat):
+    model = if_model(1)
+    graph = model.graph
+    graph.node[0].CopyFrom(n("ReduceSum", ["x"], ["total"], keepdims=0))
+    graph.node[1].CopyFrom(n("Greater", ["total", "zerof"], ["first"]))
+    graph.node[2].CopyFrom(n("Identity", ["first"], ["cond"]))
+    graph.initializer.append(numpy_helper.from_array(np.array(0.0, np.float32), "zerof"))
+    onnx.save(model, tmp_path / "m.onnx")
+    with pytest.raises(EqdslError, match=r"\(If\): its branches depend on the program's inputs"):
+        read_onnx(tmp_path / "m.onnx", tensat)
+
+
+def sample_rate_model() -> onnx.ModelProto:
+    """silero-vad's `sr`: an int64 input read only as `+ Cast(sr * 0)`."""
+    nodes = [n("Mul", ["sr", "zero"], ["srz"]), n("Cast", ["srz"], ["srf"], to=TensorProto.FLOAT),
+             n("Relu", ["x"], ["r"]), n("Add", ["r", "srf"], ["y"])]
+    sr = helper.make_tensor_value_info("sr", TensorProto.INT64, [])
+    return _model(nodes, [_f("x", [1, 4]), sr], [_f("y", [1, 4])], [numpy_helper.from_array(np.array(0, np.int64), "zero")])
+
+
+def test_a_non_float_input_is_fixed_by_constants_and_kept_in_the_interface(tmp_path, run_cli):
+    onnx.save(sample_rate_model(), tmp_path / "m.onnx")
+    code, _, err = run_cli("import", "onnx", tmp_path / "m.onnx")
+    assert code == 2 and "input 'sr' is int64, not float32" in err and "--constant sr=VALUE" in err
+    code, out, err = run_cli("import", "onnx", tmp_path / "m.onnx", "--constant", "sr=16000")
+    assert code == 0 and "note: input 'sr' fixed to 16000" in err
+    code, report, text = _run(tmp_path, run_cli, sample_rate_model(), ", constants: {sr: 16000}")
+    assert code == 0 and report["export"]["ok"] and "input: input 'sr' fixed to 16000" in text, text
+    out_model = onnx.load(str(tmp_path / "out" / "optimized.onnx"))
+    assert [i.name for i in out_model.graph.input] == ["x", "sr"] and out_model.graph.output[0].name == "y"
+
+
+def test_an_unused_non_float_input_needs_nothing(tmp_path, tensat):
+    model = _model([n("Relu", ["x"], ["y"])], [_f("x", [1, 4]), helper.make_tensor_value_info("mask", TensorProto.BOOL, [1, 4])],
+                   [_f("y", [1, 4])])
+    onnx.save(model, tmp_path / "m.onnx")
+    assert [x.op for x in read_onnx(tmp_path / "m.onnx", tensat).program.nodes] == ["input", "relu"]
