@@ -11,7 +11,6 @@ import onnx
 import pytest
 from onnx import TensorProto, helper, numpy_helper
 
-from eqdsl.diagnostics import EqdslError
 from eqdsl.frontend import load_language
 from eqdsl.onnx.read import read_onnx
 
@@ -106,16 +105,34 @@ def test_an_if_the_static_shapes_decide_is_its_taken_branch(tmp_path, tensat):
     assert ops(tmp_path / "one.onnx") == ["input", "sigmoid"] and ops(tmp_path / "three.onnx") == ["input", "relu"]
 
 
-def test_an_if_on_the_inputs_values_is_refused_naming_it(tmp_path, tensat):
+def data_if_model() -> onnx.ModelProto:
+    """If (Σx > 0) then sigmoid(x²·w) else relu(x) + k: branches read x, x², the weight w and an int64
+    constant from the enclosing graph."""
     model = if_model(1)
     graph = model.graph
-    graph.node[0].CopyFrom(n("ReduceSum", ["x"], ["total"], keepdims=0))
-    graph.node[1].CopyFrom(n("Greater", ["total", "zerof"], ["first"]))
-    graph.node[2].CopyFrom(n("Identity", ["first"], ["cond"]))
-    graph.initializer.append(numpy_helper.from_array(np.array(0.0, np.float32), "zerof"))
-    onnx.save(model, tmp_path / "m.onnx")
-    with pytest.raises(EqdslError, match=r"\(If\): its branches depend on the program's inputs"):
-        read_onnx(tmp_path / "m.onnx", tensat)
+    then = helper.make_graph([n("MatMul", ["x2", "w"], ["xw"]), n("Sigmoid", ["xw"], ["t"])], "then", [],
+                             [_f("t", None)])
+    other = helper.make_graph([n("Relu", ["x"], ["r"]), n("Cast", ["k"], ["kf"], to=TensorProto.FLOAT),
+                               n("Add", ["r", "kf"], ["e"])], "else", [], [_f("e", None)])
+    del graph.node[:]
+    graph.node.extend([n("ReduceSum", ["x"], ["total"], keepdims=0), n("Greater", ["total", "zerof"], ["cond"]),
+                       n("Mul", ["x", "x"], ["x2"]),
+                       n("If", ["cond"], ["y"], then_branch=then, else_branch=other)])
+    graph.initializer.extend([numpy_helper.from_array(np.array(0.0, np.float32), "zerof"),
+                              numpy_helper.from_array(np.eye(4, dtype=np.float32), "w"),
+                              numpy_helper.from_array(np.array(2, np.int64), "k")])
+    return model
+
+
+def test_an_if_on_the_inputs_values_is_one_opaque_node_with_its_captures(tmp_path, tensat, run_cli):
+    onnx.save(data_if_model(), tmp_path / "m.onnx")
+    imported = read_onnx(tmp_path / "m.onnx", tensat)
+    node = next(x for x in imported.program.nodes if str(x.args[0]).startswith("If("))
+    assert node.op == "opaque4" and "__captures=['w', 'x', 'x2']" in str(node.args[0])  # cond, then w, x, x²
+    code, report, text = _run(tmp_path, run_cli, data_if_model())
+    assert code == 0 and report["validation"]["ok"] and report["export"]["ok"], text
+    out = onnx.load(str(tmp_path / "out" / "optimized.onnx"))
+    assert [x.op_type for x in out.graph.node].count("If") == 1
 
 
 def sample_rate_model() -> onnx.ModelProto:
@@ -143,3 +160,26 @@ def test_an_unused_non_float_input_needs_nothing(tmp_path, tensat):
                    [_f("y", [1, 4])])
     onnx.save(model, tmp_path / "m.onnx")
     assert [x.op for x in read_onnx(tmp_path / "m.onnx", tensat).program.nodes] == ["input", "relu"]
+
+
+def test_a_local_function_is_inlined(tmp_path, tensat):
+    """A model-local function (what `torch.onnx.export(..., export_modules_as_functions=True)` writes)."""
+    body = onnx.helper.make_function("custom", "ScaledRelu", ["a"], ["b"],
+                                     [n("Relu", ["a"], ["r"]), n("Mul", ["r", "r"], ["b"])],
+                                     [helper.make_opsetid("", 18)])
+    model = _model([n("ScaledRelu", ["x"], ["y"], domain="custom")], [_f("x", [1, 4])], [_f("y", [1, 4])])
+    model.opset_import.append(helper.make_opsetid("custom", 1))
+    model.functions.append(body)
+    onnx.save(model, tmp_path / "m.onnx")
+    imported = read_onnx(tmp_path / "m.onnx", tensat)
+    assert [x.op for x in imported.program.nodes] == ["input", "relu", "ewmul"]
+    assert imported.notes == ("local function(s) ScaledRelu inlined (onnx.inliner)",)
+
+
+def test_a_custom_domain_operator_is_refused_at_import(tmp_path, run_cli):
+    model = _model([n("Foo", ["x"], ["y"], domain="my.custom")], [_f("x", [1, 4])], [_f("y", [1, 4])])
+    model.opset_import.append(helper.make_opsetid("my.custom", 1))
+    onnx.save(model, tmp_path / "m.onnx")
+    code, _, err = run_cli("import", "onnx", tmp_path / "m.onnx")
+    assert code == 2 and "(Foo): operator my.custom::Foo is neither ONNX's nor ONNX Runtime's" in err
+    assert "Traceback" not in err

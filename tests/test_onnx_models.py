@@ -128,7 +128,7 @@ def test_a_0_d_constant_operand_stays_0_d(tmp_path, run_cli):
 
 
 def test_constant_operand_errors_name_the_node_and_the_input_role(tmp_path, tensat, monkeypatch):
-    import eqdsl.onnx.import_forms as forms
+    import eqdsl.onnx.opaque_nodes as forms
 
     monkeypatch.setattr(forms, "MAX_KEPT_CONSTANT", 0)
     onnx.save(operand_model(), tmp_path / "m.onnx")

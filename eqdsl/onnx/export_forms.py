@@ -13,6 +13,7 @@ import numpy as np
 from onnx import helper
 
 from eqdsl import ir
+from eqdsl.diagnostics import EqdslError
 from eqdsl.languages.tensor import opaque
 from eqdsl.languages.tensor.ops import fixed
 from eqdsl.languages.tensor.reference import LOWEST, same_padding
@@ -118,25 +119,38 @@ def _pad(e: Emitter, i: int, a: list) -> str:
 def _opaque(e: Emitter, i: int, a: list) -> str:
     """As imported: constants of the key's input layout become initializers, omitted inputs stay
     omitted; the opset of its semantics (`opaque.OPSET`) sets the model's (`Emitter.opset`). The
-    outputs of one multi-output operator (`opaque.OUTPUT`) over the same operands are one node."""
+    outputs of one multi-output operator (`opaque.OUTPUT`) over the same operands are one node.
+    A value a branch reads from the enclosing graph (`opaque.CAPTURES`) is given its name there."""
     op_type, domain, attrs = opaque.decode(a[0])
-    items = opaque.layout(attrs, len(a) - 2)
-    attrs.pop(opaque.INPUTS, None)
-    e.require(int(cast(int, attrs.pop(opaque.OPSET, opaque.DEFAULT_OPSET))))
+    captured = opaque.captures(attrs)
+    own = a[2:len(a) - len(captured)]
+    items = opaque.layout(attrs, len(own))
+    e.require(int(cast(int, attrs.get(opaque.OPSET, opaque.DEFAULT_OPSET))))
     k, n = opaque.output_of(attrs)
-    attrs.pop(opaque.OUTPUT, None)
-    tensors = iter(a[2:])
+    for name, value in zip(captured, a[len(a) - len(captured):]):
+        _capture(e, name, value)
+    tensors = iter(own)
     inputs = [next(tensors) if item == "t" else "" if item == "" else e.constant(f"c{i}_{j}", opaque.constant(item))
               for j, item in enumerate(items)]
-    shared = (opaque.encode(op_type, domain, attrs), tuple(a[2:]))
+    shared = (opaque.encode(op_type, domain, {k: v for k, v in attrs.items() if k != opaque.OUTPUT}), tuple(a[2:]))
     node = e.shared.get(shared) if n > 1 else None
     if node is None:
         outputs = [f"t{i}"] if n == 1 else [f"t{i}_{j}" for j in range(n)]
         node = helper.make_node(op_type, inputs, outputs, name=f"n{len(e.nodes)}", domain=domain or None,
-                                **cast(dict[str, Any], attrs))
+                                **opaque.node_attributes(attrs))
         e.nodes.append(node)
         e.shared[shared] = node
     return node.output[k]
+
+
+def _capture(e: Emitter, name: str, value: str) -> None:
+    """`name`, which a branch reads, as a copy of `value` (unless it is `value`)."""
+    if name == value or e.captured.get(name) == value:
+        return
+    if name in e.captured:
+        raise EqdslError.one(f"export onnx: two values for {name!r}, which a branch of an opaque operator reads")
+    e.captured[name] = value
+    e.nodes.append(helper.make_node("Identity", [value], [name], name=f"n{len(e.nodes)}"))
 
 
 FAMILIES: dict[str, Callable[..., Emit]] = {

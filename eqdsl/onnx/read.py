@@ -8,8 +8,9 @@ input left with a dynamic dimension is an error that lists every such input and 
 fixes it. `constants` fixes inputs' values (a non-float input the outputs read needs one). Only the
 nodes the outputs need are read. Operators the language has (the operator table's `onnx_in`
 column, `HANDLERS`) map to its operators where their tensors are float32; nodes on constants are
-computed (`import_forms.folded`); an If on a known condition is its taken branch; any other
-operator with 1–8 tensor inputs becomes opaque nodes (`eqdsl.languages.tensor.opaque`), one per
+computed (`reader.folded`); an If on a known condition is its taken branch; local
+functions are inlined; any other operator with 1–8 tensor inputs (an If, Loop, Scan with its graphs
+and the values they read) becomes opaque nodes (`eqdsl.languages.tensor.opaque`), one per
 output used, that keep its attributes and output shapes. Weights are the model's initializers (and
 Constant nodes) under their own names; constants the import derives (a negated operand of Sub, a
 reciprocal for Div) get names `<name>.<how>`.
@@ -29,18 +30,9 @@ from eqdsl import ir
 from eqdsl.diagnostics import EqdslError
 from eqdsl.ir.builder import Tensor, without_dead_nodes
 from eqdsl.languages.tensor.ops import OPS
-from eqdsl.onnx.import_forms import (
-    FAMILIES,
-    Handler,
-    NodeError,
-    Reader,
-    Value,
-    default_opset,
-    folded,
-    opaque_of,
-    opaque_outputs,
-    read_names,
-)
+from eqdsl.onnx.import_forms import FAMILIES, Handler
+from eqdsl.onnx.opaque_nodes import opaque_of, opaque_outputs
+from eqdsl.onnx.reader import NodeError, Reader, Value, default_opset, folded, read_names
 from eqdsl.onnx.weights import Weights
 
 OPSETS = range(7, 24)
@@ -75,6 +67,7 @@ def _load(path: Path, shapes: Shapes, fixed: set[str]) -> tuple[onnx.ModelProto,
         onnx.checker.check_model(str(path), full_check=True)
         model = onnx.load(str(path), load_external_data=False)
         model, notes = _converted(path, model)
+        model, notes = _inlined_functions(path, model, notes)
         _fix_shapes(path, model, shapes, fixed)
         inferred = shape_inference.infer_shapes(model, check_type=True, strict_mode=True, data_prop=True)
         if any(uses_external_data(t) for t in inferred.graph.initializer):
@@ -86,6 +79,20 @@ def _load(path: Path, shapes: Shapes, fixed: set[str]) -> tuple[onnx.ModelProto,
         raise EqdslError.one(f"{path}: not a valid ONNX model: {str(err).strip().splitlines()[0]}") from None
     except Exception as err:  # noqa: BLE001  protobuf's DecodeError and friends: not a model at all
         raise EqdslError.one(f"{path}: cannot read an ONNX model: {type(err).__name__}: {err}") from None
+
+
+def _inlined_functions(path: Path, model: onnx.ModelProto, notes: list[str]) -> tuple[onnx.ModelProto, list[str]]:
+    """The model with calls of its local functions replaced by their bodies (`onnx.inliner`)."""
+    if not model.functions:
+        return model, notes
+    from onnx import inliner
+
+    try:
+        inlined = inliner.inline_local_functions(model, convert_version=True)
+    except Exception as err:  # noqa: BLE001  the inliner raises plain RuntimeErrors
+        raise EqdslError.one(f"{path}: cannot inline its local functions: {str(err).strip().splitlines()[0]}") from None
+    names = ", ".join(sorted({f.name for f in model.functions}))
+    return inlined, notes + [f"local function(s) {names} inlined (onnx.inliner)"]
 
 
 def _converted(path: Path, model: onnx.ModelProto) -> tuple[onnx.ModelProto, list[str]]:

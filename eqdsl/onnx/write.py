@@ -26,6 +26,7 @@ from eqdsl.languages.tensor import opaque
 from eqdsl.languages.tensor.folding import const_nodes, output_nodes
 from eqdsl.languages.tensor.ops import OPS, SEMANTICS
 from eqdsl.onnx.export_forms import FAMILIES, Emit
+from eqdsl.onnx.reader import read_names
 from eqdsl.onnx.weights import Weights
 
 OPSET = opaque.DEFAULT_OPSET
@@ -50,6 +51,7 @@ class Emitter:
         self.inputs: list[onnx.ValueInfoProto] = []
         self.opset_floor = 0  # the highest opset an opaque node's semantics name (0: no opaque node)
         self.shared: dict[tuple, onnx.NodeProto] = {}  # one ONNX node per multi-output opaque operator
+        self.captured: dict[str, str] = {}  # a name branches read → the value copied to it
 
     def used_nodes(self, outputs: list[str]) -> list[onnx.NodeProto]:
         """The emitted nodes that `outputs` need, in order: a Pad whose padding a Conv took over
@@ -58,7 +60,7 @@ class Emitter:
         for node in reversed(self.nodes):
             if any(o in needed for o in node.output):
                 kept.append(node)
-                needed.update(node.input)
+                needed.update(read_names(node))
         return kept[::-1]
 
     def require(self, opset: int) -> None:
@@ -173,7 +175,7 @@ def to_onnx(lang: ir.Language, program: ir.Program, weights: Weights,
     nodes = _named_outputs(e.used_nodes(sources), sources, names)
     outputs = [helper.make_tensor_value_info(name, TensorProto.FLOAT, list(e.dims(r))) for name, r in zip(names, roots)]
     nodes = _biased_convs(nodes, e.initializers)
-    read = {name for n in nodes for name in n.input}
+    read = {name for n in nodes for name in read_names(n)}  # a branch's reads too
     graph = helper.make_graph(nodes, program.name, _graph_inputs(e.inputs, interface), outputs,
                               [t for name, t in e.initializers.items() if name in read])
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", e.opset()), *_domains(e.nodes)],

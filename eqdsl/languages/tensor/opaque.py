@@ -15,13 +15,17 @@ kept exactly (int64 starts of a Slice): `Slice(__inputs=["t", ["int64", [1], [0]
 read from a model at another opset than `DEFAULT_OPSET` says which (`__opset=13`): ReduceMean's
 `axes` is an attribute before opset 18, an input from 18 on. Output k of an operator with n > 1
 outputs is the key with `__output=[k, n]` (`OUTPUT`; LSTM's Y_h is `LSTM(..., __output=[1, 3])`):
-one opaque node per output used, written back as one ONNX node. Operands and results keep their
+one opaque node per output used, written back as one ONNX node. A graph-valued attribute (If's
+branches, Loop's body) is the serialized graph, base64, after `GRAPH` (`graph_value`); the values
+its graphs read from the enclosing graph are `__captures=[names]` (`CAPTURES`), tensor operands
+after the ONNX inputs' ones, fed under those names. Operands and results keep their
 element type (a bool mask from IsNaN into a Where): float64 operands run as float32, any other
 type as it is.
 """
 from __future__ import annotations
 
 import ast
+import functools
 import re
 from typing import Any, cast
 
@@ -36,6 +40,8 @@ INPUTS = "__inputs"
 OPSET = "__opset"  # the ONNX opset whose semantics the operator has; absent: DEFAULT_OPSET
 OUTPUT = "__output"  # [k, n]: the k-th of the operator's n outputs; absent: its only output
 MAX_INPUTS = 8  # opaque1 … opaque8 in rulesets/tensor.eqr
+CAPTURES = "__captures"  # names a graph attribute reads from the enclosing graph
+GRAPH = "onnx.GraphProto:"  # a graph attribute's value: this, then its serialization in base64
 DEFAULT_OPSET = 20  # what eqdsl writes (Gelu 20, LayerNormalization 17); ONNX Runtime ≥ 1.16 runs it
 Layout = tuple[Any, ...]  # "t", "" or (dtype, dims, values) per ONNX input
 
@@ -43,6 +49,35 @@ Layout = tuple[Any, ...]  # "t", "" or (dtype, dims, values) per ONNX input
 def layout(attrs: dict[str, Any], tensors: int) -> Layout:
     """The key's input layout; `tensors` operands in order when the key has none."""
     return tuple(attrs[INPUTS]) if INPUTS in attrs else ("t",) * tensors
+
+
+def graph_text(graph: Any) -> str:
+    import base64
+
+    return GRAPH + base64.b64encode(graph.SerializeToString()).decode()
+
+
+def node_attributes(attrs: dict[str, Any]) -> dict[str, Any]:
+    """The key's attributes as `onnx.helper.make_node` takes them: graph texts as graphs, the
+    key's own entries (`__inputs`, …) left out."""
+    import base64
+
+    from onnx import GraphProto
+
+    out: dict[str, Any] = {}
+    for name, value in attrs.items():
+        if name.startswith("__"):
+            continue
+        if isinstance(value, str) and value.startswith(GRAPH):
+            graph = GraphProto()
+            graph.ParseFromString(base64.b64decode(value[len(GRAPH):]))
+            value = graph
+        out[name] = value
+    return out
+
+
+def captures(attrs: dict[str, Any]) -> tuple[str, ...]:
+    return tuple(attrs.get(CAPTURES, ()))
 
 
 def constant(item: Any) -> np.ndarray:
@@ -98,13 +133,14 @@ def evaluate(key: str, dims: tuple[int, ...], *inputs: Any) -> np.ndarray:
     from onnx import helper, numpy_helper
 
     op_type, domain, attrs = decode(key)
-    items = layout(attrs, len(inputs))
-    attrs.pop(INPUTS, None)
-    read_at = int(cast(int, attrs.pop(OPSET, DEFAULT_OPSET)))
+    captured = captures(attrs)
+    items = layout(attrs, len(inputs) - len(captured))
+    read_at = int(cast(int, attrs.get(OPSET, DEFAULT_OPSET)))
     k, n = output_of(attrs)
-    attrs.pop(OUTPUT, None)
-    feeds = {f"in{i}": _as_run(x) for i, x in enumerate(inputs)}
-    wired, constants, tensors = [], [], iter(feeds)
+    own = len(inputs) - len(captured)
+    feeds = {**{f"in{i}": _as_run(x) for i, x in enumerate(inputs[:own])},
+             **{name: _as_run(x) for name, x in zip(captured, inputs[own:])}}
+    wired, constants, tensors = [], [], iter(list(feeds)[:own])
     for j, item in enumerate(items):
         if item in ("t", ""):
             wired.append(next(tensors) if item == "t" else "")
@@ -112,7 +148,7 @@ def evaluate(key: str, dims: tuple[int, ...], *inputs: Any) -> np.ndarray:
             wired.append(f"c{j}")
             constants.append(numpy_helper.from_array(constant(item), f"c{j}"))
     outs = [f"out{j}" for j in range(n)]
-    node = helper.make_node(op_type, wired, outs, domain=domain or None, **cast(dict[str, Any], attrs))
+    node = helper.make_node(op_type, wired, outs, domain=domain or None, **node_attributes(attrs))
     graph = helper.make_graph(
         [node], "opaque",
         [helper.make_tensor_value_info(name, helper.np_dtype_to_tensor_dtype(x.dtype), x.shape)
@@ -134,6 +170,25 @@ def _typed(model: Any) -> Any:
     import onnx
 
     return onnx.shape_inference.infer_shapes(model)
+
+
+def runnable(op_type: str, domain: str) -> bool:
+    """Whether `run_onnx` can run the operator: ONNX defines it, or ONNX Runtime (where installed)
+    registers it (its `com.microsoft` operators); a custom domain's operators need their library."""
+    import onnx
+
+    if onnx.defs.has(op_type, domain):
+        return True
+    try:
+        from onnxruntime.capi import _pybind_state
+    except ImportError:
+        return False
+    return (domain, op_type) in _registered(_pybind_state)
+
+
+@functools.cache
+def _registered(state: Any) -> frozenset[tuple[str, str]]:
+    return frozenset((s.domain, s.name) for s in state.get_all_operator_schema())
 
 
 def run_onnx(model: Any, feeds: dict[str, np.ndarray]) -> list[np.ndarray]:
