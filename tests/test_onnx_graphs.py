@@ -183,3 +183,23 @@ def test_a_custom_domain_operator_is_refused_at_import(tmp_path, run_cli):
     code, _, err = run_cli("import", "onnx", tmp_path / "m.onnx")
     assert code == 2 and "(Foo): operator my.custom::Foo is neither ONNX's nor ONNX Runtime's" in err
     assert "Traceback" not in err
+
+
+def test_a_constant_without_a_language_form_is_computed_whatever_its_size(tmp_path, tensat, monkeypatch):
+    """The zoo's Caffe2 exports write weights as ConstantOfShape (AlexNet's fc6: 37.7 M values)."""
+    import eqdsl.onnx.reader as reader
+
+    monkeypatch.setattr(reader, "MAX_FOLDED", 4)
+    value = numpy_helper.from_array(np.array([0.5], np.float32), "v")
+    nodes = [n("ConstantOfShape", ["wshape"], ["w"], value=value), n("MatMul", ["x", "w"], ["y"])]
+    model = _model(nodes, [_f("x", [1, 4])], [_f("y", [1, 3])],
+                   [numpy_helper.from_array(np.array([4, 3], np.int64), "wshape")])
+    onnx.save(model, tmp_path / "m.onnx")
+    assert [x.op for x in read_onnx(tmp_path / "m.onnx", tensat).program.nodes] == ["input", "weight", "matmul"]
+
+
+def test_a_run_that_rewrites_nothing_hands_back_the_users_file(tmp_path, run_cli):
+    code, report, text = _run(tmp_path, run_cli, if_model(1))
+    assert code == 0 and report["export"]["unchanged"], text
+    assert "optimized.onnx is your model, unchanged" in text
+    assert (tmp_path / "out" / "optimized.onnx").read_bytes() == (tmp_path / "m.onnx").read_bytes()

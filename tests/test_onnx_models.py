@@ -167,7 +167,7 @@ def test_a_model_measured_slower_is_not_handed_back(tmp_path, run_cli, monkeypat
     assert runtime["slower"] and runtime["kept"] == ("optimized" if keep else "input")
     out = onnx.load(str(tmp_path / "out" / "optimized.onnx"))
     if keep:
-        assert "kept anyway (export.keep_if_slower)" in text and out.producer_name == "eqdsl"
+        assert "kept anyway (export.keep_if_slower)" in text
     else:
         assert "optimized.onnx is the input model" in text and "1.00 → 1.50 ms" in text
         assert out.graph == onnx.load(str(tmp_path / "m.onnx")).graph

@@ -1,17 +1,20 @@
 """`export: onnx`: the optimized program as an ONNX model, checked and timed under ONNX Runtime.
 
-Writes `optimized.onnx` (and `input.onnx`, the input program with the same weights, when the input
-was not an ONNX file). With `runtime_check` (the default), ONNX Runtime (CPU) runs the input model
-(the user's own file when there is one) and the optimized one on the same random inputs: outputs
-must agree, and both are timed with one thread and with all of them. Never slower: when the
-optimized model is slower with one thread beyond noise (`RuntimeCheck.slower`), `optimized.onnx`
-is the input model and the summary and report say so with both times (unless `keep_if_slower`).
+Writes `optimized.onnx` (your model itself, unchanged, when the optimized program is the input
+program; else the program written out, with your model's input and output names) and, when the
+input was not an ONNX file, `input.onnx` (the input program with the same weights). With
+`runtime_check` (the default), ONNX Runtime (CPU) runs the input model (the user's own file when
+there is one) and the optimized one on the same random inputs: outputs must agree, and both are
+timed with one thread and with all of them. Never slower: when the optimized model is slower with
+one thread beyond noise (`RuntimeCheck.slower`), `optimized.onnx` is the input model and the
+summary and report say so with both times (unless `keep_if_slower`).
 """
 from __future__ import annotations
 
 from pathlib import Path
 
 from eqdsl.exports.base import ExportJob, ExportOutcome
+from eqdsl.ir.builder import same_terms
 from eqdsl.onnx import require_onnx
 from eqdsl.onnx.runtime import RuntimeCheck, compare
 from eqdsl.onnx.weights import random_weights
@@ -22,16 +25,26 @@ class OnnxExport:
 
     def run(self, job: ExportJob) -> ExportOutcome:
         require_onnx()
-        from eqdsl.onnx.write import interface_of, write_program  # onnx is optional (`eqdsl[onnx]`)
+        import onnx  # optional (`eqdsl[onnx]`): imported when used
+
+        from eqdsl.onnx.write import interface_of, save_model, write_program
 
         weights = dict(job.weights) if job.weights is not None else random_weights(job.original, job.settings.seed)
         original = job.source_file
-        interface = interface_of(original) if original is not None else None
-        files = write_program(job.language, job.optimized, weights, job.folder / "optimized.onnx", interface)
+        unchanged = original is not None and same_terms(job.original, job.optimized)
+        if unchanged:  # no rewrite won: the user's model itself, node for node
+            files = save_model(onnx.load(str(original)), job.folder / "optimized.onnx")
+        else:
+            interface = interface_of(original) if original is not None else None
+            files = write_program(job.language, job.optimized, weights, job.folder / "optimized.onnx", interface)
         if original is None:
             files += write_program(job.language, job.original, weights, job.folder / "input.onnx")
             original = job.folder / "input.onnx"
-        outcome = ExportOutcome(files, {"files": files, "weights": "model" if job.weights else "random (seeded)"})
+        outcome = ExportOutcome(files, {"files": files, "weights": "model" if job.weights else "random (seeded)",
+                                        "unchanged": unchanged})
+        if unchanged:
+            outcome.summary.append("the optimized program is the input program: optimized.onnx is your model, "
+                                   "unchanged")
         if job.settings.runtime_check:
             check = compare(original, job.folder / "optimized.onnx", job.settings.runs, job.settings.seed,
                             fixed=dict(job.fixed_inputs))

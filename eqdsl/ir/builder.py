@@ -117,3 +117,18 @@ def without_dead_nodes(program: ir.Program) -> ir.Program:
             args = tuple(ir.Child(index[a.index]) if isinstance(a, ir.Child) else a for a in node.args)
             nodes.append(ir.TermNode(node.op, args))
     return ir.Program(program.name, tuple(nodes), tuple(index[r] for r in program.roots), program.span)
+
+
+def same_terms(a: ir.Program, b: ir.Program) -> bool:
+    """Whether the two programs' roots are the same terms, in order, however their nodes are
+    numbered (hash-consed: a node's key is its op, literals and children's keys)."""
+    return _root_keys(a) == _root_keys(b)
+
+
+def _root_keys(program: ir.Program) -> tuple[int, ...]:
+    keys: dict[tuple, int] = {}
+    ids: list[int] = []
+    for node in program.nodes:
+        key = (node.op, tuple(("c", ids[x.index]) if isinstance(x, ir.Child) else ("v", x) for x in node.args))
+        ids.append(keys.setdefault(key, len(keys)))
+    return tuple(ids[r] for r in program.roots)

@@ -210,7 +210,7 @@ def _node(r: Reader, node: onnx.NodeProto) -> None:
     attrs = {k: (v.decode() if isinstance(v, bytes) else v) for k, v in attrs.items()}
     handler = HANDLERS.get(node.op_type) if node.domain in ("", "ai.onnx") else None
     outputs: list[Value | None] | None = _inlined(r, node) if node.op_type == "If" else None
-    outputs = outputs if outputs is not None else cast(list[Value | None] | None, folded(r, node))
+    outputs = outputs if outputs is not None else cast(list[Value | None] | None, folded(r, node, handler is not None))
     if outputs is None:
         tensors = [n for n in node.input if isinstance(r.env.get(n), Tensor)]
         # other types flow only through opaque nodes (a Constant's value is whatever it holds)

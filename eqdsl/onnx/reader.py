@@ -140,12 +140,14 @@ def rational(value: np.ndarray) -> tuple[int, int] | None:
     return None
 
 
-def folded(r: Reader, node: onnx.NodeProto) -> list[Value] | None:
+def folded(r: Reader, node: onnx.NodeProto, has_form: bool) -> list[Value] | None:
     """The node's outputs computed at import when they do not depend on the program's inputs (the
     shape arithmetic exporters write: Shape → Gather → Concat → Reshape; T5's position buckets), else
     None: `Shape` of a tensor (its dims are static), or a default-domain node whose inputs are all
-    constants, unless its outputs would hold more than `MAX_FOLDED` values (an Expand kept in the
-    program rather than stored). ONNX Runtime folds these too when it loads a model."""
+    constants. A float32 node the language has a form for (`has_form`) whose outputs would hold
+    more than `MAX_FOLDED` values stays in the program instead (an Expand of a weight); any other
+    is computed whatever its size (the zoo's `ConstantOfShape` weights). ONNX Runtime folds these
+    too when it loads a model."""
     if node.domain not in ("", "ai.onnx"):
         return None
     first = r.env.get(node.input[0]) if node.input and node.input[0] else None
@@ -157,10 +159,12 @@ def folded(r: Reader, node: onnx.NodeProto) -> list[Value] | None:
     arrays = [v for v in values if isinstance(v, np.ndarray)]
     if not values or len(arrays) != len(values):
         return None
-    if any(int(np.prod(r.shapes.get(o) or (0,))) > MAX_FOLDED for o in node.output if o):
+    capped = has_form and all(v.dtype == np.float32 for v in arrays)
+    if capped and any(int(np.prod(r.shapes.get(o) or (0,))) > MAX_FOLDED for o in node.output if o):
         return None
     outputs = run_node(node, {n: cast(np.ndarray, r.env[n]) for n in node.input if n}, r.opset)
-    return outputs if all(isinstance(v, np.ndarray) and v.size <= MAX_FOLDED for v in outputs) else None
+    small = all(isinstance(v, np.ndarray) and v.size <= MAX_FOLDED for v in outputs)
+    return outputs if small or not capped else None
 
 
 MAX_FOLDED = 1 << 22  # values a node computed at import may hold (16 MiB of float32)
