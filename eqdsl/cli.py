@@ -57,6 +57,10 @@ def cmd_check(args: argparse.Namespace) -> int:
           f"{len(lang.shapes)} shape rule(s), {len(lang.costs)} cost rule(s), "
           f"{len(lang.programs)} program(s)"
           + (f", target params: {', '.join(lang.params)}" if lang.params else ""))
+    if args.rules:
+        multi_names = {r.name for r in lang.multi_rules}
+        for rule in lang.rules:
+            print(f"  {rule.name}  ({'multi' if rule.name in multi_names else 'single'}-pattern, {rule.span})")
     return 0
 
 
@@ -447,6 +451,7 @@ TARGET_HELP = "values for the target params the rules read (a shipped name or a 
 def _language_commands(sub) -> None:
     c = sub.add_parser("check", help="check a .eqr file; print every error")
     c.add_argument("file", help="a .eqr path or a shipped ruleset name")
+    c.add_argument("--rules", action="store_true", help="list every rule: name, single- or multi-pattern, where")
     c.set_defaults(fn=in_worker(cmd_check))
     c = sub.add_parser("compile", help="print the egglog program a .eqr file lowers to")
     c.add_argument("file")

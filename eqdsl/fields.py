@@ -8,13 +8,15 @@ later (a plugin, a test) is accepted and listed.
 
 `load_yaml(text, file)` is the one way eqdsl reads a YAML file: safe tags only, aliases bounded
 (a document that expands to more than `MAX_YAML_NODES` nodes, a "billion laughs", or refers to
-itself is refused before anything is built), syntax errors as `file:line:col`. Values shown in
+itself is refused before anything is built), `1e3` read as a number (YAML 1.2), a duplicate key
+refused, syntax errors as `file:line:col`. Values shown in
 messages are cut short (`shown`), so a large value never makes a huge message.
 """
 from __future__ import annotations
 
 import argparse
 import math
+import re
 import reprlib
 from dataclasses import MISSING, field, fields
 from typing import Any, Callable
@@ -32,9 +34,33 @@ def shown(value: Any) -> str:
     return _SHOWN.repr(value)
 
 
+class _Loader(yaml.SafeLoader):
+    """PyYAML's safe loader, with YAML 1.2's floats (`1e3`, which YAML 1.1 reads as text) and
+    duplicate mapping keys refused (YAML leaves them undefined; PyYAML keeps the last)."""
+
+    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict:
+        seen: dict[Any, yaml.Node] = {}
+        for key_node, _ in node.value:
+            key = self.construct_object(key_node, deep=True)
+            try:
+                duplicate = key in seen
+            except TypeError:  # an unhashable key: PyYAML's own error follows
+                continue
+            if duplicate:
+                raise yaml.constructor.ConstructorError(None, None, f"duplicate key {key!r} (first at line "
+                                                        f"{seen[key].start_mark.line + 1})", key_node.start_mark)
+            seen[key] = key_node
+        return super().construct_mapping(node, deep)
+
+
+_Loader.add_implicit_resolver(
+    "tag:yaml.org,2002:float", re.compile(r"^[-+]?(?:[0-9][0-9_]*)(?:\.[0-9_]*)?[eE][-+]?[0-9]+$"),
+    list("-+0123456789"))
+
+
 def load_yaml(text: str, file: str) -> Any:
     """The YAML document in `text` (see the module docstring); `EqdslError` naming `file`."""
-    loader = yaml.SafeLoader(text)
+    loader = _Loader(text)
     try:
         node = loader.get_single_node()
         if node is None:

@@ -151,10 +151,10 @@ def measure_costs(config: RunConfig, timing: TimingProgress | None = None,
 
 def run_pipeline(config: RunConfig, progress: ProgressFn | None = None) -> RunResult:
     result, loaded = _start(config)
+    stages = [(stage, stage.settings(config, loaded)) for stage in STAGES]  # a stage refuses before any work
     _optimize(result, config.schedule, progress)
     job: StageJob | None = None
-    for stage in STAGES:
-        settings = stage.settings(config, loaded)
+    for stage, settings in stages:
         if settings is None:
             continue
         if job is None:

@@ -8,6 +8,7 @@ when eqdsl made it).
 from __future__ import annotations
 
 import json
+import math
 import shutil
 from pathlib import Path
 
@@ -86,6 +87,18 @@ def _measured_json(result: RunResult) -> dict:
             "timed": len(m.stats.timed), "cached": m.stats.cached, "rule_priced_ops": sorted(m.stats.rule_priced)}
 
 
+def cost_text(cost: float) -> str:
+    """A cost as people read it: 7 significant digits, thousands grouped, float noise dropped
+    (`635,384` for 635383.999906, `1,039,570` for 1.03957e+06, `0.717254`)."""
+    if not math.isfinite(cost):
+        return str(cost)
+    if cost == 0:
+        return "0"
+    digits = max(0, 6 - math.floor(math.log10(abs(cost))))
+    text = f"{cost:,.{digits}f}"
+    return text.rstrip("0").rstrip(".") if "." in text else text
+
+
 def _improvement(original: float, best: float) -> float:
     return 0.0 if original <= 0 else round(100.0 * (original - best) / original, 4)
 
@@ -147,12 +160,12 @@ def _print_search(result: RunResult, console: Console) -> None:
                   f"iteration(s), stopped: [bold]{outcome.stop.value}[/] ({outcome.seconds:.3f} s)")
     table = Table("extractor", "DAG cost", "status", "bound", "gap", "seconds")
     for method, e in result.extractions.items():
-        table.add_row(method, f"{e.cost:.12g}", e.status.value, "" if e.bound is None else f"{e.bound:.12g}",
+        table.add_row(method, cost_text(e.cost), e.status.value, "" if e.bound is None else cost_text(e.bound),
                       "" if e.gap is None else f"{100 * e.gap:.2f} %", f"{e.seconds:.3f}")
     console.print(table)
     for line in outcome.lines:  # the schedule kind's own
         console.print(line, markup=False)
-    console.print(f"original cost {result.original_cost:.12g} → best {best.cost:.12g} "
+    console.print(f"original cost {cost_text(result.original_cost)} → best {cost_text(best.cost)} "
                   f"({_improvement(result.original_cost, best.cost):.2f} % cheaper, {best.method}, "
                   f"{best.status.value})")
 
@@ -174,7 +187,7 @@ def _print_units(result: RunResult, console: Console) -> None:
     ref = result.baselines.reference
     for unit, values in baseline_units(result).items():
         console.print(f"in {unit}: " + ", ".join(
-            f"{name} {v:.12g}" + ("" if name == ref else f" ({_improvement(values[ref], v):.1f} % below {ref})")
+            f"{name} {cost_text(v)}" + ("" if name == ref else f" ({_improvement(values[ref], v):.1f} % below {ref})")
             for name, v in values.items()), markup=False)
 
 
@@ -182,5 +195,5 @@ def _print_baselines(baselines: Baselines, best: float, console: Console) -> Non
     ref = baselines.reference
     below = lambda cost: _improvement(baselines.costs[ref], cost)  # noqa: E731
     console.print(f"{baselines.title}: " + ", ".join(
-        f"{name} {cost:.12g} ({below(cost):.1f} % below {ref})" for name, cost in baselines.costs.items()) +
+        f"{name} {cost_text(cost)} ({below(cost):.1f} % below {ref})" for name, cost in baselines.costs.items()) +
         f"; this run's best is {below(best):.1f} % below {ref}")

@@ -21,7 +21,7 @@ from typing import Any, Protocol
 
 from eqdsl import ir
 from eqdsl.config import RunConfig
-from eqdsl.execute.executor import ExecutionCheck
+from eqdsl.execute.executor import ExecutionCheck, check_executable
 from eqdsl.execute.executor import compare as compare_execution
 from eqdsl.exports.base import ExportJob, ExportSettings
 from eqdsl.exports.registry import EXPORTS
@@ -84,6 +84,8 @@ class ExecuteStage:
     key = "execution"
 
     def settings(self, config: RunConfig, loaded: SourceProgram) -> Any | None:
+        if config.execute is not None:
+            check_executable(loaded.program, config.execute.device)
         return config.execute
 
     def label(self, settings: Any) -> str:

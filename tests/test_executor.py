@@ -133,3 +133,20 @@ def test_doctor_reports_packages_and_cuda(run_cli):
     code, out, err = run_cli("doctor")
     assert code == 0, err
     assert "onnxruntime" in out and "numba threading layer  workqueue" in out and "CUDA" in out
+
+
+def test_execute_refuses_a_language_without_kernels_before_optimizing(tmp_path, run_cli):
+    """Issue 46 item 6: `execute` on examples/arith was KeyError 'var' after the whole run."""
+    code, _, err = run_cli("execute", "examples/arith/config.yaml", "--output", tmp_path / "out", "--quiet")
+    assert code == 2 and "eqdsl's executor runs the tensor language's operators" in err and "'var'" in err
+    assert "Traceback" not in err and not (tmp_path / "out").exists()
+
+
+def test_execute_on_cuda_without_a_gpu_is_one_clear_error(tmp_path, run_cli):
+    from numba import cuda
+
+    if cuda.is_available():
+        pytest.skip("this machine has a GPU")
+    code, _, err = run_cli("execute", "examples/onnx/config.yaml", "--device", "cuda", "--output", tmp_path / "out",
+                           "--quiet")
+    assert code == 2 and "cuda needs a CUDA GPU and driver" in err and "Traceback" not in err

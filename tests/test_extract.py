@@ -283,3 +283,24 @@ def test_chain_of_100000_classes_extracts_without_recursion():
     for extractor in (GreedyExtractor(), GreedyDagExtractor(), GreedyOcfExtractor(), CpSatExtractor(time_limit_s=30)):
         e = extractor.extract(p)
         assert e.cost == 100_000 and len(e.selection) == 100_000
+
+
+@pytest.mark.parametrize("text, expected", [
+    ('{"nodes": {"a": {"op": "x", "eclass": "c", "cost": 1' + "0" * 400 + '}}, "root_eclasses": ["c"]}',
+     "expected a finite number"),
+    ('{"nodes": {"a": {"op": "x", "eclass": "c", "cost": 1e308}, "b": {"op": "y", "eclass": "c", "cost": 1e308}},'
+     ' "root_eclasses": ["c"]}', "the costs' sum overflows float64"),
+    ("[" * 100_000 + "]" * 100_000, "JSON nested too deeply"),
+])
+def test_cli_extract_hostile_json_is_one_clear_error(tmp_path, run_cli, text, expected):
+    """Issue 46 item 2: an integer cost past float64 (was OverflowError), costs whose sum overflows
+    (was "no acyclic choice … cycle"), JSON nested 100k deep (was RecursionError)."""
+    f = tmp_path / "g.json"
+    f.write_text(text)
+    code, _, err = run_cli("extract", f)
+    assert code == 2 and expected in err and "Traceback" not in err
+
+
+def test_cli_extract_refuses_a_device_or_folder(tmp_path, run_cli):
+    code, _, err = run_cli("extract", tmp_path)
+    assert code == 2 and "not a regular file" in err and "Traceback" not in err

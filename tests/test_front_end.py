@@ -1,6 +1,7 @@
 """The .eqr front end: valid corpus checks clean, every invalid file gets its expected diagnostics."""
 from __future__ import annotations
 
+import json
 import re
 
 import pytest
@@ -94,3 +95,15 @@ def test_string_literals_read_json_escapes_and_utf8(written, value):
     from eqdsl.ir.text import literal
     assert _unquote(written) == value
     assert _unquote(literal(value)) == value
+
+
+def test_the_many_operator_cost_form_reads_out(tmp_path, run_cli):
+    """Issue 46 item 10: `cost neg, dup = prod(out) + 3` was "unknown name 'out'"."""
+    (tmp_path / "m.eqr").write_text(
+        "language mini\nsort T { shape: [Int] }\nop x() -> T\nop neg(a: T) -> T\nop dup(a: T) -> T\n"
+        "shape x() = [4]\nshape neg(a) = a\nshape dup(a) = a\ncost x() = 0\ncost neg, dup = prod(out) + 3\n"
+        "rule twice: neg(neg(?a)) => dup(?a)\nprogram main:\n  root neg(neg(x()))\n")
+    (tmp_path / "c.yaml").write_text("ruleset: m.eqr\nprogram: m.eqr\n")
+    code, out, err = run_cli("run", tmp_path / "c.yaml", "--output", tmp_path / "out", "--quiet")
+    report = json.loads((tmp_path / "out" / "report.json").read_text())
+    assert code == 0 and report["original_cost"] == 14 and report["best_cost"] == 7, err

@@ -28,6 +28,41 @@ def test_cache_keeps_the_first_timing(tmp_path):
     assert TimingCache(tmp_path / "t.sqlite").get("dev", "relu", ((1, 8),)) == 120.0  # persisted
 
 
+def _other_programs_database(path):
+    db = sqlite3.connect(path)
+    db.execute("CREATE TABLE photos (id INTEGER, title TEXT)")
+    db.commit()
+    db.close()
+
+
+@pytest.mark.parametrize("make, expected", [
+    (lambda p: p.write_bytes(b"\x00garbage" * 100), "not an SQLite database"),
+    (lambda p: p.write_text("timings, but as text\n"), "not an SQLite database"),
+    (lambda p: p.mkdir(), "not a regular file"),
+    (_other_programs_database, r"an SQLite database that is not eqdsl.s \(tables: photos\)"),
+])
+def test_a_cache_path_holding_something_else_is_refused_and_left_alone(tmp_path, make, expected):
+    """Issue 46 item 3: sqlite3 errors were tracebacks; another program's database got a table
+    and a WAL journal added."""
+    path = tmp_path / "t.sqlite"
+    make(path)
+    before = sorted((p.name, p.read_bytes() if p.is_file() else b"") for p in tmp_path.rglob("*"))
+    with pytest.raises(EqdslError, match=expected):
+        TimingCache(path)
+    assert sorted((p.name, p.read_bytes() if p.is_file() else b"") for p in tmp_path.rglob("*")) == before
+
+
+def test_a_truncated_cache_is_refused(tmp_path):
+    path = tmp_path / "t.sqlite"
+    cache = TimingCache(path)
+    for k in range(300):
+        cache.put("dev", "relu", ((k, 8),), 1.0, 1)
+    cache.close()
+    path.write_bytes(path.read_bytes()[:1500])
+    with pytest.raises(EqdslError, match="timing cache"):
+        TimingCache(path).get("dev", "relu", ((299, 8),))
+
+
 def _writer(path, worker):
     cache = TimingCache(path)
     for k in range(200):

@@ -68,6 +68,8 @@ def test_a_run_leaves_the_garbage_collector_as_it_found_it(tmp_path):
     ("ruleset: arith\nprogram: {file: none.eqr}\n", "cannot read program file"),
     ("ruleset: nosuch\n", "unknown ruleset 'nosuch'"),
     ("ruleset: [\n", "invalid YAML"),
+    ("ruleset: arith\nschedule: {node_limit: 5}\nschedule: {node_limit: 9}\n",
+     "c.yaml:3:1: invalid YAML: duplicate key 'schedule' (first at line 2)"),
     ("ruleset: arith\nprogram: {text: 'program p: root nope(1)'}\n", "unknown operator or name 'nope'"),
     ("ruleset: arith\nprogram: {text: 'program p: root num(1)'}\nschedule: {node_limit: 0}\n",
      "schedule.node_limit: error: expected an int ≥ 1, got 0"),
@@ -80,6 +82,12 @@ def test_bad_config_is_a_clean_error(tmp_path, run_cli, yaml_text, message):
     assert message in err, err
     assert "Traceback" not in err
     assert not (tmp_path / "out").exists()  # nothing half-written
+
+
+def test_scientific_notation_is_a_number(tmp_path):
+    """Issue 46 item 7: `time_limit_s: 1e3` was "expected a number > 0, got '1e3'" (YAML 1.1 text)."""
+    (tmp_path / "c.yaml").write_text("ruleset: arith\nextract: {method: cpsat, time_limit_s: 1e3}\n")
+    assert load_config(tmp_path / "c.yaml").extract.budget().time_s == 1000.0
 
 
 def test_ill_shaped_input_program_is_rejected(tmp_path, run_cli):
@@ -99,3 +107,46 @@ def test_unsound_rule_merging_shapes_is_reported(tmp_path, run_cli):
         "ruleset: bad.eqr\nprogram: {text: 'program p: root matmul(input(\"x\", 2, 3), weight(\"w\", 3, 5))'}\n")
     code, _, err = run_cli("run", tmp_path / "c.yaml", "--output", tmp_path / "out", "--quiet")
     assert code == 2 and "rule bad unioned two terms with different shapes" in err and "bad.eqr:" in err
+
+
+def test_check_on_a_device_or_a_folder_says_what_it_is(tmp_path, run_cli):
+    """Issue 46 item 7: `check /dev/null` said "file not found"."""
+    for target in ("/dev/null", tmp_path):
+        code, _, err = run_cli("check", target)
+        assert code == 2 and "not a regular file" in err and "Traceback" not in err
+
+
+def test_costs_print_as_people_read_them():
+    """Issue 46 item 11: costs printed as `1.03957e+06` and `635383.999906`."""
+    from eqdsl.report import cost_text
+
+    assert [cost_text(c) for c in (635383.999906, 1.03957e6, 0.717254, 12, 0.0)] == [
+        "635,384", "1,039,570", "0.717254", "12", "0"]
+
+
+def test_a_language_files_own_program_is_named_from_the_config(tmp_path, run_cli):
+    """Issue 46 item 10: `program: mini.eqr` (the ruleset's own file) gave a copy of "a program
+    file holds only program blocks" per declaration."""
+    (tmp_path / "mini.eqr").write_text(
+        "language mini\nsort T { shape: [Int] }\nop x() -> T\nop neg(a: T) -> T\nshape x() = [1]\n"
+        "shape neg(a) = a\ncost x() = 0\ncost neg(a) = 1\nrule twice: neg(neg(?a)) => ?a\n"
+        "program main:\n  root neg(neg(x()))\n")
+    for program in ("mini.eqr", "{file: mini.eqr, name: main}"):
+        (tmp_path / "c.yaml").write_text(f"ruleset: mini.eqr\nprogram: {program}\n")
+        code, out, err = run_cli("run", tmp_path / "c.yaml", "--output", tmp_path / "out", "--force", "--quiet")
+        assert code == 0, err
+    (tmp_path / "c.yaml").write_text("ruleset: arith\nprogram: mini.eqr\n")
+    code, _, err = run_cli("run", tmp_path / "c.yaml", "--output", tmp_path / "out2", "--quiet")
+    assert code == 2 and err.count("a program file holds only `program` blocks") == 1
+
+
+@pytest.mark.parametrize("rules, message", [
+    ("[taso-m01]", "rule 'taso-m01' is a multi-pattern rule; pulsed epochs run single-pattern rules only"),
+    ("[taso-s1]", "unknown rule 'taso-s1'; did you mean"),
+])
+def test_pulsed_rules_name_what_is_wrong_in_one_line(tmp_path, run_cli, rules, message):
+    """Issue 46 item 10: a multi-pattern rule in a pulsed schedule's `rules` listed 124 names."""
+    (tmp_path / "c.yaml").write_text(f"ruleset: tensat\ntarget: t4\nprogram: {{builder: bert}}\n"
+                                     f"schedule: {{kind: pulsed, rules: {rules}}}\n")
+    code, _, err = run_cli("run", tmp_path / "c.yaml", "--output", tmp_path / "out", "--quiet")
+    assert code == 2 and message in err and err.count(",") < 10, err

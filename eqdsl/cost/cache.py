@@ -5,6 +5,8 @@ cached nanoseconds or None; `put(device, op, args, ns, runs)` records a measurem
 writer of a key wins, so concurrent runs measuring the same key agree afterwards. Safe with
 several processes writing at once (WAL journal, a busy timeout, one short transaction per write).
 `device` names everything a timing depends on (backend, runtime version, processor, threads).
+A path holding anything but an eqdsl timing cache (text, another program's database, a folder) is
+an `EqdslError`, checked read-only before anything is written.
 """
 from __future__ import annotations
 
@@ -14,6 +16,8 @@ import os
 import sqlite3
 from pathlib import Path
 from typing import Any
+
+from eqdsl.diagnostics import EqdslError
 
 SCHEMA = """CREATE TABLE IF NOT EXISTS timings (
     device TEXT NOT NULL, op TEXT NOT NULL, args TEXT NOT NULL,
@@ -30,9 +34,41 @@ def args_key(args: tuple[Any, ...]) -> str:
     return json.dumps(args, separators=(",", ":"))
 
 
+COLUMNS = ("device", "op", "args", "ns", "runs", "measured_at")
+
+
+def check_cache_file(path: Path) -> None:
+    """Raise `EqdslError` unless `path` is absent, empty, or an eqdsl timing cache — read-only, so
+    a file that is something else (another program's database, text, a folder) is never altered."""
+    if not path.exists():
+        return
+    if not path.is_file():
+        raise EqdslError.one(f"timing cache {path}: not a regular file (a directory or a device)")
+    if path.stat().st_size == 0:
+        return
+    try:
+        db = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True)
+        try:
+            tables = [r[0] for r in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")]
+            columns = tuple(r[1] for r in db.execute("PRAGMA table_info(timings)"))
+            health = db.execute("PRAGMA quick_check").fetchone()[0]
+        finally:
+            db.close()
+    except sqlite3.DatabaseError as err:
+        raise EqdslError.one(f"timing cache {path}: not an SQLite database ({err}); expected eqdsl's timing "
+                             "cache, or a path where none exists yet") from None
+    if health != "ok":
+        raise EqdslError.one(f"timing cache {path}: damaged ({health}); delete it to start a new one")
+    if tables != ["timings"] or columns != COLUMNS:
+        raise EqdslError.one(f"timing cache {path}: an SQLite database that is not eqdsl's (tables: "
+                             f"{', '.join(tables) or 'none'}); expected one table `timings` "
+                             f"({', '.join(COLUMNS)}) — choose another path")
+
+
 class TimingCache:
     def __init__(self, path: Path) -> None:
         self.path = path
+        check_cache_file(path)
         path.parent.mkdir(parents=True, exist_ok=True)
         self._db = sqlite3.connect(path, timeout=30.0, isolation_level=None)  # autocommit: short writes
         self._db.execute("PRAGMA journal_mode=WAL")

@@ -20,6 +20,19 @@ def _version(package: str) -> str:
         return f"not available ({type(err).__name__}: {err})"
 
 
+OPTIONAL = (("tenseal", "qgym"), ("matplotlib", "sweep"), ("ray", "ray"), ("onnxslim", None), ("onnxsim", None))
+
+
+def _installed(package: str, extra: str | None) -> str:
+    """The installed version, read from the package's metadata (importing Ray takes seconds)."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version(package)
+    except PackageNotFoundError:
+        return "not installed" + (f" (pip install 'eqdsl[{extra}]')" if extra else " (benchmarks only)")
+
+
 def _cuda() -> list[tuple[str, str]]:
     if os.environ.get("NUMBA_ENABLE_CUDASIM") == "1":
         return [("CUDA", "the Numba CUDA simulator (NUMBA_ENABLE_CUDASIM=1): kernels run, timings mean nothing")]
@@ -45,6 +58,7 @@ def report() -> list[tuple[str, str]]:
     rows = [("python", sys.version.split()[0]), ("processor", f"{processor()}, {os.cpu_count()} cores"),
             ("platform", platform.platform())]
     rows += [(p, _version(p)) for p in ("egglog", "ortools", "numba", "numpy", "onnx", "onnxruntime")]
+    rows += [(p, _installed(p, extra)) for p, extra in OPTIONAL]
     try:
         import numba
 

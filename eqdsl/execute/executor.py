@@ -19,6 +19,7 @@ from typing import Any, Callable, Mapping
 import numpy as np
 
 from eqdsl import ir
+from eqdsl.diagnostics import EqdslError
 from eqdsl.kernels.shapes import Unsupported
 from eqdsl.languages.tensor.folding import const_nodes, output_nodes
 from eqdsl.languages.tensor.ops import SEMANTICS, SPECS
@@ -173,6 +174,22 @@ def compare(lang: ir.Language, original: ir.Program, optimized: ir.Program, weig
     return ExecutionCheck(device, error <= RTOL, error, runs, 1e3 * float(np.median(times[0])),
                           1e3 * float(np.median(times[1])), tuple(sorted(before.fallback_ops | after.fallback_ops)),
                           scale)
+
+
+def check_executable(program: ir.Program, device: str) -> None:
+    """Before a run optimizes anything: the executor runs the tensor language's operators only,
+    and `cuda` needs a GPU. Raises `EqdslError` naming what is missing."""
+    foreign = sorted({n.op for n in program.nodes} - set(SPECS))
+    if foreign:
+        raise EqdslError.one(f"eqdsl's executor runs the tensor language's operators; this program's "
+                             f"{', '.join(repr(op) for op in foreign[:6])} are not among them (use `validate:` "
+                             "to check any language's programs)", path="execute")
+    if device == "cuda":
+        from numba import cuda
+
+        if not cuda.is_available():
+            raise EqdslError.one("execute: cuda needs a CUDA GPU and driver; none found (`execute: cpu` runs "
+                                 "on this machine's CPU kernels)", path="execute.device")
 
 
 @dataclass(frozen=True)

@@ -83,9 +83,17 @@ def _check_node(nid: Any, node: Any) -> tuple[str, str, list[str], float, bool]:
         raise EqdslError.one(f"expected an 'eclass' id, got {cid!r}", path=f"{where}.eclass")
     if not isinstance(kids, list) or not all(isinstance(k, (str, int)) for k in kids):
         raise EqdslError.one(f"expected a list of node ids, got {kids!r}", path=f"{where}.children")
-    if not isinstance(cost, (int, float)) or isinstance(cost, bool) or not math.isfinite(cost):
-        raise EqdslError.one(f"expected a finite number, got {cost!r}", path=f"{where}.cost")
+    if not isinstance(cost, (int, float)) or isinstance(cost, bool) or not _finite(cost):
+        shown = repr(cost) if len(repr(cost)) < 40 else repr(cost)[:37] + "..."
+        raise EqdslError.one(f"expected a finite number, got {shown}", path=f"{where}.cost")
     return op, str(cid), [str(k) for k in kids], float(cost), bool(subsumed)
+
+
+def _finite(cost: int | float) -> bool:
+    try:
+        return math.isfinite(float(cost))
+    except OverflowError:  # an integer past float64's range
+        return False
 
 
 def problem_from_json(data: Any, source: str = "<json>", roots: list[str] | None = None,
@@ -106,6 +114,9 @@ def problem_from_json(data: Any, source: str = "<json>", roots: list[str] | None
                     raise EqdslError.one(f"dangling child: no node with id {kid!r}",
                                          path=f"nodes[{json.dumps(nid)}].children[{k}]")
         roots = roots if roots is not None else _json_roots(data, {r[2] for r in rows})
+        if not math.isfinite(sum(abs(r[4]) for r in rows)):
+            raise EqdslError.one("the costs' sum overflows float64: expected costs whose sum is below 1.8e308 "
+                                 "(scale them down)", path="nodes")
         return build_problem(rows, roots)
     except EqdslError as err:
         raise EqdslError([_prefixed(d, source) for d in err.diagnostics]) from None
@@ -127,11 +138,16 @@ def _json_roots(data: dict, classes: set[str]) -> list[str]:
 
 def read_problem(path: Path) -> ExtractionProblem:
     try:
+        if path.exists() and not path.is_file():
+            raise EqdslError.one(f"cannot read e-graph {path}: not a regular file (a directory or a device)")
         data = json.loads(path.read_text())
     except (OSError, UnicodeDecodeError) as err:
         raise EqdslError.one(f"cannot read e-graph {path}: {err}") from None
     except json.JSONDecodeError as err:
         raise EqdslError.one(f"{path}:{err.lineno}:{err.colno}: invalid JSON: {err.msg}") from None
+    except RecursionError:
+        raise EqdslError.one(f"{path}: JSON nested too deeply (an e-graph is objects and lists a few levels "
+                             "deep)") from None
     return problem_from_json(data, str(path))
 
 

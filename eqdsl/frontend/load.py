@@ -26,8 +26,11 @@ def resolve_ruleset(ref: str, base: Path | None = None) -> Path:
     """A path (relative to `base`) if it names a file, else a shipped ruleset by name."""
     candidate = (base / ref) if base is not None and not Path(ref).is_absolute() else Path(ref)
     if candidate.suffix == ".eqr" or candidate.exists():
-        if not candidate.is_file():
+        if not candidate.exists():
             raise EqdslError.one(f"ruleset file not found: {candidate}")
+        if not candidate.is_file():
+            raise EqdslError.one(f"ruleset {candidate}: not a regular file (a directory or a device); expected a "
+                                 ".eqr file")
         return candidate
     shipped = resources.files("eqdsl.rulesets").joinpath(ref + ".eqr")
     if not shipped.is_file():
@@ -132,8 +135,13 @@ def load_program_text(text: str, file: str, language: ir.Language) -> dict[str, 
     programs: dict[str, ir.Program] = {}
     for item in module.items:
         if not isinstance(item, ast.ProgramDecl):
-            sink.error("a program file holds only `program` blocks; declare the language in the "
-                       "ruleset", item.span)
+            others = sum(not isinstance(i, ast.ProgramDecl) for i in module.items)
+            sink.error(f"a program file holds only `program` blocks; this one declares a language ({others} "
+                       "declaration(s)): name it as the `ruleset:` and its own programs are used, or move the "
+                       "programs to a file of their own", item.span)
+            break
+    for item in module.items:
+        if not isinstance(item, ast.ProgramDecl):
             continue
         program = check_program(item, language.ops, sink, language.shapes, language.sorts)
         if program is not None:

@@ -151,7 +151,7 @@ class MctsScheduler:
         root, iterations = searched
         best = max(root.changed_children(), key=lambda c: (c.mean, -self.rules.index(c.path[-1])), default=None)
         if best is None or best.mean <= 0:
-            return StopReason.SATURATED  # no action improves the cost
+            return StopReason.NO_IMPROVEMENT
         rule = best.path[-1]
         stop = loop.iterate(session.lowered.rulesets[rule], apply=lambda: self._apply(session, best.path))
         if progress is not None:

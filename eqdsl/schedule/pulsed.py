@@ -14,6 +14,7 @@ so any extractor then returns that program; `ScheduleOutcome.epochs` records eac
 """
 from __future__ import annotations
 
+import difflib
 import time
 from dataclasses import dataclass, replace
 from typing import ClassVar
@@ -89,8 +90,12 @@ class PulsedScheduler:
             if stop == StopReason.SATURATED and current[1].cost >= best[1].cost and epoch > 1:
                 break  # nothing left to find from here
         self._rebuild(session, best[0])
-        return ScheduleOutcome(stop, tuple(reports), session.size(), time.perf_counter() - t0,
-                               start_nodes, epochs=tuple(epochs), details=_details(epochs), lines=_lines(epochs))
+        skipped = len(session.lowered.language.multi_rules)
+        said = () if self.rules or not skipped else (
+            f"pulsed epochs ran the {len(session.lowered.language.single_rules)} single-pattern rules; the "
+            f"{skipped} multi-pattern rules are not run by this schedule (saturate's k_multi and mcts run them)",)
+        return ScheduleOutcome(stop, tuple(reports), session.size(), time.perf_counter() - t0, start_nodes,
+                               epochs=tuple(epochs), details=_details(epochs), lines=_lines(epochs) + said)
 
     def _ruleset(self, session: EGraphSession) -> str:
         rules = self.rules or tuple(r.name for r in session.lowered.language.single_rules)
@@ -125,10 +130,17 @@ def _lines(epochs: list[EpochReport]) -> tuple[str, ...]:
 
 def build_pulsed(cfg: PulsedConfig, context: ScheduleContext) -> PulsedScheduler:
     known = {r.name for r in context.language.single_rules}
+    multi = {r.name for r in context.language.multi_rules}
     for name in cfg.rules or ():
+        if name in multi:
+            raise EqdslError.one(f"rule {name!r} is a multi-pattern rule; pulsed epochs run single-pattern rules "
+                                 "only (saturate's k_multi and mcts run multi-pattern rules)", path="schedule.rules")
         if name not in known:
-            raise EqdslError.one(f"unknown rule {name!r}; expected one of the language's "
-                                 f"single-pattern rules: {', '.join(sorted(known))}", path="schedule.rules")
+            close = difflib.get_close_matches(name, sorted(known), n=3)
+            hint = f"did you mean {', '.join(close)}? " if close else ""
+            raise EqdslError.one(f"unknown rule {name!r}; {hint}expected one of the language's {len(known)} "
+                                 "single-pattern rules (`eqdsl check --rules RULESET` lists them)",
+                                 path="schedule.rules")
     budget = replace(context.extract.budget(), time_s=cfg.epoch_time_limit_s)
     extractor = make_extractor(cfg.epoch_extract, context.extract, "schedule.epoch_extract", budget)
     return PulsedScheduler(cfg.limits(cfg.explore_iter), cfg.epochs, extractor, cfg.rules)

@@ -28,6 +28,7 @@ T = TypeVar("T")
 
 class StopReason(Enum):
     SATURATED = "saturated"
+    NO_IMPROVEMENT = "no rule improves the cost"  # MCTS: every child searched, none cheaper
     ITERATION_LIMIT = "iteration limit"
     NODE_LIMIT = "node limit"
     TIME_LIMIT = "time limit"

@@ -1,4 +1,5 @@
-"""`.eqr` programs: `program: path.eqr`, or `{file, name, text}`, or the ruleset's own programs.
+"""`.eqr` programs: `program: path.eqr`, or `{file, name, text}`, or the ruleset's own programs
+(also when `file` is the ruleset's file, or one it includes).
 
 Contract: `name` picks one program; without it the source must hold exactly one.
 """
@@ -22,7 +23,7 @@ class EqrSource:
     def load(self, ref: ProgramRef, language: ir.Language) -> SourceProgram:
         programs = dict(language.programs)
         file, text, name = ref.get("file"), ref.get("text"), ref.get("name")
-        if file is not None:
+        if file is not None and not _declares(language, ref.base / file):
             programs = load_program_file(ref.base / file, language)
         elif text is not None:
             programs = load_program_text(text, "<config program.text>", language)
@@ -39,3 +40,8 @@ class EqrSource:
     def inputs(self, ref: ProgramRef) -> list[Path]:
         file = ref.get("file")
         return [] if file is None else [ref.base / file]
+
+
+def _declares(language: ir.Language, path: Path) -> bool:
+    """Whether `path` is one of the language's own files (its programs are the language's)."""
+    return any(Path(file).resolve() == path.resolve() for _, file in language.lineage)

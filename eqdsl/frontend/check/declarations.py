@@ -206,7 +206,7 @@ def _cost_rule(d: ast.CostDecl, op: ir.Operator, names: tuple[str, ...], sorts: 
     for p in params.values():  # an operator's own parameter names shadow target params
         scope.names.setdefault(p.name, p.type)
     out_type = sorts[op.result].shape_type
-    if out_type is not None and d.params is not None:
+    if out_type is not None:  # `out` in the one-op form and in `cost a, b = …` alike
         scope.names.setdefault("out", out_type)
         scope.sort_fields.setdefault("out", sorts[op.result].fields)
     body = resolve(d.body, scope, sink)
