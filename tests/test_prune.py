@@ -197,7 +197,7 @@ LAYERS = egraph({
     "conv1": ("conv", "L1", ["in"], 100), "cut1": ("split0", "L1", ["s"], 0),
     "conv2": ("conv", "L2", ["conv1"], 100), "cut2": ("split1", "L2", ["s"], 0),
     "s": ("split", "S", ["cat"], 0),
-    "cat": ("concat", "C", ["conv1", "conv2"], 1), "both": ("both", "C", ["pad"], 500),
+    "cat": ("concat", "C", ["conv1", "conv2"], 1), "both": ("both", "C", ["pad"], 200.5),
 }, ["L2"])
 
 
@@ -227,3 +227,24 @@ def test_matrix_chain_is_proven_optimal_by_the_bound_without_a_solve():
     assert e.cost == GreedyExtractor().extract(p).cost  # no sharing: the tree optimum
     unpruned = CpSatExtractor(time_limit_s=30, prune=False).extract(p)
     assert unpruned.cost == e.cost and "lower bound" not in unpruned.note
+
+
+SHARED_START_LOOP = egraph({
+    "in": ("in", "cin", [], 0), "pad": ("pad", "cpad", [], 0),
+    "conv1": ("conv", "L1", ["in"], 100), "cut1": ("split0", "L1", ["s"], 0),
+    "conv2": ("conv", "L2", ["conv1"], 100), "cut2": ("split1", "L2", ["s"], 0),
+    "s": ("split", "S", ["cat"], 0),
+    "cat": ("concat", "C", ["conv1", "conv2"], 1), "both": ("both", "C", ["pad"], 200.5),
+    "out": ("add", "R", ["conv1", "conv2"], 1),
+}, ["R"])
+
+
+def test_a_cyclic_egraph_whose_greedy_start_shares_is_proven_by_the_bound():
+    """Issue 47: extraction-gym's TENSAT vgg.json — the greedy start shares a subterm (L1 under R
+    and under L2) and split/concat loops survive pruning; the DAG bound equals the start, so no
+    CP-SAT round runs (26 s of rounds before)."""
+    p = problem_from_json(SHARED_START_LOOP)
+    assert brute_force(p) == 201
+    e = CpSatExtractor(time_limit_s=30).extract(p)
+    assert e.status is ExtractStatus.OPTIMAL and e.cost == 201
+    assert "meets the DAG lower bound" in e.note and "rounds=0" in e.note
