@@ -203,3 +203,18 @@ def test_a_run_that_rewrites_nothing_hands_back_the_users_file(tmp_path, run_cli
     assert code == 0 and report["export"]["unchanged"], text
     assert "optimized.onnx is your model, unchanged" in text
     assert (tmp_path / "out" / "optimized.onnx").read_bytes() == (tmp_path / "m.onnx").read_bytes()
+
+
+def test_same_terms_tells_a_rewritten_program_from_a_renumbered_one(tensat):
+    """The hand-back compares terms, not node counts: a bug here handed back the user's file for
+    a rewritten program of the same size."""
+    from eqdsl.frontend import load_program_text
+    from eqdsl.ir.builder import same_terms
+
+    def program(text):
+        return load_program_text(f"program p:\n  {text}\n", "<test>", tensat)["p"]
+
+    a = program('let x = input("x", [2, 4])\n  root relu(tanh(x))')
+    renumbered = program('let t = tanh(input("x", [2, 4]))\n  root relu(t)')
+    rewritten = program('let x = input("x", [2, 4])\n  root tanh(relu(x))')
+    assert same_terms(a, renumbered) and not same_terms(a, rewritten)

@@ -121,12 +121,13 @@ def without_dead_nodes(program: ir.Program) -> ir.Program:
 
 def same_terms(a: ir.Program, b: ir.Program) -> bool:
     """Whether the two programs' roots are the same terms, in order, however their nodes are
-    numbered (hash-consed: a node's key is its op, literals and children's keys)."""
-    return _root_keys(a) == _root_keys(b)
-
-
-def _root_keys(program: ir.Program) -> tuple[int, ...]:
+    numbered: both hash-consed into one table (a node's key is its op, literals and children's
+    keys), so equal terms get equal ids."""
     keys: dict[tuple, int] = {}
+    return _root_keys(a, keys) == _root_keys(b, keys)
+
+
+def _root_keys(program: ir.Program, keys: dict[tuple, int]) -> tuple[int, ...]:
     ids: list[int] = []
     for node in program.nodes:
         key = (node.op, tuple(("c", ids[x.index]) if isinstance(x, ir.Child) else ("v", x) for x in node.args))
