@@ -192,13 +192,14 @@ def test_dag_lower_bound_never_exceeds_the_optimum(data):
 
 # Two layers of a chain whose classes can also be cut out of a concat of both (TENSAT's
 # split/concat identities): L1 = split0(split(concat(L1, L2))) loops through L2 and back.
-LAYERS = egraph({
+LAYER_NODES = {
     "in": ("in", "cin", [], 0), "pad": ("pad", "cpad", [], 0),
     "conv1": ("conv", "L1", ["in"], 100), "cut1": ("split0", "L1", ["s"], 0),
     "conv2": ("conv", "L2", ["conv1"], 100), "cut2": ("split1", "L2", ["s"], 0),
     "s": ("split", "S", ["cat"], 0),
-    "cat": ("concat", "C", ["conv1", "conv2"], 1), "both": ("both", "C", ["pad"], 200.5),
-}, ["L2"])
+    "cat": ("concat", "C", ["conv1", "conv2"], 1), "both": ("both", "C", ["pad"], 500),
+}
+LAYERS = egraph(LAYER_NODES, ["L2"])
 
 
 def test_dag_lower_bound_settles_a_loop_at_its_real_cost():
@@ -229,14 +230,8 @@ def test_matrix_chain_is_proven_optimal_by_the_bound_without_a_solve():
     assert unpruned.cost == e.cost and "lower bound" not in unpruned.note
 
 
-SHARED_START_LOOP = egraph({
-    "in": ("in", "cin", [], 0), "pad": ("pad", "cpad", [], 0),
-    "conv1": ("conv", "L1", ["in"], 100), "cut1": ("split0", "L1", ["s"], 0),
-    "conv2": ("conv", "L2", ["conv1"], 100), "cut2": ("split1", "L2", ["s"], 0),
-    "s": ("split", "S", ["cat"], 0),
-    "cat": ("concat", "C", ["conv1", "conv2"], 1), "both": ("both", "C", ["pad"], 200.5),
-    "out": ("add", "R", ["conv1", "conv2"], 1),
-}, ["R"])
+SHARED_START_LOOP = egraph({  # LAYERS, a root reading both layers, `both` just under the incumbent
+    **LAYER_NODES, "both": ("both", "C", ["pad"], 200.5), "out": ("add", "R", ["conv1", "conv2"], 1)}, ["R"])
 
 
 def test_a_cyclic_egraph_whose_greedy_start_shares_is_proven_by_the_bound():

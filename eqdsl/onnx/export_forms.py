@@ -132,15 +132,14 @@ def _opaque(e: Emitter, i: int, a: list) -> str:
     tensors = iter(own)
     inputs = [next(tensors) if item == "t" else "" if item == "" else e.constant(f"c{i}_{j}", opaque.constant(item))
               for j, item in enumerate(items)]
+    if n == 1:
+        return e.node(op_type, inputs, f"t{i}", domain=domain or None, **opaque.node_attributes(attrs))
     shared = (opaque.encode(op_type, domain, {k: v for k, v in attrs.items() if k != opaque.OUTPUT}), tuple(a[2:]))
-    node = e.shared.get(shared) if n > 1 else None
-    if node is None:
-        outputs = [f"t{i}"] if n == 1 else [f"t{i}_{j}" for j in range(n)]
-        node = helper.make_node(op_type, inputs, outputs, name=f"n{len(e.nodes)}", domain=domain or None,
-                                **opaque.node_attributes(attrs))
-        e.nodes.append(node)
-        e.shared[shared] = node
-    return node.output[k]
+    if shared not in e.shared:
+        e.shared[shared] = helper.make_node(op_type, inputs, [f"t{i}_{j}" for j in range(n)], name=f"n{len(e.nodes)}",
+                                            domain=domain or None, **opaque.node_attributes(attrs))
+        e.nodes.append(e.shared[shared])
+    return e.shared[shared].output[k]
 
 
 def _capture(e: Emitter, name: str, value: str) -> None:

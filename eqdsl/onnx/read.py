@@ -32,7 +32,7 @@ from eqdsl.ir.builder import Tensor, without_dead_nodes
 from eqdsl.languages.tensor.ops import OPS
 from eqdsl.onnx.import_forms import FAMILIES, Handler
 from eqdsl.onnx.opaque_nodes import opaque_of, opaque_outputs
-from eqdsl.onnx.reader import NodeError, Reader, Value, default_opset, folded, read_names
+from eqdsl.onnx.reader import NodeError, Reader, Value, default_opset, folded, needed_nodes
 from eqdsl.onnx.weights import Weights
 
 OPSETS = range(7, 24)
@@ -179,18 +179,6 @@ def _inputs(path: Path, r: Reader, live: set[str], constants: Constants) -> None
             r.env[info.name] = r.g.input(info.name, list(dims))
 
 
-def _live(graph: onnx.GraphProto) -> tuple[list[onnx.NodeProto], set[str]]:
-    """The nodes the graph's outputs need, in order, and every value name they read (a node with
-    branches reads what its branches read from the enclosing graph)."""
-    needed = {o.name for o in graph.output}
-    kept = []
-    for node in reversed(graph.node):
-        if any(o in needed for o in node.output):
-            kept.append(node)
-            needed.update(read_names(node))
-    return kept[::-1], needed
-
-
 def _handled(r: Reader, node: onnx.NodeProto, handler: Handler, attrs: dict) -> list[Value]:
     """The language's form of the node; where it has none for these attributes (AveragePool's
     explicit pads without count_include_pad, a dilated Conv), the node kept opaque, said in a note."""
@@ -249,7 +237,7 @@ def read_onnx(path: Path, lang: ir.Language, shapes: Shapes | None = None,
     constants = constants or {}
     model, notes = _load(path, shapes or {}, set(constants))
     r = Reader(lang, model)
-    live, read = _live(model.graph)
+    live, read = needed_nodes(list(model.graph.node), [o.name for o in model.graph.output])
     _inputs(path, r, read, constants)
     notes += [f"input {name!r} fixed to {value} (constants): the optimized model ignores it"
               for name, value in constants.items()]
@@ -274,6 +262,6 @@ def read_onnx(path: Path, lang: ir.Language, shapes: Shapes | None = None,
     program = without_dead_nodes(r.g.program(name, roots))
     used = {str(n.args[0]) for n in program.nodes if n.op == "weight"}
     notes += [f"{n} {op} node(s) kept as opaque operators: {why}" for (op, why), n in r.opaque_notes.items()]
-    fixed = {name: value for name, value in r.env.items() if name in constants and isinstance(value, np.ndarray)}
+    fixed = {name: cast(np.ndarray, r.env[name]) for name in constants}
     return Imported(program, {k: v for k, v in r.weights.items() if k in used}, tuple(outputs), tuple(notes), fixed)
 

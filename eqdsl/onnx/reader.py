@@ -67,6 +67,16 @@ def read_names(node: onnx.NodeProto) -> set[str]:
     return names
 
 
+def needed_nodes(nodes: list[onnx.NodeProto], outputs: list[str]) -> tuple[list[onnx.NodeProto], set[str]]:
+    """The nodes (in order) that `outputs` need, and every value name those nodes read."""
+    needed, kept = set(outputs), []
+    for node in reversed(nodes):
+        if any(o in needed for o in node.output):
+            kept.append(node)
+            needed.update(read_names(node))
+    return kept[::-1], needed
+
+
 def default_opset(model: onnx.ModelProto) -> int | None:
     return next((o.version for o in model.opset_import if o.domain in ("", "ai.onnx")), None)
 
@@ -173,20 +183,13 @@ MAX_FOLDED = 1 << 22  # values a node computed at import may hold (16 MiB of flo
 def run_node(node: onnx.NodeProto, inputs: dict[str, np.ndarray], opset: int) -> list[Value]:
     """One node with constant inputs, run (`opaque.run_onnx`)."""
     inits = [numpy_helper.from_array(v, n) for n, v in inputs.items()]
-    model = one_node(node, [], inits, [helper.make_opsetid("", opset)], [o for o in node.output if o])
+    model = opaque.one_node_model(node, [], inits, [helper.make_opsetid("", opset)], [o for o in node.output if o])
     try:
         model = onnx.shape_inference.infer_shapes(model)  # ONNX Runtime wants the outputs' types
         return list(opaque.run_onnx(model, {}))
     except Exception as err:  # noqa: BLE001  the runtime's own errors, whatever their type
         raise NodeError(f"cannot compute it before the program runs (its inputs are constants): "
                         f"{type(err).__name__}: {(str(err).strip().splitlines() or [''])[0]}") from None
-
-
-def one_node(node: onnx.NodeProto, inputs: list[onnx.ValueInfoProto], inits: list[onnx.TensorProto],
-              opsets: list[onnx.OperatorSetIdProto], outputs: list[str]) -> onnx.ModelProto:
-    """A model of `node` alone (constant inputs as initializers; outputs' types left to inference)."""
-    graph = helper.make_graph([node], "one", inputs, [helper.make_empty_tensor_value_info(o) for o in outputs], inits)
-    return helper.make_model(graph, opset_imports=opsets, ir_version=8)
 
 
 def node_output_shape(r: Reader, node: onnx.NodeProto, k: int = 0) -> tuple[int, ...]:
@@ -199,7 +202,7 @@ def node_output_shape(r: Reader, node: onnx.NodeProto, k: int = 0) -> tuple[int,
             inputs.append(helper.make_tensor_value_info(name, onnx.TensorProto.FLOAT, list(value.dims)))
         elif isinstance(value, np.ndarray):
             inits.append(numpy_helper.from_array(value, name))
-    model = one_node(node, inputs, inits, list(r.model.opset_import), [node.output[k]])
+    model = opaque.one_node_model(node, inputs, inits, list(r.model.opset_import), [node.output[k]])
     try:
         inferred = onnx.shape_inference.infer_shapes(model, strict_mode=True, data_prop=True)
     except Exception as err:  # noqa: BLE001  inference errors come in several types

@@ -26,7 +26,7 @@ from eqdsl.languages.tensor import opaque
 from eqdsl.languages.tensor.folding import const_nodes, output_nodes
 from eqdsl.languages.tensor.ops import OPS, SEMANTICS
 from eqdsl.onnx.export_forms import FAMILIES, Emit
-from eqdsl.onnx.reader import read_names
+from eqdsl.onnx.reader import needed_nodes, read_names
 from eqdsl.onnx.weights import Weights
 
 OPSET = opaque.DEFAULT_OPSET
@@ -56,12 +56,7 @@ class Emitter:
     def used_nodes(self, outputs: list[str]) -> list[onnx.NodeProto]:
         """The emitted nodes that `outputs` need, in order: a Pad whose padding a Conv took over
         (`export_forms._padding`) is left out."""
-        needed, kept = set(outputs), []
-        for node in reversed(self.nodes):
-            if any(o in needed for o in node.output):
-                kept.append(node)
-                needed.update(read_names(node))
-        return kept[::-1]
+        return needed_nodes(self.nodes, outputs)[0]
 
     def require(self, opset: int) -> None:
         self.opset_floor = max(self.opset_floor, opset)

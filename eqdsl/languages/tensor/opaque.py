@@ -130,6 +130,7 @@ def output_of(attrs: dict[str, Any]) -> tuple[int, int]:
 
 def evaluate(key: str, dims: tuple[int, ...], *inputs: Any) -> np.ndarray:
     """The operator on `inputs` (`run_onnx`); a float result as float64, any other as it is."""
+    import onnx
     from onnx import helper, numpy_helper
 
     op_type, domain, attrs = decode(key)
@@ -149,13 +150,10 @@ def evaluate(key: str, dims: tuple[int, ...], *inputs: Any) -> np.ndarray:
             constants.append(numpy_helper.from_array(constant(item), f"c{j}"))
     outs = [f"out{j}" for j in range(n)]
     node = helper.make_node(op_type, wired, outs, domain=domain or None, **node_attributes(attrs))
-    graph = helper.make_graph(
-        [node], "opaque",
-        [helper.make_tensor_value_info(name, helper.np_dtype_to_tensor_dtype(x.dtype), x.shape)
-         for name, x in feeds.items()],
-        [helper.make_empty_tensor_value_info(o) for o in outs], constants)
+    infos = [helper.make_tensor_value_info(name, helper.np_dtype_to_tensor_dtype(x.dtype), x.shape)
+             for name, x in feeds.items()]
     opsets = [helper.make_opsetid("", read_at)] + ([helper.make_opsetid(domain, 1)] if domain else [])
-    model = _typed(helper.make_model(graph, opset_imports=opsets, ir_version=8))
+    model = onnx.shape_inference.infer_shapes(one_node_model(node, infos, constants, opsets, outs))
     out = np.asarray(run_onnx(model, feeds)[k]).reshape(dims)
     return out.astype(np.float64) if out.dtype.kind == "f" else out
 
@@ -165,11 +163,13 @@ def _as_run(x: Any) -> np.ndarray:
     return value.astype(np.float32) if value.dtype.kind == "f" else value
 
 
-def _typed(model: Any) -> Any:
-    """The model with its outputs' types inferred (ONNX Runtime wants them declared)."""
-    import onnx
+def one_node_model(node: Any, inputs: list, inits: list, opsets: list, outputs: list[str]) -> Any:
+    """A model of `node` alone: `inputs` value infos, constant inputs as initializers, the
+    outputs' types left to shape inference (ONNX Runtime wants them declared: infer before running)."""
+    from onnx import helper
 
-    return onnx.shape_inference.infer_shapes(model)
+    graph = helper.make_graph([node], "one", inputs, [helper.make_empty_tensor_value_info(o) for o in outputs], inits)
+    return helper.make_model(graph, opset_imports=opsets, ir_version=8)
 
 
 def runnable(op_type: str, domain: str) -> bool:
