@@ -1,4 +1,4 @@
-"""The `eqdsl` command: check, compile, run, execute, measure, sweep, doctor, verify, extract,
+"""The `eqdsl` command: check, compile, run, execute, measure, sweep, report, doctor, verify, extract,
 import, export.
 
 Exit codes: 0 success, 2 a user mistake (rendered diagnostics, no traceback), 1 a failed check
@@ -21,6 +21,7 @@ from typing import Callable, cast
 
 from rich.console import Console
 
+from eqdsl import status
 from eqdsl.config import ValidateConfig
 from eqdsl.diagnostics import EqdslError
 from eqdsl.execute.executor import ExecuteSettings
@@ -170,6 +171,7 @@ def cmd_run(args: argparse.Namespace) -> Work:
                          f"{classes}, {matches} matches, {report.seconds:.3f} s{extra}", markup=False)
 
     def work() -> int:
+        status.show(None if args.quiet else stderr)
         result = run_pipeline(config, progress)
         written = write_outputs(result, scratch)
         print_summary(result, stdout)
@@ -200,11 +202,14 @@ def cmd_measure(args: argparse.Namespace) -> int:
             bar.update(task, completed=done, total=total, description=op or "done")
 
         result = measure_costs(config, timing)
+    from eqdsl.cost.measured import noisy_text
+
     m = result.measured
     assert m is not None and result.outcome is not None
     print(f"{m.device}: {len(m.stats.timed)} operator configuration(s) timed, {m.stats.cached} already in "
           f"{m.cache.path} ({m.cache.count(m.device)} for this device); e-graph of {result.outcome.nodes} "
-          f"nodes; priced by cost rules (no kernel): {', '.join(sorted(m.stats.rule_priced)) or 'none'}")
+          f"nodes; priced by cost rules (no kernel): {', '.join(sorted(m.stats.rule_priced)) or 'none'}"
+          + noisy_text(m.stats))
     return 0
 
 
@@ -238,6 +243,13 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     return 1 if failed else 0
 
 
+def cmd_report(args: argparse.Namespace) -> int:
+    from eqdsl.report_page import write_page
+
+    print(f"wrote {write_page(Path(args.folder))}")
+    return 0
+
+
 def cmd_doctor(args: argparse.Namespace) -> int:
     from eqdsl.execute.doctor import report
 
@@ -266,7 +278,9 @@ def _extract(args: argparse.Namespace, scratch: FileScratch | None) -> int:
     problem = read_problem(Path(args.egraph))
     given = {k: v for section in [ExtractConfig, *option_classes()] for k, v in flag_values(args, section).items()}
     cfg = read_extract({**given, "method": args.extractor}, "command line")
-    e = make_extractor(args.extractor, cfg, "--extractor").extract(problem)
+    status.show(stderr)
+    with status.stage(f"extract:{args.extractor}"):
+        e = make_extractor(args.extractor, cfg, "--extractor").extract(problem)
     bound = "n/a" if e.bound is None else f"{e.bound:g}"
     gap = "n/a" if e.gap is None else f"{100 * e.gap:.2f} %"
     print(f"{args.egraph}: {problem.num_classes} classes, {len(problem.nodes)} nodes, "
@@ -454,7 +468,7 @@ def _language_commands(sub) -> None:
     c.add_argument("--rules", action="store_true", help="list every rule: name, single- or multi-pattern, where")
     c.set_defaults(fn=in_worker(cmd_check))
     c = sub.add_parser("compile", help="print the egglog program a .eqr file lowers to")
-    c.add_argument("file")
+    c.add_argument("file", help="a .eqr path or a shipped ruleset name")
     c.add_argument("--target", help=TARGET_HELP)
     c.set_defaults(fn=in_worker(cmd_compile))
     c = sub.add_parser("verify", help="check every rule of a .eqr file against the reference semantics")
@@ -462,14 +476,14 @@ def _language_commands(sub) -> None:
     c.add_argument("--rule", action="append", help="only this rule (repeatable)")
     c.add_argument("--examples", type=AT_LEAST_ONE, default=100,
                    help="valid examples per rule (default 100)")
-    c.add_argument("--seed", type=AT_LEAST_ZERO, default=0)
+    c.add_argument("--seed", type=AT_LEAST_ZERO, default=0, help="seed of the random examples (default 0)")
     c.add_argument("--target", help=TARGET_HELP)
     c.add_argument("--no-ref", action="store_true", help=NO_REF_HELP)
     c.set_defaults(fn=in_worker(cmd_verify))
 
 
 def _run_options(c, validate_help: str) -> None:
-    c.add_argument("config")
+    c.add_argument("config", help="a run config (.yaml): ruleset, program, schedule, extract, output, ...")
     c.add_argument("--output", help="output folder (default: the config's `output`)")
     c.add_argument("--quiet", action="store_true", help="no progress lines")
     c.add_argument("--validate", action="store_true", help=validate_help)
@@ -484,7 +498,8 @@ def _run_commands(sub) -> None:
     c = sub.add_parser("execute", help="optimize as `run` does, then run input and optimized programs with "
                                        "eqdsl's kernels: outputs compared, both timed")
     _run_options(c, "also translation-validate")
-    c.add_argument("--device", choices=["cpu", "cuda"], default="cpu")
+    c.add_argument("--device", choices=["cpu", "cuda"], default="cpu",
+                   help="whose kernels run the programs: cpu (Numba, this machine) or cuda (a GPU)")
     c.add_argument("--runs", type=AT_LEAST_ONE, default=10, help="timed runs of each program (median)")
     c = sub.add_parser("measure", help="time every operator configuration a run's e-graph holds (fill the cache)")
     c.add_argument("config", help="a run config whose target measures, e.g. target: {measure: ort}")
@@ -495,13 +510,17 @@ def _run_commands(sub) -> None:
                    help="run the tasks on Ray (a cluster's address; none: start Ray here)")
     c.add_argument("--workers", type=AT_LEAST_ONE, help="tasks at once (default: the file's `workers`)")
     c.set_defaults(fn=in_worker(cmd_sweep))
+    c = sub.add_parser("report", help="write report.html (one self-contained page: programs as graphs, cost by "
+                                      "operator, iterations, extraction, measured times) into a run's output folder")
+    c.add_argument("folder", help="the output folder of an `eqdsl run` (it holds report.json)")
+    c.set_defaults(fn=in_worker(cmd_report))
     c = sub.add_parser("doctor", help="print what this machine offers eqdsl: packages, CPU, CUDA GPU")
     c.set_defaults(fn=in_worker(cmd_doctor))
 
 
 def _file_commands(sub) -> None:
     c = sub.add_parser("extract", help="extract from an egraph-serialize JSON file")
-    c.add_argument("egraph")
+    c.add_argument("egraph", help="an egraph-serialize JSON file (egglog's, extraction-gym's)")
     c.add_argument("--extractor", choices=extractor_names(), default="cpsat",
                    help="; ".join(f"{k.name}: {k.summary}" for k in map(EXTRACTORS.get, extractor_names()) if k)
                    + " (default: cpsat)")
@@ -513,7 +532,7 @@ def _file_commands(sub) -> None:
     c.add_argument("--force", action="store_true", help="replace --out if it exists")
     c.set_defaults(fn=cmd_extract)
     c = sub.add_parser("import", help="import TENSAT rules or an ONNX model")
-    c.add_argument("system", choices=["tensat", "onnx"])
+    c.add_argument("system", choices=["tensat", "onnx"], help="what FILE is: TENSAT rules or an ONNX model")
     c.add_argument("file", help="TENSAT single-pattern rules (converted.txt), or an ONNX model")
     c.add_argument("--multi", help="TENSAT multi-pattern rules (converted_multi.txt)")
     c.add_argument("--predefined", help="TENSAT's predefined rules (predefined.txt)")
@@ -525,7 +544,7 @@ def _file_commands(sub) -> None:
     c.add_argument("--force", action="store_true", help="replace --output if it exists")
     c.set_defaults(fn=cmd_import)
     c = sub.add_parser("export", help="write a program (a .eqr file or a model builder) as an ONNX model")
-    c.add_argument("format", choices=["onnx"])
+    c.add_argument("format", choices=["onnx"], help="the format to write")
     c.add_argument("program", nargs="?", help="a .eqr file holding `program` blocks")
     c.add_argument("--name", help="which program of the file")
     c.add_argument("--builder", help="a model builder (vgg19, bert, vit_base, ...)")

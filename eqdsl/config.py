@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from eqdsl.cost.registry import TargetConfig, read_target
 from eqdsl.diagnostics import EqdslError
@@ -22,6 +22,8 @@ from eqdsl.schedule.registry import read_schedule
 from eqdsl.schedule.runner import LimitsConfig
 from eqdsl.sources.base import ProgramRef
 from eqdsl.sources.registry import read_program
+
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -38,6 +40,17 @@ class RunConfig:
     export: ExportSettings | None = None  # the optimized program in another format (eqdsl.exports)
     export_given: bool = False  # `export:` appeared (false or not): a source's default export does not apply
     execute: ExecuteSettings | None = None  # run input and optimized programs with eqdsl's kernels
+    he: HeConfig | None = None  # run the optimized program under homomorphic encryption (a source's runner)
+    report_html: bool = False  # `report: html`: also report.html (eqdsl.report_page) in the output folder
+
+
+@dataclass(frozen=True)
+class HeConfig:
+    """`he: true` or `{batch: 8, seed: 0}`: the optimized program as a TenSEAL BFV circuit on a
+    batch of random inputs (sources that have an HE runner: Q-gym's conv_layer)."""
+
+    batch: int = 8
+    seed: int = 0
 
 
 @dataclass(frozen=True)
@@ -58,29 +71,37 @@ def parse_config(data: Any, source: Path) -> RunConfig:
                              "a path or a mapping with file/name/text"), base)
     schedule = read_schedule(r.get("schedule", None, lambda v: v is None or isinstance(v, dict), "a mapping"))
     extract = read_extract(r.get("extract", None, lambda v: v is None or isinstance(v, dict), "a mapping"))
-    output = r.get("output", f"results/{source.stem}", is_str, "an output folder path")
+    # named in the file: relative to the file, as every path a config names; the default: to the
+    # current directory
+    output = base / r.get("output", REQUIRED, is_str, "an output folder path") if "output" in r.data \
+        else Path(f"results/{source.stem}")
     target = read_target(r.get("target", None, lambda v: v is None or is_str(v) or isinstance(v, dict),
                                "a target name, a .yaml path, or {measure: ort|cpu|cuda, fallback: ...}"), base)
-    validate = _validate(r.get("validate", False, lambda v: isinstance(v, (bool, dict)),
-                               "true/false or a mapping with samples/seed"))
+    validate = _switched(r.get("validate", False, lambda v: isinstance(v, (bool, dict)),
+                               "true/false or a mapping with samples/seed"), ValidateConfig, "validate",
+                         {"samples": 1, "seed": 0})
     export_given = isinstance(data, dict) and "export" in data
     export = read_export(r.get("export", None, lambda v: True, ""))
     execute = read_execute(r.get("execute", None, lambda v: True, ""))
+    he = _switched(r.get("he", False, lambda v: isinstance(v, (bool, dict)), "true/false or a mapping with batch/seed"),
+                   HeConfig, "he", {"batch": 1, "seed": 0})
+    report = r.get("report", "json", lambda v: v in ("json", "html"), "json or html")
     r.finish()
-    return RunConfig(source, ruleset, program, schedule, extract, Path(output), data, target, validate, export,
-                     export_given, execute)
+    return RunConfig(source, ruleset, program, schedule, extract, output, data, target, validate, export,
+                     export_given, execute, he, report == "html")
 
 
-def _validate(data: bool | dict) -> ValidateConfig | None:
+def _switched(data: bool | dict, cls: type[T], path: str, least: dict[str, int]) -> T | None:
+    """A `key: true | false | {field: int, ...}` section: None for false, `cls`'s defaults for true,
+    else the given int fields, each at least its `least`."""
     if data is False:
         return None
     if data is True:
-        return ValidateConfig()
-    r = Reader(data, "validate")
-    samples = r.get("samples", ValidateConfig.samples, int_at_least(1), "an integer >= 1")
-    seed = r.get("seed", ValidateConfig.seed, int_at_least(0), "an integer >= 0")
+        return cls()
+    r = Reader(data, path)
+    values = {k: r.get(k, getattr(cls, k), int_at_least(n), f"an integer >= {n}") for k, n in least.items()}
     r.finish()
-    return ValidateConfig(samples, seed)
+    return cls(**values)
 
 
 def load_config(path: Path) -> RunConfig:

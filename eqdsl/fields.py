@@ -60,7 +60,11 @@ _Loader.add_implicit_resolver(
 
 def load_yaml(text: str, file: str) -> Any:
     """The YAML document in `text` (see the module docstring); `EqdslError` naming `file`."""
-    loader = _Loader(text)
+    try:
+        loader = _Loader(text)  # reads the text at once: a control character fails here
+    except yaml.reader.ReaderError as err:
+        raise EqdslError.one(f"{file}: invalid YAML: character {err.character!r} at offset {err.position} is not "
+                             "allowed (YAML is printable text)") from None
     try:
         node = loader.get_single_node()
         if node is None:

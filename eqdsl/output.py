@@ -44,7 +44,7 @@ from eqdsl.worker import supervisor_gone
 MARKER = ".eqdsl-output"
 MARKER_HEADER = "written by eqdsl; `eqdsl run` may replace this folder. Files eqdsl wrote here:"
 EXPORT_FILES = frozenset(f"{model}.onnx{data}" for model in ("input", "optimized") for data in ("", ".data"))
-RESULT_FILES = frozenset({MARKER, "report.json", "optimized.eqr", "egraph.json"}) | EXPORT_FILES
+RESULT_FILES = frozenset({MARKER, "report.json", "optimized.eqr", "egraph.json", "report.html"}) | EXPORT_FILES
 
 
 def _refuse(folder: Path, why: str) -> EqdslError:
@@ -223,8 +223,27 @@ def _stop_if_abandoned() -> None:
         raise SystemExit(130)
 
 
+def add_result_file(folder: Path, name: str, text: str) -> Path:
+    """Write `name` (one of RESULT_FILES) into `folder`, an eqdsl output folder (its marker), after
+    the run that made it (`eqdsl report`): replaced atomically if eqdsl wrote it, refused if a file
+    of that name is someone else's; the marker then lists it."""
+    if name not in RESULT_FILES or not (folder / MARKER).is_file():
+        raise EqdslError.one(f"{folder}: expected an output folder of `eqdsl run` (it holds {MARKER}); found none")
+    ours = eqdsl_files(folder)
+    target = folder / name
+    if (target.exists() or target.is_symlink()) and (name not in ours or not target.is_file()):
+        raise EqdslError.one(f"{target} is not a file eqdsl wrote; eqdsl never replaces it. Move or rename it")
+    write_file_atomically(target, text)
+    write_file_atomically(folder / MARKER, _marker_text(sorted(ours - {MARKER} | {name})))
+    return target
+
+
+def _marker_text(names: list[str]) -> str:
+    return "\n".join([MARKER_HEADER, *names]) + "\n"
+
+
 def _write_marker(folder: Path, names: list[str]) -> None:
-    (folder / MARKER).write_text("\n".join([MARKER_HEADER, *names]) + "\n")
+    (folder / MARKER).write_text(_marker_text(names))
 
 
 def _free_sibling(folder: Path) -> Path:

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterator
 
-from eqdsl import ir
+from eqdsl import ir, status
 from eqdsl.config import RunConfig
 from eqdsl.cost.measured import MeasuredCosts
 from eqdsl.cost.measured import ProgressFn as TimingProgress
@@ -30,7 +30,7 @@ from eqdsl.egglog.readback import program_text, selection_program
 from eqdsl.egglog.session import EGraphSession
 from eqdsl.execute.executor import ExecutionCheck
 from eqdsl.exports.base import ExportOutcome
-from eqdsl.extract.egraph import dag_cost
+from eqdsl.extract.egraph import cost_by_op, dag_cost
 from eqdsl.extract.registry import ExtractConfig, make_extractor
 from eqdsl.extract.result import Extraction
 from eqdsl.frontend import load_language, load_modules, resolve_ruleset
@@ -61,6 +61,8 @@ class RunResult:
     stage_folder: tempfile.TemporaryDirectory | None = None  # where the stages wrote their files (eqdsl's own)
     costs: CostModel | None = None  # how nodes are priced (the target's; None: the cost rules on `params`)
     notes: tuple[str, ...] = ()  # what reading the input changed (an ONNX opset conversion)
+    alternatives: tuple[ir.Program, ...] = ()  # unioned with `program` at load (SourceProgram.alternatives)
+    input_cost_by_op: dict[str, float] = field(default_factory=dict)  # the input's cost by operator
 
     @property
     def validation(self) -> Validation | None:
@@ -105,7 +107,8 @@ class RunResult:
 @contextmanager
 def _stage(result: RunResult, name: str) -> Iterator[None]:
     t0 = time.perf_counter()
-    yield
+    with status.stage(name):
+        yield
     result.stages[name] = result.stages.get(name, 0.0) + time.perf_counter() - t0
 
 
@@ -124,13 +127,15 @@ def config_inputs(config: RunConfig) -> list[Path]:
 
 def _start(config: RunConfig, timing: TimingProgress | None = None) -> tuple[RunResult, SourceProgram]:
     t_check = time.perf_counter()
-    lang = load_language(config.ruleset, config.source.parent)
-    loaded = load_source(config.program, lang)
-    target = config.target
-    params = target.params(lang) if target is not None else bind_target(lang, None)
-    costs = target.cost_model(lang, timing) if target is not None else RuleCosts(lang, params)
+    with status.stage("check"):
+        lang = load_language(config.ruleset, config.source.parent)
+        loaded = load_source(config.program, lang)
+        target = config.target
+        params = target.params(lang) if target is not None else bind_target(lang, None)
+        costs = target.cost_model(lang, timing) if target is not None else RuleCosts(lang, params)
     result = RunResult(lang, loaded.program, config.extract, config, {"check": time.perf_counter() - t_check},
-                       params=params, baselines=loaded.baselines, costs=costs, notes=loaded.notes)
+                       params=params, baselines=loaded.baselines, costs=costs, notes=loaded.notes,
+                       alternatives=loaded.alternatives)
     return result, loaded
 
 
@@ -167,10 +172,12 @@ def run_pipeline(config: RunConfig, progress: ProgressFn | None = None) -> RunRe
 
 
 def optimize(language: ir.Language, program: ir.Program, schedule: LimitsConfig, extract: ExtractConfig,
-             params: dict[str, int] | None = None, progress: ProgressFn | None = None) -> RunResult:
+             params: dict[str, int] | None = None, progress: ProgressFn | None = None,
+             alternatives: tuple[ir.Program, ...] = ()) -> RunResult:
     """Optimize `program` (of `language`) with a schedule config (`SaturateConfig`,
-    `PulsedConfig`, …) and extract with `extract.method` (and `extract.compare`)."""
-    result = RunResult(language, program, extract, params=dict(params or {}))
+    `PulsedConfig`, …) and extract with `extract.method` (and `extract.compare`); `alternatives`
+    are programs equal to it root by root, searched from together with it."""
+    result = RunResult(language, program, extract, params=dict(params or {}), alternatives=alternatives)
     return _optimize(result, schedule, progress)
 
 
@@ -210,15 +217,18 @@ def _explore(result: RunResult, schedule: LimitsConfig, progress: ProgressFn | N
         session = EGraphSession(result.lowered, result.costs or RuleCosts(result.language, result.params))
     with _stage(result, "load"):
         session.load(result.program)
-        result.original_cost = check_input(session, result.program)
+        result.original_cost, result.input_cost_by_op = check_input(session, result.program)
+        if result.alternatives:
+            session.union_alternatives(result.program, result.alternatives)
     with _stage(result, "schedule"):
         context = ScheduleContext(result.language, result.params, result.extract)
         result.outcome = make_scheduler(schedule, context).run(session, progress)
     return session
 
 
-def check_input(session: EGraphSession, program: ir.Program) -> float:
-    """Reject an ill-shaped input program; return its DAG cost (each class holds one node now)."""
+def check_input(session: EGraphSession, program: ir.Program) -> tuple[float, dict[str, float]]:
+    """Reject an ill-shaped input program; return its DAG cost and that cost by operator (each
+    class holds one node now)."""
     live = session.live()
     p = live.problem
     lang = session.lowered.language
@@ -229,4 +239,4 @@ def check_input(session: EGraphSession, program: ir.Program) -> float:
                                  f"the requirements of its shape rule (or a child's)",
                                  lang.shapes[node.op].span)
     selection = {c: nodes[0] for c, nodes in enumerate(p.class_nodes) if nodes}
-    return dag_cost(p, selection)
+    return dag_cost(p, selection), cost_by_op(p, selection)

@@ -16,7 +16,9 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from eqdsl.extract.egraph import ExtractionProblem
+from eqdsl import ir
+from eqdsl.cost.measured import noisy_text
+from eqdsl.extract.egraph import ExtractionProblem, cost_by_op
 from eqdsl.extract.result import Extraction
 from eqdsl.output import Scratch
 from eqdsl.pipeline import RunResult
@@ -34,7 +36,7 @@ def _finished(result: RunResult) -> tuple[ScheduleOutcome, ExtractionProblem]:
 def extraction_json(e: Extraction, problem: ExtractionProblem) -> dict:
     return {
         "method": e.method, "status": e.status.value, "cost": e.cost, "bound": e.bound,
-        "gap": e.gap, "seconds": round(e.seconds, 6), "note": e.note,
+        "gap": e.gap, "seconds": round(e.seconds, 6), "note": e.note, "trace": [list(t) for t in e.trace],
         "choices": {problem.class_ids[c]: problem.nodes[n].id for c, n in sorted(e.selection.items())},
     }
 
@@ -70,9 +72,18 @@ def report_json(result: RunResult) -> dict:
         "compare": {m: {k: v for k, v in extraction_json(e, problem).items() if k != "choices"}
                     for m, e in result.extractions.items()},
         "optimized_program": result.optimized_text,
+        "programs": {"input": program_json(result.program), "optimized": program_json(result.optimized_program())},
+        "cost_by_op": {"input": result.input_cost_by_op, "optimized": cost_by_op(problem, best.selection)},
         **{stage.key: _stage_json(result, stage.key) for stage in STAGES},  # None: the stage did not run
         "measured_costs": None if result.measured is None else _measured_json(result),
     }
+
+
+def program_json(program: ir.Program) -> dict:
+    """A program as plain data (what the report page draws): nodes in order, each an operator and
+    its arguments (a child node's index as {"node": i}, or a literal), and the roots."""
+    return {"nodes": [{"op": n.op, "args": [{"node": a.index} if isinstance(a, ir.Child) else a for a in n.args]}
+                      for n in program.nodes], "roots": list(program.roots)}
 
 
 def _stage_json(result: RunResult, key: str) -> dict | None:
@@ -84,7 +95,8 @@ def _measured_json(result: RunResult) -> dict:
     m = result.measured
     assert m is not None
     return {"backend": m.backend.name, "device": m.device, "cache": str(m.cache.path), "runs": m.runs,
-            "timed": len(m.stats.timed), "cached": m.stats.cached, "rule_priced_ops": sorted(m.stats.rule_priced)}
+            "timed": len(m.stats.timed), "cached": m.stats.cached, "rule_priced_ops": sorted(m.stats.rule_priced),
+            "noisy": len(m.stats.noisy)}
 
 
 def cost_text(cost: float) -> str:
@@ -112,7 +124,12 @@ def problem_json(problem: ExtractionProblem) -> dict:
 
 def write_outputs(result: RunResult, scratch: Scratch) -> Path:
     """Returns the folder the results went to (see `Scratch.publish`)."""
-    (scratch.new / "report.json").write_text(json.dumps(report_json(result), indent=2) + "\n")
+    report = report_json(result)
+    (scratch.new / "report.json").write_text(json.dumps(report, indent=2) + "\n")
+    if result.config is not None and result.config.report_html:
+        from eqdsl.report_page import page
+
+        (scratch.new / "report.html").write_text(page(report))
     (scratch.new / "optimized.eqr").write_text(result.optimized_text)
     (scratch.new / "egraph.json").write_text(json.dumps(problem_json(_finished(result)[1])) + "\n")
     if result.stage_folder is not None:
@@ -145,7 +162,7 @@ def print_summary(result: RunResult, console: Console) -> None:
         rules = ", ".join(sorted(m.stats.rule_priced)) or "none"
         console.print(f"costs measured on {m.device}: {len(m.stats.timed)} operator configuration(s) timed in "
                       f"this run, {m.stats.cached} by earlier runs ({m.cache.path}); priced by cost rules (no "
-                      f"kernel): {rules}", markup=False)
+                      f"kernel): {rules}{noisy_text(m.stats)}", markup=False)
     for done in result.finished.values():
         style = "green" if done.ok else "bold red"
         for text, coloured in done.lines:

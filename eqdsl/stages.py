@@ -1,5 +1,6 @@
-"""The optional stages after extraction — translation validation, execution on eqdsl's kernels,
-export (with its runtime check) — behind one protocol, so the pipeline, the report and the CLI
+"""The optional stages after extraction — translation validation, execution on eqdsl's kernels
+(or the source's own runner: Q-gym's convolution kernels), a homomorphic-encryption run (a
+source's runner), export (with its runtime check) — behind one protocol, so the pipeline, the report and the CLI
 name none of them.
 
 Contract: a `Stage` has a `key` (its `report.json` section), `settings(config, loaded)` (its config
@@ -21,13 +22,14 @@ from typing import Any, Protocol
 
 from eqdsl import ir
 from eqdsl.config import RunConfig
+from eqdsl.diagnostics import EqdslError
 from eqdsl.execute.executor import ExecutionCheck, check_executable
 from eqdsl.execute.executor import compare as compare_execution
 from eqdsl.exports.base import ExportJob, ExportSettings
 from eqdsl.exports.registry import EXPORTS
 from eqdsl.frontend import load_program_text
 from eqdsl.onnx.weights import random_weights
-from eqdsl.sources.base import SourceProgram
+from eqdsl.sources.base import RunnerOutcome, SourceProgram
 from eqdsl.verify.validate import validate
 
 
@@ -84,7 +86,9 @@ class ExecuteStage:
     key = "execution"
 
     def settings(self, config: RunConfig, loaded: SourceProgram) -> Any | None:
-        if config.execute is not None:
+        if config.execute is not None and self.key in loaded.runners:
+            loaded.runners[self.key].check(config.execute)
+        elif config.execute is not None:
             check_executable(loaded.program, config.execute.device)
         return config.execute
 
@@ -93,6 +97,8 @@ class ExecuteStage:
 
     def run(self, job: StageJob, settings: Any) -> Finished:
         loaded = job.loaded
+        if self.key in loaded.runners:
+            return _runner_finished(self.key, loaded.runners[self.key].run(job.optimized, settings))
         weights = loaded.weights if loaded.weights is not None else random_weights(loaded.program)
         e = compare_execution(job.language, loaded.program, job.optimized, weights, settings.device, settings.runs,
                               settings.seed)
@@ -116,6 +122,28 @@ def _execution_lines(run: ExecutionCheck, predicted: float) -> list[tuple[str, b
     return lines
 
 
+class HeStage:
+    key = "he"
+
+    def settings(self, config: RunConfig, loaded: SourceProgram) -> Any | None:
+        if config.he is not None and self.key not in loaded.runners:
+            raise EqdslError.one("he: runs programs whose source builds an HE circuit (Q-gym's `conv_layer`); "
+                                 "this program's source has none", path="he")
+        if config.he is not None:
+            loaded.runners[self.key].check(config.he)
+        return config.he
+
+    def label(self, settings: Any) -> str:
+        return "he"
+
+    def run(self, job: StageJob, settings: Any) -> Finished:
+        return _runner_finished(self.key, job.loaded.runners[self.key].run(job.optimized, settings))
+
+
+def _runner_finished(key: str, out: RunnerOutcome) -> Finished:
+    return Finished(key, out.ok, out.report, [(out.lines[0], True), *((line, False) for line in out.lines[1:])], out)
+
+
 class ExportStage:
     key = "export"
 
@@ -136,5 +164,5 @@ class ExportStage:
         return Finished(self.key, out.ok, {**out.report, "ok": out.ok}, lines, out, list(out.files))
 
 
-STAGES: tuple[Stage, ...] = (ValidateStage(), ExecuteStage(), ExportStage())
+STAGES: tuple[Stage, ...] = (ValidateStage(), ExecuteStage(), HeStage(), ExportStage())
 

@@ -18,7 +18,7 @@ PACKAGE = ROOT / "eqdsl"
 # bottom → top; a unit is a subpackage or a top-level module of eqdsl
 LAYERS: list[set[str]] = [
     {"diagnostics"},
-    {"graphs", "worker", "fields"},
+    {"graphs", "worker", "fields", "status"},
     {"output"},
     {"ir"},
     {"frontend", "extract", "languages"},
@@ -29,6 +29,7 @@ LAYERS: list[set[str]] = [
     {"config"},
     {"stages"},
     {"pipeline"},
+    {"report_page"},
     {"report"},
     {"sweep"},
     {"cli"},

@@ -96,3 +96,56 @@ def test_requirements_implied_by_the_left_side_are_dropped(tmp_path):
     # matmul(t1, t4) + matmul(t1, t5) → matmul(t1, t4 + t5): t5 must still broadcast to t4
     tensat = _queries(lower_language(load_language("tensat")).text)
     assert "(= true (bool-<= (vec-length _s_t5) (vec-length _s_t4)))" in tensat["taso-s031"]
+
+
+def _arith(build):
+    from eqdsl.ir.builder import GraphBuilder
+
+    g = GraphBuilder(load_language("arith"))
+    return g.program("p", build(g))
+
+
+def test_alternatives_join_the_programs_roots_and_every_extraction_keeps_the_cheapest_loaded():
+    from eqdsl.egglog.readback import program_selection, selection_program
+    from eqdsl.egglog.session import EGraphSession
+    from eqdsl.extract.egraph import dag_cost
+    from eqdsl.extract.result import Extraction, ExtractStatus
+    from eqdsl.ir.builder import same_terms
+
+    lang = load_language("arith")
+    dear = _arith(lambda g: [g.div(g.mul(g.var("a"), g.num(2)), g.num(2)), g.var("b")])
+    cheap = _arith(lambda g: [g.shl(g.var("a"), 0), g.var("b")])  # a·1 spelt another way: cost 1
+    session = EGraphSession(lower_language(lang))
+    session.load(dear)
+    session.union_alternatives(dear, (cheap,))
+    assert session.loaded == (dear, cheap)
+    live = session.live()
+    selections = [program_selection(live, p) for p in (dear, cheap)]
+    first = live.problem.roots[0]
+    assert selections[0] and selections[1] and selections[0][first] != selections[1][first]  # one class, two nodes
+    for program, selection, cost in zip((dear, cheap), selections, (12, 1)):  # found back node for node
+        assert dag_cost(live.problem, selection) == cost
+        assert same_terms(selection_program(live, selection), program)
+
+    class Dear:  # an extractor that returns the dearer program
+        name = "dear"
+
+        def extract(self, problem):
+            return Extraction("dear", selections[0], 12.0, ExtractStatus.HEURISTIC, 0.0)
+
+    assert session.extract_now(Dear(), "x")[1].cost == 12
+    program, extraction = session.extract_now(Dear(), "x", session.loaded)
+    assert extraction.cost == 1 and same_terms(program, cheap)
+
+
+def test_an_alternative_with_other_roots_is_refused():
+    from eqdsl.diagnostics import EqdslError
+    from eqdsl.egglog.session import EGraphSession
+
+    lang = load_language("arith")
+    one = _arith(lambda g: [g.var("a")])
+    two = _arith(lambda g: [g.var("a"), g.var("b")])
+    session = EGraphSession(lower_language(lang))
+    session.load(one)
+    with pytest.raises(EqdslError, match="alternative program 'p' has roots of sorts"):
+        session.union_alternatives(one, (two,))

@@ -97,7 +97,7 @@ class FakeBackend:
 
     def time_ns(self, lang, op, args, runs):
         self.calls.append((op, args))
-        return 1000.0 * len(self.calls)
+        return 1000.0 * len({c for c in self.calls})  # steady: each configuration its own time
 
 
 def test_each_configuration_is_timed_once(tmp_path):
@@ -109,10 +109,33 @@ def test_each_configuration_is_timed_once(tmp_path):
                 ("pad2d", ((1, 1, 4, 4), 1, 1, 1, 1, 0), (1, 1, 6, 6)), ("input", ("x", (1, 8)), (1, 8))]
     by_rule = rules.price(requests[2:])
     assert costs.price(requests) == [1000.0, 1000.0, *by_rule] and by_rule[0] > 7  # the rest: the fallback
-    assert costs.price(requests) == [1000.0, 1000.0, *by_rule] and len(backend.calls) == 1
+    assert costs.price(requests) == [1000.0, 1000.0, *by_rule] and len(backend.calls) == 2  # two medians, agreeing
     assert costs.stats.rule_priced == {"pad2d"}  # `input` is a leaf, not an operator without a kernel
     again = MeasuredCosts(lang, FakeBackend(), rules, TimingCache(tmp_path / "t.sqlite"), 3, not_timed=LEAVES)
     assert again.price(requests)[0] == 1000.0 and again.stats.cached == 1 and not again.stats.timed
+
+
+class BusyBackend(FakeBackend):
+    """Medians that never agree (a busy machine): 3000, 1000, 3000, 1200, ..."""
+
+    def time_ns(self, lang, op, args, runs):
+        self.calls.append((op, args))
+        return 3000.0 if len(self.calls) % 2 else 1000.0 + 100 * len(self.calls) // 2
+
+
+def test_a_timing_that_never_steadies_is_used_at_its_lowest_but_never_cached(tmp_path):
+    from eqdsl.cost.measured import NOISE_TRIES, noisy_text
+
+    lang = load_language("tensat")
+    rules = RuleCosts(lang, {"gflops": 1, "gbps": 1, "launch_ns": 7})
+    cache = TimingCache(tmp_path / "t.sqlite")
+    costs = MeasuredCosts(lang, BusyBackend(), rules, cache, 3, not_timed=LEAVES)
+    request = [("relu", ((1, 8),), (1, 8))]
+    assert costs.price(request) == [1100.0] and len(costs.backend.calls) == 2 * NOISE_TRIES
+    assert costs.price(request) == [1100.0] and len(costs.backend.calls) == 2 * NOISE_TRIES  # not timed again
+    assert cache.get(costs.device, "relu", ((1, 8),)) is None and len(costs.stats.noisy) == 1
+    assert "1 timing(s) never steady" in noisy_text(costs.stats) and noisy_text(MeasuredCosts(
+        lang, FakeBackend(), rules, cache, 3).stats) == ""
 
 
 @pytest.mark.parametrize("target, message", [

@@ -123,6 +123,18 @@ def test_search_started_from_summerge_never_ends_above_it():
 
 
 @pytest.mark.parametrize("tpr", [0, 1])
+def test_search_from_the_plain_layer_with_the_greedy_programs_unioned_ends_at_or_below_them(tpr):
+    # greedy-dag alone picks per class by its own count and returns more than the shifted program
+    # here; the loaded programs are starts every extraction of the initial e-graph keeps
+    layer = _layer(R=3, S=3, C=4, K=6, Q=2, tpr=tpr)
+    union = Search("union", "greedy-dag", epochs=1, explore_iter=1, alternatives=("summerge", "shifted"))
+    res = compare(LANG, layer, [union, Search("alone", "greedy-dag", epochs=1, explore_iter=1)])
+    assert res.methods["union"].exact
+    assert res.methods["union"].ops.cost <= res.methods["shifted"].ops.cost < res.methods["summerge"].ops.cost
+    assert res.methods["alone"].ops.cost > res.methods["shifted"].ops.cost
+
+
+@pytest.mark.parametrize("tpr", [0, 1])
 def test_cpu_kernel_matches_direct_convolution(tpr):
     layer = _layer(C=3, K=4, Q=3, tpr=tpr)
     kernel = cpu_kernel(summerge(LANG, layer), layer.spec)
@@ -271,6 +283,8 @@ def test_weight_file_errors(tmp_path):
     ("{builder: conv_layer, R: 0, S: 3, C: 2, K: 2, Q: 2}", "program.R: error: expected an int ≥ 1, got 0"),
     ("{builder: conv_layer, R: 1, S: 1, C: 2, K: 2, Q: 2, weights: nope.npy}", "cannot read weight file"),
     ("{builder: conv_layer, R: 1, S: 1, C: 2, K: 2, Q: 2, start: best}", "program.start: error: expected one of layer, summerge, shifted"),
+    ("{builder: conv_layer, R: 1, S: 1, C: 2, K: 2, Q: 2, alternatives: summerge}",
+     "program.alternatives: error: expected a list of layer, summerge, shifted, got 'summerge'"),
 ])
 def test_bad_layer_config_is_a_clean_error(tmp_path, run_cli, program, message):
     (tmp_path / "c.yaml").write_text(f"ruleset: qgym\nprogram: {program}\nschedule: {{kind: pulsed}}\n")
@@ -319,3 +333,30 @@ def test_extraction_can_minimise_flops_instead_of_the_weighted_cost():
     assert flops.costs["add"].constant == 1 and with_cost(lang, "weighted") is lang
     with pytest.raises(ValueError, match="expected weighted or flops"):
         with_cost(lang, "watts")
+
+
+def test_a_conv_layer_run_executes_its_program_as_a_kernel_and_under_bfv(tmp_path, run_cli):
+    pytest.importorskip("tenseal")
+    (tmp_path / "c.yaml").write_text(
+        "ruleset: qgym\nprogram: {builder: conv_layer, R: 1, S: 1, C: 4, K: 4, Q: 2}\n"
+        "schedule: {kind: pulsed, epochs: 1, explore_iter: 1, epoch_extract: greedy-dag}\n"
+        "extract: {method: greedy-dag, compare: []}\nexecute: {device: cpu, runs: 3}\nhe: {batch: 4}\n")
+    code, out, err = run_cli("run", tmp_path / "c.yaml", "--output", tmp_path / "out")
+    assert code == 0, err
+    report = json.loads((tmp_path / "out" / "report.json").read_text())
+    assert report["execution"]["exact"] and report["execution"]["kernel_ms"] > 0 and report["execution"]["ort_conv_ms"] > 0
+    assert report["he"]["ok"] and report["he"]["batch"] == 4
+    assert report["he"]["optimized"]["pt_ct_mul"] <= report["he"]["summerge"]["pt_ct_mul"]
+    assert "executed as Q-gym's cpu kernel" in out and "decrypted outputs equal the integer layer" in out
+
+
+@pytest.mark.parametrize("program, extra, message", [
+    ("{builder: conv_layer, R: 1, S: 2, C: 2, K: 2, Q: 2, tpr: 1}", "he: true", "he: runs one output position (tpr 0)"),
+    ('{text: "program p:\\n  root add(x(0, 0, 0), x(0, 0, 1))"}', "he: true",
+     "he: runs programs whose source builds an HE circuit"),
+    ("{builder: conv_layer, R: 1, S: 1, C: 2, K: 2, Q: 2}", "he: 3", "he: error: expected true/false or a mapping"),
+])
+def test_a_stage_the_program_cannot_run_is_refused_before_optimizing(tmp_path, run_cli, program, extra, message):
+    (tmp_path / "c.yaml").write_text(f"ruleset: qgym\nprogram: {program}\n{extra}\n")
+    code, out, err = run_cli("run", tmp_path / "c.yaml", "--output", tmp_path / "out")
+    assert code == 2 and message in err and "Traceback" not in err and "e-nodes" not in out, err

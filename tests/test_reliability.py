@@ -279,3 +279,22 @@ def test_files_added_during_a_run_are_never_replaced(tmp_path):
     assert (out / "notes.txt").read_text() == "written while the run was going"
     assert (tmp_path / "res-1" / "report.json").exists()
     assert sorted(p.name for p in tmp_path.iterdir()) == ["res", "res-1"]
+
+
+def test_every_flag_and_positional_argument_has_help_text():
+    import argparse
+
+    from eqdsl.cli import build_parser
+
+    missing = []
+
+    def walk(parser: argparse.ArgumentParser, path: str) -> None:
+        for action in parser._actions:
+            if isinstance(action, argparse._SubParsersAction):
+                for name, sub in action.choices.items():
+                    walk(sub, f"{path} {name}")
+            elif not isinstance(action, argparse._HelpAction) and not action.help:
+                missing.append(f"{path}: {'/'.join(action.option_strings) or action.dest}")
+
+    walk(build_parser(), "eqdsl")
+    assert not missing

@@ -150,3 +150,14 @@ def test_pulsed_rules_name_what_is_wrong_in_one_line(tmp_path, run_cli, rules, m
                                      f"schedule: {{kind: pulsed, rules: {rules}}}\n")
     code, _, err = run_cli("run", tmp_path / "c.yaml", "--output", tmp_path / "out", "--quiet")
     assert code == 2 and message in err and err.count(",") < 10, err
+
+
+def test_a_config_names_its_output_relative_to_itself_and_the_default_is_the_current_folder(tmp_path, monkeypatch):
+    (tmp_path / "cfg").mkdir()
+    shutil.copy(EXAMPLES / "arith" / "input.eqr", tmp_path / "cfg" / "input.eqr")
+    (tmp_path / "cfg" / "named.yaml").write_text("ruleset: arith\nprogram: input.eqr\noutput: out\n")
+    (tmp_path / "cfg" / "unnamed.yaml").write_text("ruleset: arith\nprogram: input.eqr\n")
+    (tmp_path / "elsewhere").mkdir()
+    monkeypatch.chdir(tmp_path / "elsewhere")
+    assert load_config(tmp_path / "cfg" / "named.yaml").output == tmp_path / "cfg" / "out"
+    assert load_config(tmp_path / "cfg" / "unnamed.yaml").output.as_posix() == "results/unnamed"

@@ -35,7 +35,8 @@ def test_sweep_runs_every_task_records_failures_and_skips_finished_ones(tmp_path
     assert float(rows[0]["speedup_pct"]) > 0 and (tmp_path / "out" / "results.md").read_text().count("\n") == 6
     task = json.loads((tmp_path / "out" / "tasks" / f"{rows[1]['task']}.json").read_text())
     assert task["ok"] and task["rule_matches"] and task["config"]["schedule"]["seed"] == 0
-    assert (tmp_path / "out" / "speedup_vs_time.png").stat().st_size > 0
+    assert (tmp_path / "out" / "plots" / "speedup_vs_time_input.png").stat().st_size > 0  # one file per model
+    assert (tmp_path / "out" / "plots" / "rules_heatmap.png").stat().st_size > 0
     code, out, _ = run_cli("sweep", path)  # again: only the failed task runs
     assert code == 1 and out.count("] schedule=") == 1 and "FAILED" in out
 

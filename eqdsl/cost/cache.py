@@ -66,32 +66,43 @@ def check_cache_file(path: Path) -> None:
 
 
 class TimingCache:
+    """The SQLite timing cache. An SQLite failure after the file was checked (another process holds
+    it locked past the 30 s wait, the disk is full, the file changed under us) is an `EqdslError`
+    naming the file."""
+
     def __init__(self, path: Path) -> None:
         self.path = path
         check_cache_file(path)
         path.parent.mkdir(parents=True, exist_ok=True)
         self._db = sqlite3.connect(path, timeout=30.0, isolation_level=None)  # autocommit: short writes
-        self._db.execute("PRAGMA journal_mode=WAL")
-        self._db.execute(SCHEMA)
+        self._execute("PRAGMA journal_mode=WAL")
+        self._execute(SCHEMA)
+
+    def _execute(self, sql: str, values: tuple = ()) -> sqlite3.Cursor:
+        try:
+            return self._db.execute(sql, values)
+        except sqlite3.Error as err:
+            raise EqdslError.one(f"timing cache {self.path}: {err} (another eqdsl run may hold it; if the "
+                                 "file is damaged, delete it to start a new one)") from None
 
     def get(self, device: str, op: str, args: tuple[Any, ...]) -> float | None:
-        row = self._db.execute("SELECT ns FROM timings WHERE device = ? AND op = ? AND args = ?",
-                               (device, op, args_key(args))).fetchone()
+        row = self._execute("SELECT ns FROM timings WHERE device = ? AND op = ? AND args = ?",
+                            (device, op, args_key(args))).fetchone()
         return None if row is None else float(row[0])
 
     def put(self, device: str, op: str, args: tuple[Any, ...], ns: float, runs: int) -> float:
         """Record a timing; returns the value stored for the key (an earlier writer's, if any)."""
         now = datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
-        self._db.execute("INSERT OR IGNORE INTO timings VALUES (?, ?, ?, ?, ?, ?)",
-                         (device, op, args_key(args), ns, runs, now))
+        self._execute("INSERT OR IGNORE INTO timings VALUES (?, ?, ?, ?, ?, ?)",
+                      (device, op, args_key(args), ns, runs, now))
         stored = self.get(device, op, args)
         assert stored is not None
         return stored
 
     def count(self, device: str | None = None) -> int:
         if device is None:
-            return int(self._db.execute("SELECT COUNT(*) FROM timings").fetchone()[0])
-        return int(self._db.execute("SELECT COUNT(*) FROM timings WHERE device = ?", (device,)).fetchone()[0])
+            return int(self._execute("SELECT COUNT(*) FROM timings").fetchone()[0])
+        return int(self._execute("SELECT COUNT(*) FROM timings WHERE device = ?", (device,)).fetchone()[0])
 
     def close(self) -> None:
         self._db.close()

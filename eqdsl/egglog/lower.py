@@ -460,15 +460,40 @@ def _groups(lang: ir.Language) -> list[str]:
 def load_program(program: ir.Program, lowered: Lowered) -> str:
     """One rule with local lets (fast for big programs), run once; roots marked by relation."""
     lang = lowered.language
-    actions = []
-    for i, node in enumerate(program.nodes):
-        args = " ".join(f"_n{a.index}" if isinstance(a, ir.Child) else show(literal(a)) for a in node.args)
-        actions.append(f"(let _n{i} ({egg_name(node.op)}{' ' + args if args else ''}))")
+    actions = _node_lets(program, "_n")
     # `?x != num(0)` is a join in egglog: the ground term must exist for the test to mean anything.
     actions += [f"(let _g{i} {t})" for i, t in enumerate(_ground_condition_terms(lang))]
     for k, root in enumerate(program.roots):
         actions.append(f"({root_rel(lang.ops[program.nodes[root].op].result)} _n{root} {k})")
-    return (f"(rule () ({' '.join(actions)}) :ruleset load :name \"load:{program.name}\")\n"
+    return _run_once(actions, program.name)
+
+
+def union_text(program: ir.Program, alternatives: tuple[ir.Program, ...], lowered: Lowered) -> str:
+    """Add each alternative and union its roots with `program`'s, in order (`program` is rebuilt
+    by its lets: the same terms, so the classes it is already in). Raises `EqdslError` when an
+    alternative's roots do not match `program`'s in number and sort."""
+    ops = lowered.language.ops
+    actions = _node_lets(program, "_n")
+    for j, alt in enumerate(alternatives):
+        sorts = [ops[alt.nodes[r].op].result for r in alt.roots]
+        if sorts != [ops[program.nodes[r].op].result for r in program.roots]:
+            raise EqdslError.one(f"alternative program '{alt.name}' has roots of sorts {sorts}; expected "
+                                 f"those of '{program.name}', in the same order")
+        actions += _node_lets(alt, f"_a{j}_")
+        actions += [f"(union _n{r} _a{j}_{a})" for r, a in zip(program.roots, alt.roots)]
+    return _run_once(actions, f"{program.name}+alternatives")
+
+
+def _node_lets(program: ir.Program, prefix: str) -> list[str]:
+    lets = []
+    for i, node in enumerate(program.nodes):
+        args = " ".join(f"{prefix}{a.index}" if isinstance(a, ir.Child) else show(literal(a)) for a in node.args)
+        lets.append(f"(let {prefix}{i} ({egg_name(node.op)}{' ' + args if args else ''}))")
+    return lets
+
+
+def _run_once(actions: list[str], name: str) -> str:
+    return (f"(rule () ({' '.join(actions)}) :ruleset load :name \"load:{name}\")\n"
             f"(run load 1)\n")
 
 

@@ -2,6 +2,8 @@
 
 Contract: `program_text(live, selection)` prints a program `load_program_text` reads back;
 `selection_program` builds the same program directly. Value classes become literal arguments.
+`program_selection(live, program)` is the inverse: the selection of a program the e-graph holds
+(a loaded one), or None where one of its nodes is not there.
 """
 from __future__ import annotations
 
@@ -73,3 +75,31 @@ def selection_program(live: LiveEGraph, selection: Selection, name: str = "optim
 def _literal_arg(value: Value):
     return tuple(value) if isinstance(value, list) else value
 
+
+
+def program_selection(live: LiveEGraph, program: ir.Program) -> Selection | None:
+    """The nodes of the e-graph that make up `program`, matched bottom-up by operator and child
+    classes; None where a node is missing (or blocked)."""
+    p = live.problem
+    value_class = {_value_key(live.values[cid]): c for c, cid in enumerate(p.class_ids) if cid in live.values}
+    by_shape = {(n.op, n.children): i for i, n in enumerate(p.nodes) if p.allowed(i)}
+    selection: Selection = {}
+    classes: list[int] = []
+    for node in program.nodes:
+        kids = tuple(classes[a.index] if isinstance(a, ir.Child) else value_class.get(_value_key(a), -1)
+                     for a in node.args)
+        found = by_shape.get((node.op, kids))
+        if found is None:
+            return None
+        for a, k in zip(node.args, kids):
+            if not isinstance(a, ir.Child):
+                selection[k] = p.class_nodes[k][0]
+        classes.append(p.nodes[found].eclass)
+        # a class holding two of its nodes keeps the first (a descendant of the other: no cycle)
+        selection.setdefault(classes[-1], found)
+    return selection
+
+
+def _value_key(value) -> tuple[str, object]:
+    """A literal as a dict key: its type with it (True and 1 are different literals)."""
+    return type(value).__name__, tuple(value) if isinstance(value, (list, tuple)) else value

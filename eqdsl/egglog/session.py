@@ -10,7 +10,7 @@ extracts mid-run without knowing how the e-graph is read back. The e-graph is re
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, NamedTuple
 
 from egglog import bindings
@@ -19,10 +19,11 @@ from eqdsl import ir
 from eqdsl.cost.model import CostModel, RuleCosts
 from eqdsl.diagnostics import EqdslError
 from eqdsl.egglog.live import LiveEGraph, live_problem
-from eqdsl.egglog.lower import SAMPLE_GENERATION, Lowered, load_program
-from eqdsl.egglog.readback import selection_program
+from eqdsl.egglog.lower import SAMPLE_GENERATION, Lowered, load_program, union_text
+from eqdsl.egglog.readback import program_selection, selection_program
 from eqdsl.egglog.table import node_table
 from eqdsl.extract.result import Extraction, Extractor
+from eqdsl.extract.starts import cheapest_known
 
 
 @dataclass(frozen=True)
@@ -54,6 +55,7 @@ class EGraphSession:
         self._sampled_declared = False
         self._generation = 0  # never reused, not even after a pop
         self._frozen_nodes: dict[tuple, FrozenNode] = {}  # see _node_for_row
+        self.loaded: tuple[ir.Program, ...] = ()  # the programs loaded since the reset (alternatives included)
 
     def declare_sampled(self) -> None:
         """Declare the multi-pattern rules' sampled forms (`Lowered.sampled`), once; outside any
@@ -85,6 +87,13 @@ class EGraphSession:
     def load(self, program: ir.Program) -> None:
         self._execute(load_program(program, self.lowered), f"loading program '{program.name}'")
         self.saturate_analysis()
+        self.loaded += (program,)
+
+    def union_alternatives(self, program: ir.Program, alternatives: tuple[ir.Program, ...]) -> None:
+        """Add programs equal to the loaded `program` root by root, each root unioned with its."""
+        self._execute(union_text(program, alternatives, self.lowered), "adding the alternative programs")
+        self.saturate_analysis()
+        self.loaded += alternatives
 
     def define_ruleset(self, name: str, rules: list[str]) -> None:
         """A ruleset running the named rules of the language together (a schedule's subset)."""
@@ -201,10 +210,15 @@ class EGraphSession:
             raise EqdslError.one(f"egglog failed to read the e-graph back: {_first_lines(str(err))}") from None
         return live_problem(table, self.lowered, self.costs)
 
-    def extract_now(self, extractor: Extractor, name: str) -> tuple[ir.Program, Extraction]:
-        """Extract every root with `extractor`; the program is named `name`."""
+    def extract_now(self, extractor: Extractor, name: str,
+                    known: tuple[ir.Program, ...] = ()) -> tuple[ir.Program, Extraction]:
+        """Extract every root with `extractor`; the program is named `name`. `known`: programs the
+        e-graph holds (`self.loaded`, say), given to the extractor as starts: the result costs at
+        most the cheapest of them."""
         live = self.live()
-        extraction = extractor.extract(live.problem)
+        selections = (program_selection(live, p) for p in known)
+        live = replace(live, problem=replace(live.problem, known=tuple(s for s in selections if s is not None)))
+        extraction = cheapest_known(live.problem, extractor.extract(live.problem))
         return selection_program(live, extraction.selection, name), extraction
 
     def serialize(self) -> dict:

@@ -185,11 +185,16 @@ def check_executable(program: ir.Program, device: str) -> None:
                              f"{', '.join(repr(op) for op in foreign[:6])} are not among them (use `validate:` "
                              "to check any language's programs)", path="execute")
     if device == "cuda":
-        from numba import cuda
+        require_cuda()
 
-        if not cuda.is_available():
-            raise EqdslError.one("execute: cuda needs a CUDA GPU and driver; none found (`execute: cpu` runs "
-                                 "on this machine's CPU kernels)", path="execute.device")
+
+def require_cuda() -> None:
+    """Raises `EqdslError` for `execute: cuda` where no CUDA GPU and driver are found."""
+    from numba import cuda
+
+    if not cuda.is_available():
+        raise EqdslError.one("execute: cuda needs a CUDA GPU and driver; none found (`execute: cpu` runs "
+                             "on this machine's CPU kernels)", path="execute.device")
 
 
 @dataclass(frozen=True)

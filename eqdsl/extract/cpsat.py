@@ -37,12 +37,13 @@ from __future__ import annotations
 import math
 import os
 import time
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from functools import partial
 
 from ortools.sat.python import cp_model, cp_model_helper
 
 from eqdsl import graphs
+from eqdsl import status as live_status
 from eqdsl.diagnostics import EqdslError
 from eqdsl.extract.bound import dag_lower_bound
 from eqdsl.extract.dag import best_greedy
@@ -51,7 +52,7 @@ from eqdsl.extract.egraph import ExtractionProblem, Selection, dag_cost, restric
 from eqdsl.extract.greedy import tree_greedy, unreachable_roots_error
 from eqdsl.extract.prune import Pruned, prune, usable_nodes
 from eqdsl.extract.result import Extraction, ExtractStatus
-from eqdsl.extract.starts import Start, start_names
+from eqdsl.extract.starts import Start, cheapest_known, start_names
 from eqdsl.fields import is_bool, one_of, option
 from eqdsl.graphs import filter_cycles
 from eqdsl.worker import Budget, Stopped, guarded
@@ -81,6 +82,14 @@ class _Search:
     parts: int = 0  # solved as this many independent parts (0: as a whole)
     switched: bool = False  # auto: lp proved nothing in its share of the time, core searched the parts
     choice: Selection | None = None  # the last program taken, before `restrict` (parts build on it)
+    started: float = field(default_factory=time.perf_counter)
+    trace: list[tuple[float, float, float]] = field(default_factory=list)  # (seconds, cost, bound) per round
+
+    def note_round(self) -> None:
+        """The best program's cost and the bound now: the live status line and the trace."""
+        self.trace.append((time.perf_counter() - self.started, self.cost, self.bound))
+        live_status.update(incumbent=self.cost, note=f"CP-SAT round {self.rounds + 1}",
+                           **({"bound": self.bound} if math.isfinite(self.bound) else {}))
 
     def take(self, problem: ExtractionProblem, choice: Selection, optimal: bool) -> None:
         selection = restrict(problem, choice)
@@ -295,8 +304,14 @@ def _forbid_two_cycles(m, problem, class_nodes, x) -> None:
             _forbid_class_cycle(m, problem, class_nodes, x, [a, b])
 
 
-def _solve(solver: cp_model.CpSolver, built: _Model) -> tuple[cp_model.CpSolverStatus, tuple[Selection, float] | None]:
-    """Status, and the solution and bound read inside the (possibly guarded) process that solved."""
+def _solve(solver: cp_model.CpSolver, built: _Model, whole: bool = True,
+           ) -> tuple[cp_model.CpSolverStatus, tuple[Selection, float] | None]:
+    """Status, and the solution and bound read inside the (possibly guarded) process that solved.
+    `whole`: the model is the whole problem, so its bound is the problem's (the live status line
+    shows it as it rises; a part's bound is not, and a round's solutions may be cyclic: the line
+    shows only valid programs' costs, `_search`)."""
+    if whole and live_status.active():
+        solver.best_bound_callback = lambda bound: live_status.update(bound=bound / built.scale)
     status = solver.solve(built.model)
     if status not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
         return status, None
@@ -370,10 +385,12 @@ class CpSatExtractor:
         if warm.cost <= floor:
             return self._result(problem, warm.selection, warm.cost, warm.cost, True, time.perf_counter() - t0,
                                 0, 0, pruning + "; the warm start meets the DAG lower bound")
-        search = self._solve(problem, pruned, class_nodes, _Search(warm.selection, warm.cost, floor or -math.inf),
-                             deadline)
+        start = _Search(warm.selection, warm.cost, floor or -math.inf, started=t0)
+        search = self._solve(problem, pruned, class_nodes, start, deadline)
+        search.note_round()
         result = self._result(problem, search.best, search.cost, search.bound, search.proven,
                               time.perf_counter() - t0, search.rounds, search.cuts, pruning)
+        result = replace(result, trace=tuple((round(t, 4), c, b) for t, c, b in search.trace if math.isfinite(b)))
         if not search.from_solver and search.rounds:
             result = replace(result, note=f"{result.note}; CP-SAT found nothing better than the {warm.method} "
                                           "warm start")
@@ -438,7 +455,10 @@ class CpSatExtractor:
         while (remaining := deadline - time.perf_counter()) > 0:
             solver = self._solver(remaining, search)
             self._hint(built, s.best if base is None else base)
-            done = guarded(partial(_solve, solver, built), Budget(deadline=time.monotonic() + 1.1 * remaining + 1.0))
+            if base is None:  # a part's cost and bound are not the problem's
+                s.note_round()
+            done = guarded(partial(_solve, solver, built, base is None),
+                           Budget(deadline=time.monotonic() + 1.1 * remaining + 1.0))
             s.rounds += 1
             if isinstance(done, Stopped):  # CP-SAT overran its own limit (presolve of huge models)
                 s.overran = True
@@ -526,8 +546,8 @@ class CpSatExtractor:
 
     def _warm(self, problem: ExtractionProblem) -> Extraction:
         """A valid start whatever the costs' signs (the greedy extractors' own checks refuse
-        negative costs; as a start their choice is still valid)."""
-        return self.warm_start(problem)
+        negative costs; as a start their choice is still valid), or a known program if cheaper."""
+        return cheapest_known(problem, self.warm_start(problem))
 
     def _solver(self, seconds: float, search: str) -> cp_model.CpSolver:
         solver = cp_model.CpSolver()

@@ -11,12 +11,14 @@ from __future__ import annotations
 
 import json
 import math
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Sequence
 
 from eqdsl.diagnostics import EqdslError
 from eqdsl.graphs import CycleFound, children_first
+
+Selection = dict[int, int]  # class index → node index
 
 
 @dataclass(frozen=True)
@@ -35,6 +37,9 @@ class ExtractionProblem:
     class_nodes: tuple[tuple[int, ...], ...]  # node indices of each class
     roots: tuple[int, ...]  # class indices, in root order
     blocked: frozenset[int] = frozenset()  # node indices that may not be chosen (filtered/subsumed)
+    # complete, acyclic selections of programs the e-graph is known to hold (the ones it was loaded
+    # with): an extractor may start from them (`eqdsl.extract.starts.cheapest_known`)
+    known: tuple[Selection, ...] = field(default=(), compare=False)
 
     @property
     def num_classes(self) -> int:
@@ -46,9 +51,6 @@ class ExtractionProblem:
     @property
     def has_negative_costs(self) -> bool:
         return any(n.cost < 0 for n in self.nodes)
-
-
-Selection = dict[int, int]  # class index → node index
 
 
 def build_problem(raw_nodes: Sequence[tuple[str, str, str, Sequence[str], float, bool]],
@@ -180,6 +182,16 @@ class IncompleteSelection(Exception):
 def dag_cost(problem: ExtractionProblem, selection: Selection) -> float:
     """Cost with shared subterms counted once (the selection must be acyclic and complete)."""
     return sum(problem.nodes[selection[c]].cost for c in reachable(problem, selection))
+
+
+def cost_by_op(problem: ExtractionProblem, selection: Selection) -> dict[str, float]:
+    """The DAG cost split by operator (nodes of cost 0 left out), dearest first."""
+    by_op: dict[str, float] = {}
+    for c in reachable(problem, selection):
+        node = problem.nodes[selection[c]]
+        if node.cost:
+            by_op[node.op] = by_op.get(node.op, 0.0) + node.cost
+    return dict(sorted(by_op.items(), key=lambda kv: -kv[1]))
 
 
 def tree_cost(problem: ExtractionProblem, selection: Selection) -> float:

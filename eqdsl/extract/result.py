@@ -30,6 +30,7 @@ class Extraction:
     seconds: float
     bound: float | None = None
     note: str = ""
+    trace: tuple[tuple[float, float, float], ...] = ()  # (seconds, best cost, bound) as an exact search went
 
     @property
     def gap(self) -> float | None:

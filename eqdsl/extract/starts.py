@@ -11,7 +11,7 @@ import time
 from typing import Callable
 
 from eqdsl.extract.dag import best_greedy
-from eqdsl.extract.egraph import ExtractionProblem, dag_cost
+from eqdsl.extract.egraph import ExtractionProblem, dag_cost, restrict
 from eqdsl.extract.greedy import tree_selection
 from eqdsl.extract.result import Extraction, ExtractStatus
 
@@ -24,6 +24,18 @@ def tree_start(problem: ExtractionProblem) -> Extraction:
     selection = tree_selection(problem)
     return Extraction("greedy", selection, dag_cost(problem, selection), ExtractStatus.HEURISTIC,
                       time.perf_counter() - t0)
+
+
+def cheapest_known(problem: ExtractionProblem, than: Extraction) -> Extraction:
+    """`than`, or the cheaper of the problem's known programs (`ExtractionProblem.known`) if one
+    costs less."""
+    best = than
+    for selection in problem.known:
+        cost = dag_cost(problem, selection)
+        if cost < best.cost:
+            best = Extraction(than.method, restrict(problem, selection), cost, ExtractStatus.HEURISTIC, than.seconds,
+                              note=f"a loaded program (the {than.method} result cost {than.cost:.12g})")
+    return best
 
 
 STARTS: dict[str, Start] = {"greedy": tree_start, "greedy-dag": best_greedy}

@@ -46,6 +46,7 @@ import time
 from dataclasses import dataclass, field, replace
 from typing import ClassVar
 
+from eqdsl import status as live_status
 from eqdsl.egglog.session import EGraphSession, StepResult
 from eqdsl.extract.registry import extractor_names, is_exact, make_extractor
 from eqdsl.extract.result import Extractor
@@ -161,6 +162,7 @@ class MctsScheduler:
         self.applied += best.path
         steps.append(SearchStep(len(steps) + 1, best.path[-1], best.visits, best.mean, session.size(),
                                 self._cost(session, ()), iterations, time.perf_counter() - t0))
+        live_status.update(step=len(steps), best=steps[-1].cost, note=f"applied {rule}")
         return loop.check_before()  # (a rule that changed nothing more is not the end of the search)
 
     def _search(self, session: EGraphSession, loop: LimitedLoop) -> tuple[TreeNode, int]:
@@ -175,6 +177,7 @@ class MctsScheduler:
             finally:
                 session.pop()
             done += 1
+            live_status.update(note=f"search iteration {done}/{self.cfg.budget}")
         return root, done
 
     def _iteration(self, session: EGraphSession, root: TreeNode) -> None:

@@ -43,6 +43,26 @@ class Baselines:
 
 
 @dataclass(frozen=True)
+class RunnerOutcome:
+    """What a source's runner found: `ok` False fails the run (exit 1); `report` is its report.json
+    section; `lines` go into the summary."""
+
+    ok: bool
+    report: dict[str, Any]
+    lines: tuple[str, ...]
+
+
+class ProgramRunner(Protocol):
+    """A source's own way to run its programs for a stage (`execute:`, `he:`) where eqdsl's tensor
+    executor does not apply (Q-gym's convolution kernels). `check(settings)` raises `EqdslError`
+    before the run optimizes anything if it cannot run here; `run(program, settings)` runs one."""
+
+    def check(self, settings: Any) -> None: ...
+
+    def run(self, program: ir.Program, settings: Any) -> RunnerOutcome: ...
+
+
+@dataclass(frozen=True)
 class SourceProgram:
     program: ir.Program
     baselines: Baselines | None = None
@@ -51,6 +71,10 @@ class SourceProgram:
     default_export: str | None = None  # the export a run does unless its config says `export: false`
     notes: tuple[str, ...] = ()  # what reading the source changed (an ONNX opset conversion), said in the summary
     fixed_inputs: Mapping[str, np.ndarray] = field(default_factory=dict)  # model inputs fixed to constants
+    # programs equal to `program` root by root (another method's result on the same input), unioned
+    # with it in the e-graph: the search starts from all of them, so it can only improve on them
+    alternatives: tuple[ir.Program, ...] = ()
+    runners: Mapping[str, ProgramRunner] = field(default_factory=dict)  # stage key ("execution", "he") → runner
 
 
 class ProgramSource(Protocol):

@@ -23,7 +23,9 @@ from eqdsl.sweep.tasks import run_task_isolated, task_result, task_work
 from eqdsl.worker import reap_quietly, start_lineage, wait_lineages
 
 MARKER = ".eqdsl-sweep"
-SWEEP_FILES = frozenset({MARKER, "tasks", "results.csv", "results.md", "speedup_vs_time.png", "rules_heatmap.png"})
+# "plots" holds the figures; the two .png names are where sweeps before it drew them
+SWEEP_FILES = frozenset({MARKER, "tasks", "results.csv", "results.md", "plots", "speedup_vs_time.png",
+                         "rules_heatmap.png"})
 Progress = Callable[[Task, dict[str, Any], int, int], None]  # task, result, done, total
 
 

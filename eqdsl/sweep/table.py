@@ -2,8 +2,9 @@
 
 Contract: `write_tables(out, sweep, results)` writes both tables atomically (columns: task id,
 the label keys, status, original and best cost, speedup %, optimization seconds, nodes, stop,
-error); `write_plots(...)` draws speedup against optimization time per model and the
-rule-application heatmap (tasks × rules, matches kept) with matplotlib, and returns a note
+error); `write_plots(...)` draws, in `plots/`, the predicted cost removed against optimization time
+(one file per model; colour: method, marker: seed) and the rule-application heatmap (tasks ×
+rules, matches kept, rules by the names users gave them) with matplotlib, and returns a note
 instead when matplotlib is not installed (`pip install 'eqdsl[sweep]'`).
 """
 from __future__ import annotations
@@ -59,46 +60,86 @@ def write_plots(out: Path, sweep: Sweep, results: dict[str, dict[str, Any]]) -> 
     ok = [(t, results[t.id]) for t in sweep.tasks if results.get(t.id, {}).get("ok")]
     if not ok:
         return "plots skipped: no task finished"
-    _speedup_vs_time(plt, ok, out / "speedup_vs_time.png")
-    _heatmap(plt, ok, out / "rules_heatmap.png")
-    return "plots: speedup_vs_time.png, rules_heatmap.png"
+    (out / PLOTS).mkdir(exist_ok=True)
+    written = [_speedup_vs_time(plt, ok, model, out / PLOTS) for model in sorted({_model(t) for t, _ in ok})]
+    if _heatmap(plt, ok, out / PLOTS / "rules_heatmap.png"):
+        written.append("rules_heatmap.png")
+    return f"plots in {PLOTS}/: {', '.join(written)}"
 
 
-def _model(labels: dict[str, str]) -> str:
-    return next((v for k, v in labels.items() if k.startswith("program")), "program")
+PLOTS = "plots"  # the sweep's figures: one speedup_vs_time_<model>.png per model, rules_heatmap.png
 
 
-def _method(labels: dict[str, str]) -> str:
-    return ", ".join(f"{k}={v}" for k, v in labels.items() if not k.startswith("program") and k != "seed") or "run"
+def _model(task) -> str:
+    """The grid's program value, else what the base config's program names (file stem, builder)."""
+    labelled = next((v for k, v in task.labels if k.startswith("program")), None)
+    if labelled is not None:
+        return labelled
+    program = task.config.get("program")
+    if isinstance(program, dict):
+        named = program.get("builder") or program.get("onnx") or program.get("file") or "program"
+        return Path(str(named)).stem
+    return Path(program).stem if isinstance(program, str) and "\n" not in program else "program"
 
 
-def _speedup_vs_time(plt, ok: list, path: Path) -> None:
-    models = sorted({_model(dict(t.labels)) for t, _ in ok})
-    fig, axes = plt.subplots(1, len(models), figsize=(4.5 * len(models), 3.6), squeeze=False)
-    for ax, model in zip(axes[0], models):
-        for method in sorted({_method(dict(t.labels)) for t, _ in ok}):
-            points = [(r["optimization_seconds"], r["speedup_pct"]) for t, r in ok
-                      if _model(dict(t.labels)) == model and _method(dict(t.labels)) == method]
+def _method(task) -> str:
+    return ", ".join(f"{k}={v}" for k, v in task.labels if not k.startswith("program") and k != "seed") or "run"
+
+
+def _seed(task) -> str:
+    return dict(task.labels).get("seed", "")
+
+
+MARKERS = "os^Dv<>P*X"  # one per seed
+
+
+def _speedup_vs_time(plt, ok: list, model: str, folder: Path) -> str:
+    """One figure per model: each method a colour, each seed a marker, the legend beside the axes."""
+    mine = [(t, r) for t, r in ok if _model(t) == model]
+    methods, seeds = sorted({_method(t) for t, _ in mine}), sorted({_seed(t) for t, _ in mine})
+    fig, ax = plt.subplots(figsize=(6.4, 4.0))
+    for colour, method in enumerate(methods):
+        for marker, seed in zip(MARKERS * len(seeds), seeds):
+            points = [(r["optimization_seconds"], r["speedup_pct"]) for t, r in mine
+                      if _method(t) == method and _seed(t) == seed]
             if points:
-                ax.scatter(*zip(*points), label=method[:40], s=24)
-        ax.set(title=model, xlabel="optimization time (s)", ylabel="speedup (% cheaper)")
-    axes[0][0].legend(fontsize=6)
-    replace_atomically(path, lambda tmp: fig.savefig(tmp, dpi=120, bbox_inches="tight"))
+                ax.scatter(*zip(*points), color=f"C{colour % 10}", marker=marker, s=36,
+                           label=method + (f" (seed {seed})" if seed else ""))
+    ax.set(title=model, xlabel="optimization time (s)", ylabel="predicted cost removed (% of the input's)")
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.02, 1.0), borderaxespad=0)
+    name = "speedup_vs_time_" + "".join(c if c.isalnum() or c in "-_." else "_" for c in model) + ".png"
+    replace_atomically(folder / name, lambda tmp: fig.savefig(tmp, dpi=120, bbox_inches="tight"))
     plt.close(fig)
+    return name
 
 
-def _heatmap(plt, ok: list, path: Path) -> None:
-    rules = sorted({rule for _, r in ok for rule, n in r["rule_matches"].items() if n})
+def rule_label(name: str) -> str:
+    """The name a user gave the rule (eqdsl's generated variants, `r__gated`, `r__record`, count as `r`)."""
+    return name.split("__")[0]
+
+
+def _heatmap(plt, ok: list, path: Path) -> bool:
+    counts = [_by_rule(r["rule_matches"]) for _, r in ok]
+    rules = sorted({rule for c in counts for rule, n in c.items() if n})
     if not rules:
-        return
-    names = [f"{_model(dict(t.labels))} {_method(dict(t.labels))[:36]} {dict(t.labels).get('seed', '')}" for t, _ in ok]
-    grid = [[r["rule_matches"].get(rule, 0) for rule in rules] for _, r in ok]
-    fig, ax = plt.subplots(figsize=(max(6, 0.12 * len(rules)), max(3, 0.3 * len(names))))
+        return False
+    names = [f"{_model(t)} · {_method(t)}" + (f" · seed {_seed(t)}" if _seed(t) else "") for t, _ in ok]
+    grid = [[c.get(rule, 0) for rule in rules] for c in counts]
+    fig, ax = plt.subplots(figsize=(max(6.0, 0.16 * len(rules) + 3), max(3.0, 0.32 * len(names) + 1.5)))
     image = ax.imshow([[0 if v == 0 else 1 + math.log10(v) for v in row] for row in grid],
                       aspect="auto", cmap="viridis")
-    ax.set_xticks(range(len(rules)), rules, rotation=90, fontsize=5)
-    ax.set_yticks(range(len(names)), names, fontsize=6)
+    ax.set_xticks(range(len(rules)), rules, rotation=90, fontsize=7)
+    ax.set_yticks(range(len(names)), names, fontsize=7)
+    ax.set_xlabel("rule")
     fig.colorbar(image, ax=ax, label="1 + log10(matches kept)")
     replace_atomically(path, lambda tmp: fig.savefig(tmp, dpi=120, bbox_inches="tight"))
     plt.close(fig)
+    return True
 
+
+def _by_rule(matches: dict[str, int]) -> dict[str, int]:
+    summed: dict[str, int] = {}
+    for name, n in matches.items():
+        summed[rule_label(name)] = summed.get(rule_label(name), 0) + n
+    return summed

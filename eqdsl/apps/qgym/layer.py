@@ -187,20 +187,31 @@ def layer_start(params: dict) -> str:
     return start
 
 
+def layer_alternatives(params: dict, start: str) -> tuple[str, ...]:
+    """The programs unioned with the start in the e-graph (`alternatives` param, checked; default:
+    the greedy programs other than the start), so the search can only end at or below them."""
+    default = [a for a in STARTS[1:] if a != start]
+    chosen = params.get("alternatives", default)
+    if not isinstance(chosen, list) or any(a not in STARTS for a in chosen):
+        raise EqdslError.one(f"expected a list of {', '.join(STARTS)}, got {chosen!r}", path="program.alternatives")
+    return tuple(dict.fromkeys(a for a in chosen if a != start))
+
+
 def layer_from_params(params: dict, base: Path) -> QuantizedLayer:
-    """The layer of a `conv_layer` program's params (`start` is the search's, not the layer's)."""
+    """The layer of a `conv_layer` program's params (`start` and `alternatives` are the search's,
+    not the layer's)."""
     weights_file = params.get("weights")
     values = {}
     for key, value in params.items():
-        if key == "start":
+        if key in ("start", "alternatives"):
             continue
         if key == "weights":
             if not isinstance(value, str) or not value:
                 raise EqdslError.one(f"expected a path to a .npy file, got {value!r}", path="program.weights")
             continue
         if key not in LAYER_PARAMS:
-            raise EqdslError.one(f"unknown parameter for conv_layer; expected one of: "
-                                 f"{', '.join([*LAYER_PARAMS, 'weights', 'start'])}", path=f"program.{key}")
+            known = ", ".join([*LAYER_PARAMS, "weights", "start", "alternatives"])
+            raise EqdslError.one(f"unknown parameter for conv_layer; expected one of: {known}", path=f"program.{key}")
         least = LAYER_PARAMS[key]
         if not isinstance(value, int) or isinstance(value, bool) or value < least:
             raise EqdslError.one(f"expected an int ≥ {least}, got {value!r}", path=f"program.{key}")

@@ -37,6 +37,7 @@ class Search:
     time_limit_s: float = 300.0
     start: str = "layer"  # or "summerge" / "shifted": search from that program (layer.STARTS)
     cost: str = "weighted"  # what extraction minimises: "weighted" (2·mul + add) or "flops" (mul + add)
+    alternatives: tuple[str, ...] = ()  # greedy programs unioned with the start ("summerge", "shifted")
 
 
 def with_cost(lang: ir.Language, cost: str) -> ir.Language:
@@ -75,15 +76,19 @@ class LayerResult:
 
 
 
-def optimize(lang: ir.Language, layer: QuantizedLayer, search: Search,
-             start: ir.Program | None = None) -> tuple[ir.Program, ScheduleOutcome]:
-    """`start`: the program `search.start` names, if the caller has built it already."""
+def optimize(lang: ir.Language, layer: QuantizedLayer, search: Search, start: ir.Program | None = None,
+             built: dict[str, ir.Program] | None = None) -> tuple[ir.Program, ScheduleOutcome]:
+    """`start`: the program `search.start` names, if the caller has built it already; `built`: the
+    programs already built, by start name (the alternatives are taken from it, else built)."""
+    built = built or {}
     start = start if start is not None else start_program(lang, layer, search.start)
+    alternatives = tuple(built.get(a) or start_program(lang, layer, a) for a in search.alternatives)
     schedule = PulsedConfig(node_limit=search.node_limit, time_limit_s=search.time_limit_s, epochs=search.epochs,
                             explore_iter=search.explore_iter, epoch_extract=search.extract,
                             epoch_time_limit_s=search.epoch_time_limit_s)
     # the pulsed schedule leaves exactly its best program in the e-graph: tree greedy returns it
-    result = optimize_program(with_cost(lang, search.cost), start, schedule, ExtractConfig(method="greedy", compare=()))
+    result = optimize_program(with_cost(lang, search.cost), start, schedule, ExtractConfig(method="greedy", compare=()),
+                              alternatives=alternatives)
     assert result.outcome is not None
     return result.optimized_program(search.name), result.outcome
 
@@ -129,7 +134,7 @@ def compare(lang: ir.Language, layer: QuantizedLayer, searches: list[Search]) ->
     _record(result, "shifted", shifted, time.perf_counter() - t0, "no gain" if shifted is merged else "level shift")
     for search in searches:
         t0 = time.perf_counter()
-        program, outcome = optimize(lang, layer, search, result.programs.get(search.start))
+        program, outcome = optimize(lang, layer, search, result.programs.get(search.start), result.programs)
         epochs = ", ".join(f"{e.cost:.0f}" for e in outcome.epochs)
         _record(result, search.name, program, time.perf_counter() - t0, epochs)
     return result

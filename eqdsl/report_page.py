@@ -1,0 +1,234 @@
+"""One self-contained HTML page per run (`eqdsl report RESULTS_DIR`, `report: html` in a run).
+
+Contract: `page(report)` turns a run's `report.json` (as `eqdsl.report.report_json` writes it) into
+one HTML document: no script, no external file, no server — plain HTML and inline SVG. Sections:
+the run in one line; the input and optimized programs as graphs, each node coloured by whether
+the other program has the same term (new in the optimized program, gone from the input); the
+cost by operator before and after; the exploration's iterations (nodes and matches per rule);
+the extractors, and an exact extractor's incumbent and bound over time; predicted against
+measured speed-ups (execution, export runtime check) where the run measured them. Programs larger
+than `MAX_DRAWN` nodes are not drawn (the page says so). A report.json from before a section
+existed (no `programs`, no `cost_by_op`) gives a page without it. `write_page(folder)` writes
+`report.html` into an eqdsl output folder (`eqdsl.output.add_result_file`: never over a user's file).
+"""
+from __future__ import annotations
+
+import html
+import json
+from pathlib import Path
+from typing import Any
+
+from eqdsl.diagnostics import EqdslError
+from eqdsl.graphs import children_first
+
+MAX_DRAWN = 400  # programs above this many nodes are listed, not drawn (an unreadable hairball)
+NEW, GONE, SAME = "#e4572e", "#8d99ae", "#17bebb"
+STYLE = """body{font:14px/1.4 system-ui,sans-serif;margin:24px;max-width:1200px;color:#222}
+h1{font-size:20px}h2{font-size:16px;margin-top:28px;border-bottom:1px solid #ddd}
+table{border-collapse:collapse;margin:8px 0}td,th{border:1px solid #ddd;padding:3px 8px;text-align:right}
+th{background:#f4f4f4}td:first-child,th:first-child{text-align:left}.bar{display:inline-block;height:10px}
+.graphs{display:flex;gap:16px;flex-wrap:wrap}.graph{border:1px solid #ddd;overflow:auto;max-height:640px}
+.key span{display:inline-block;width:12px;height:12px;margin:0 4px 0 12px;vertical-align:middle}"""
+
+
+def write_page(folder: Path) -> Path:
+    """Write `folder/report.html` from `folder/report.json`; `EqdslError` if it cannot be read."""
+    source = folder / "report.json"
+    try:
+        report = json.loads(source.read_text())
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as err:
+        raise EqdslError.one(f"cannot read {source}: {err}; expected the report.json of an `eqdsl run`") from None
+    if not isinstance(report, dict) or "best_cost" not in report:
+        raise EqdslError.one(f"{source}: expected the report.json of an `eqdsl run` (no best_cost)")
+    from eqdsl.output import add_result_file
+
+    return add_result_file(folder, "report.html", page(report))
+
+
+def page(report: dict[str, Any]) -> str:
+    title = f"eqdsl: {report.get('language', '?')} / {report.get('program', '?')}"
+    body = [f"<h1>{_e(title)}</h1>", _summary(report), _graphs(report), _by_operator(report),
+            _iterations(report), _extractors(report), _measured(report)]
+    return (f"<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>{_e(title)}</title>"
+            f"<style>{STYLE}</style></head><body>\n" + "\n".join(b for b in body if b) + "\n</body></html>\n")
+
+
+def _e(value: Any) -> str:
+    return html.escape(str(value))
+
+
+def _num(value: Any) -> str:
+    """Numbers as people read them: 8,588,610 and 0.3125, not 8.58861e+06."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return _e(value)
+    if isinstance(value, int) or abs(value) >= 1000:
+        return f"{value:,.0f}"
+    return f"{value:.4g}"
+
+
+def _table(header: list[str], rows: list[list[str]]) -> str:
+    head = "".join(f"<th>{_e(h)}</th>" for h in header)
+    return "<table><tr>" + head + "</tr>" + "".join("<tr>" + "".join(f"<td>{c}</td>" for c in row) + "</tr>"
+                                                    for row in rows) + "</table>"
+
+
+def _summary(r: dict) -> str:
+    schedule = r.get("schedule", {})
+    stages = r.get("stages_s", {})
+    line = (f"<p>cost {_num(r.get('original_cost'))} → <b>{_num(r.get('best_cost'))}</b> "
+            f"({_num(r.get('improvement_pct'))} % cheaper, {_e(r.get('extractor', {}).get('status', '?'))}); "
+            f"e-graph {_num(schedule.get('start_nodes'))} → {_num(schedule.get('final_nodes'))} nodes, stopped: "
+            f"{_e(schedule.get('stop_reason', '?'))}</p>")
+    return line + _table(["stage", "seconds"], [[_e(k), f"{v:.3f}"] for k, v in stages.items()])
+
+
+def _terms(program: dict) -> list[tuple]:
+    """Each node's term as a hashable value: equal terms, equal keys (across programs too)."""
+    keys: list[tuple] = []
+    for node in program["nodes"]:
+        args = tuple(keys[a["node"]] if isinstance(a, dict) else json.dumps(a) for a in node["args"])
+        keys.append((node["op"], args))
+    return keys
+
+
+def _graphs(r: dict) -> str:
+    programs = r.get("programs")
+    if not programs:
+        return ""
+    terms = {name: _terms(p) for name, p in programs.items()}
+    shared = set(terms["input"]) & set(terms["optimized"])
+    key = (f"<p class=key>nodes:<span style='background:{SAME}'></span>in both programs"
+           f"<span style='background:{GONE}'></span>only in the input<span style='background:{NEW}'></span>"
+           "only in the optimized program (edges point from a node to its operands)</p>")
+    drawn = []
+    for name, colour in (("input", GONE), ("optimized", NEW)):
+        colours = [SAME if t in shared else colour for t in terms[name]]
+        count = len(programs[name]["nodes"])
+        drawn.append(f"<div><h3>{name} ({count} nodes)</h3>{_svg(programs[name], colours)}</div>")
+    return "<h2>Programs</h2>" + key + "<div class=graphs>" + "".join(drawn) + "</div>"
+
+
+def _label(node: dict) -> str:
+    literals = [json.dumps(a) for a in node["args"] if not isinstance(a, dict)]
+    text = node["op"] + (f"({', '.join(literals)})" if literals else "")
+    return text if len(text) <= 24 else text[:23] + "…"
+
+
+def _svg(program: dict, colours: list[str]) -> str:
+    nodes = program["nodes"]
+    if len(nodes) > MAX_DRAWN:
+        return f"<p>not drawn: {len(nodes)} nodes (more than {MAX_DRAWN}); the table below compares operators</p>"
+    kids = [[a["node"] for a in n["args"] if isinstance(a, dict)] for n in nodes]
+    order = children_first(program["roots"], lambda i: kids[i])
+    depth: dict[int, int] = {}
+    for i in order:
+        depth[i] = 1 + max((depth[k] for k in kids[i]), default=-1)
+    rows: dict[int, list[int]] = {}
+    for i in order:
+        rows.setdefault(depth[i], []).append(i)
+    where: dict[int, tuple[float, float]] = {}
+    top = max(rows, default=0)
+    for level in sorted(rows):  # each node under the mean place of its operands (one barycentre pass)
+        members = sorted(rows[level], key=lambda i: sum(where[k][0] for k in kids[i]) / len(kids[i]) if kids[i] else i)
+        for slot, i in enumerate(members):
+            where[i] = (70.0 + 150 * slot, 30.0 + 60 * (top - level))
+    width = 140 + 150 * max((len(m) for m in rows.values()), default=1)
+    height = 60 + 60 * (top + 1)
+    parts = [f"<svg xmlns='http://www.w3.org/2000/svg' width='{width}' height='{height}' font-size='11'>"]
+    for i in where:
+        for k in kids[i]:
+            (x1, y1), (x2, y2) = where[i], where[k]
+            parts.append(f"<line x1='{x1}' y1='{y1 + 9}' x2='{x2}' y2='{y2 - 9}' stroke='#bbb'/>")
+    for i, (x, y) in where.items():
+        root = " stroke='#222' stroke-width='2'" if i in program["roots"] else ""
+        parts.append(f"<rect x='{x - 66}' y='{y - 9}' width='132' height='18' rx='4' fill='{colours[i]}'{root}/>"
+                     f"<text x='{x}' y='{y + 4}' text-anchor='middle' fill='white'>{_e(_label(nodes[i]))}</text>")
+    return "<div class=graph>" + "".join(parts) + "</svg></div>"
+
+
+def _by_operator(r: dict) -> str:
+    by_op = r.get("cost_by_op")
+    if not by_op:
+        return ""
+    before, after = by_op.get("input", {}), by_op.get("optimized", {})
+    ops = sorted(set(before) | set(after), key=lambda op: -max(before.get(op, 0), after.get(op, 0)))
+    largest = max([*before.values(), *after.values(), 1e-300])
+    rows = []
+    for op in ops:
+        b, a = before.get(op, 0.0), after.get(op, 0.0)
+        bars = (f"<span class=bar style='width:{200 * b / largest:.1f}px;background:{GONE}'></span><br>"
+                f"<span class=bar style='width:{200 * a / largest:.1f}px;background:{NEW}'></span>")
+        rows.append([_e(op), _num(b), _num(a), _num(a - b), bars])
+    return "<h2>Cost by operator</h2>" + _table(["operator", "input", "optimized", "change", ""], rows)
+
+
+def _iterations(r: dict) -> str:
+    iterations = r.get("schedule", {}).get("iterations", [])
+    if not iterations:
+        return ""
+    rules = sorted({rule for it in iterations for rule, n in it.get("matches", {}).items() if n})
+    header = ["iteration", "ruleset", "nodes", "classes", "seconds", *rules]
+    rows = [[_num(it.get("iteration")), _e(it.get("ruleset")), _num(it.get("nodes")), _num(it.get("classes") or ""),
+             f"{it.get('seconds', 0):.3f}" + (" (rolled back)" if it.get("rolled_back") else ""),
+             *(_num(it.get("matches", {}).get(rule, 0)) for rule in rules)] for it in iterations]
+    chart = _line_chart({"nodes": [(i, it.get("nodes", 0)) for i, it in enumerate(iterations, 1)]},
+                        "iteration", "e-nodes")
+    return "<h2>Exploration</h2>" + chart + "<div class=graph>" + _table(header, rows) + "</div>"
+
+
+def _extractors(r: dict) -> str:
+    compare = r.get("compare", {})
+    rows = [[_e(m), _num(e.get("cost")), _e(e.get("status")), "" if e.get("bound") is None else _num(e["bound"]),
+             "" if e.get("gap") is None else f"{100 * e['gap']:.2f} %", f"{e.get('seconds', 0):.3f}",
+             _e(e.get("note", ""))] for m, e in compare.items()]
+    out = "<h2>Extraction</h2>" + _table(["extractor", "DAG cost", "status", "bound", "gap", "seconds", "note"], rows)
+    trace = r.get("extractor", {}).get("trace") or []
+    if trace:
+        out += "<p>best program's cost and the lower bound, by seconds into the extraction:</p>" + _line_chart(
+            {"cost": [(t, c) for t, c, _ in trace], "bound": [(t, b) for t, _, b in trace]}, "seconds", "cost")
+    return out
+
+
+def _measured(r: dict) -> str:
+    rows = []
+    execution, export = r.get("execution"), r.get("export")
+    if isinstance(execution, dict) and "speedup" in execution:
+        rows.append([f"eqdsl's {_e(execution.get('device'))} kernels", _num(execution.get("predicted_speedup")),
+                     _num(execution.get("speedup")), _e(execution.get("ok"))])
+    runtime = export.get("runtime") if isinstance(export, dict) else None
+    if isinstance(runtime, dict) and isinstance(runtime.get("speedup"), dict):
+        for threads, speedup in runtime["speedup"].items():
+            rows.append([f"ONNX Runtime CPU, {_e(threads)} thread(s) (exported models)",
+                         _num(runtime.get("predicted_speedup")), _num(speedup), _e(runtime.get("ok"))])
+    if not rows:
+        return ""
+    return "<h2>Predicted and measured</h2>" + _table(["measured on", "predicted speed-up", "measured speed-up",
+                                                       "outputs agree"], rows)
+
+
+def _line_chart(series: dict[str, list[tuple[float, float]]], x_label: str, y_label: str) -> str:
+    points = [p for s in series.values() for p in s]
+    if not points:
+        return ""
+    (x0, x1), (y0, y1) = _span([p[0] for p in points]), _span([p[1] for p in points])
+    w, h, pad = 520, 200, 48
+
+    def at(x: float, y: float) -> str:
+        return f"{pad + (w - 2 * pad) * (x - x0) / (x1 - x0):.1f},{h - pad + (2 * pad - h) * (y - y0) / (y1 - y0):.1f}"
+
+    parts = [f"<svg xmlns='http://www.w3.org/2000/svg' width='{w}' height='{h}' font-size='11'>",
+             f"<line x1='{pad}' y1='{h - pad}' x2='{w - pad}' y2='{h - pad}' stroke='#888'/>",
+             f"<line x1='{pad}' y1='{pad}' x2='{pad}' y2='{h - pad}' stroke='#888'/>",
+             f"<text x='{w / 2}' y='{h - 12}' text-anchor='middle'>{_e(x_label)} ({_num(x0)}–{_num(x1)})</text>",
+             f"<text x='8' y='{pad - 16}'>{_e(y_label)} ({_num(y0)}–{_num(y1)})</text>"]
+    for n, (name, pts) in enumerate(series.items()):
+        colour = (NEW, SAME, GONE)[n % 3]
+        parts.append(f"<polyline fill='none' stroke='{colour}' stroke-width='2' points='"
+                     + " ".join(at(x, y) for x, y in pts) + "'/>")
+        parts.append(f"<text x='{w - pad + 4}' y='{pad + 14 * n}' fill='{colour}'>{_e(name)}</text>")
+    return "".join(parts) + "</svg>"
+
+
+def _span(values: list[float]) -> tuple[float, float]:
+    low, high = min(values), max(values)
+    return (low, high) if high > low else (low - 1, high + 1)

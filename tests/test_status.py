@@ -1,0 +1,35 @@
+"""The live status line: drawn on a terminal only, with the stage's elapsed time and facts."""
+from __future__ import annotations
+
+import io
+import time
+
+from rich.console import Console
+
+from eqdsl import status
+
+
+def test_the_line_shows_the_stage_its_seconds_and_what_it_knows_and_a_bound_never_falls():
+    out = io.StringIO()
+    status.show(Console(file=out, force_terminal=True, width=200))
+    try:
+        with status.stage("extract:cpsat"):
+            status.update(incumbent=10.0, bound=4.0, note="CP-SAT round 1")
+            status.update(bound=2.0)  # a weaker bound than one already proven
+            time.sleep(0.6)
+            assert status.line().startswith("extract:cpsat 1 s") or status.line().startswith("extract:cpsat 0 s")
+            assert "incumbent 10 · bound 4 · gap 60.00% · CP-SAT round 1" in status.line()
+        assert status.line() == ""
+    finally:
+        status.show(None)
+    assert "extract:cpsat" in out.getvalue()  # redrawn while the stage ran
+
+
+def test_nothing_is_drawn_or_kept_without_a_terminal():
+    out = io.StringIO()
+    status.show(Console(file=out, force_terminal=False))
+    assert not status.active()
+    with status.stage("validate"):
+        status.update(step=3)
+        assert status.line() == "validate 0 s"
+    assert out.getvalue() == ""
