@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, Callable, TypeVar
 
 from eqdsl.cost.registry import TargetConfig, read_target
 from eqdsl.diagnostics import EqdslError
@@ -63,30 +63,46 @@ class ValidateConfig:
 
 
 def parse_config(data: Any, source: Path) -> RunConfig:
+    """Every section is read even when an earlier one is bad: all their errors are reported."""
     base = source.parent
     r = Reader(data, "")
+    problems: list = []
+
+    def read(section: Callable[[], T]) -> T:
+        try:
+            return section()
+        except EqdslError as err:
+            problems.extend(err.diagnostics)
+            return None  # type: ignore[return-value]  # never used: the errors are raised below
+
     is_str = lambda v: isinstance(v, str) and v != ""  # noqa: E731
-    ruleset = r.get("ruleset", REQUIRED, is_str, "a shipped ruleset name or a path to a .eqr file")
-    program = read_program(r.get("program", {}, lambda v: isinstance(v, (str, dict)),
-                             "a path or a mapping with file/name/text"), base)
-    schedule = read_schedule(r.get("schedule", None, lambda v: v is None or isinstance(v, dict), "a mapping"))
-    extract = read_extract(r.get("extract", None, lambda v: v is None or isinstance(v, dict), "a mapping"))
+    ruleset = read(lambda: r.get("ruleset", REQUIRED, is_str, "a shipped ruleset name or a path to a .eqr file"))
+    program = read(lambda: read_program(r.get("program", {}, lambda v: isinstance(v, (str, dict)),
+                                              "a path or a mapping with file/name/text"), base))
+    schedule = read(lambda: read_schedule(r.get("schedule", None, lambda v: v is None or isinstance(v, dict),
+                                                "a mapping")))
+    extract = read(lambda: read_extract(r.get("extract", None, lambda v: v is None or isinstance(v, dict),
+                                              "a mapping")))
     # named in the file: relative to the file, as every path a config names; the default: to the
     # current directory
-    output = base / r.get("output", REQUIRED, is_str, "an output folder path") if "output" in r.data \
-        else Path(f"results/{source.stem}")
-    target = read_target(r.get("target", None, lambda v: v is None or is_str(v) or isinstance(v, dict),
-                               "a target name, a .yaml path, or {measure: ort|cpu|cuda, fallback: ...}"), base)
-    validate = _switched(r.get("validate", False, lambda v: isinstance(v, (bool, dict)),
-                               "true/false or a mapping with samples/seed"), ValidateConfig, "validate",
-                         {"samples": 1, "seed": 0})
+    named_output = read(lambda: r.get("output", None, lambda v: is_str(v), "an output folder path"))
+    output = base / named_output if named_output is not None else Path(f"results/{source.stem}")
+    target = read(lambda: read_target(r.get("target", None, lambda v: v is None or is_str(v) or isinstance(v, dict),
+                                            "a target name, a .yaml path, or {measure: ort|cpu|cuda, fallback: ...}"),
+                                      base))
+    validate = read(lambda: _switched(r.get("validate", False, lambda v: isinstance(v, (bool, dict)),
+                                            "true/false or a mapping with samples/seed"), ValidateConfig, "validate",
+                                      {"samples": 1, "seed": 0}))
     export_given = isinstance(data, dict) and "export" in data
-    export = read_export(r.get("export", None, lambda v: True, ""))
-    execute = read_execute(r.get("execute", None, lambda v: True, ""))
-    he = _switched(r.get("he", False, lambda v: isinstance(v, (bool, dict)), "true/false or a mapping with batch/seed"),
-                   HeConfig, "he", {"batch": 1, "seed": 0})
-    report = r.get("report", "json", lambda v: v in ("json", "html"), "json or html")
-    r.finish()
+    export = read(lambda: read_export(r.get("export", None, lambda v: True, "")))
+    execute = read(lambda: read_execute(r.get("execute", None, lambda v: True, "")))
+    he = read(lambda: _switched(r.get("he", False, lambda v: isinstance(v, (bool, dict)),
+                                      "true/false or a mapping with batch/seed"), HeConfig, "he",
+                                {"batch": 1, "seed": 0}))
+    report = read(lambda: r.get("report", "json", lambda v: v in ("json", "html"), "json or html"))
+    read(r.finish)
+    if problems:
+        raise EqdslError(problems)
     return RunConfig(source, ruleset, program, schedule, extract, output, data, target, validate, export,
                      export_given, execute, he, report == "html")
 

@@ -175,13 +175,20 @@ class Reader:
 def read_fields(cls: type, reader: Reader, **fixed: Any) -> Any:
     """An instance of the dataclass `cls` from `reader`'s mapping (the caller calls `finish`)."""
     values = dict(fixed)
+    problems: list = []  # every bad field is reported, not only the first
     for f in fields(cls):
         if f.name in fixed or "check" not in f.metadata:
             continue
         default = f.default if f.default is not MISSING else REQUIRED
-        value = reader.get(f.name, default, f.metadata["check"], f.metadata["expected"])
+        try:
+            value = reader.get(f.name, default, f.metadata["check"], f.metadata["expected"])
+        except EqdslError as err:
+            problems += err.diagnostics
+            continue
         convert = f.metadata["convert"]
         values[f.name] = convert(value) if convert is not None else value
+    if problems:
+        raise EqdslError(problems)
     return cls(**values)
 
 

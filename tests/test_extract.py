@@ -304,3 +304,18 @@ def test_cli_extract_hostile_json_is_one_clear_error(tmp_path, run_cli, text, ex
 def test_cli_extract_refuses_a_device_or_folder(tmp_path, run_cli):
     code, _, err = run_cli("extract", tmp_path)
     assert code == 2 and "not a regular file" in err and "Traceback" not in err
+
+
+def test_with_negative_costs_a_warm_start_at_or_below_zero_is_not_taken_as_optimal():
+    # found by the slow fuzz campaign (seed 172693): the warm start cost -1 and met a floor of 0,
+    # which bounds nothing when nodes can cost less than nothing; the optimum is -3
+    from eqdsl.extract.cpsat import CpSatExtractor
+    from eqdsl.extract.egraph import problem_from_json
+
+    nodes = {"c0.0": ("c0", ["c3.0"], 4), "c1.0": ("c1", [], -4), "c2.0": ("c2", [], 8),
+             "c3.0": ("c3", ["c4.0", "c4.0"], 1), "c3.1": ("c3", [], -5), "c4.0": ("c4", ["c5.0"], -4),
+             "c4.1": ("c4", ["c1.0"], -4), "c5.0": ("c5", ["c0.0", "c5.0"], -4), "c5.1": ("c5", ["c0.0", "c3.0"], 7)}
+    problem = problem_from_json({"nodes": {k: {"op": "f", "eclass": c, "children": kids, "cost": cost}
+                                           for k, (c, kids, cost) in nodes.items()}, "root_eclasses": ["c0"]})
+    e = CpSatExtractor(time_limit_s=10).extract(problem)
+    assert e.cost == -3 and e.status.value == "optimal"

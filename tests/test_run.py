@@ -161,3 +161,20 @@ def test_a_config_names_its_output_relative_to_itself_and_the_default_is_the_cur
     monkeypatch.chdir(tmp_path / "elsewhere")
     assert load_config(tmp_path / "cfg" / "named.yaml").output == tmp_path / "cfg" / "out"
     assert load_config(tmp_path / "cfg" / "unnamed.yaml").output.as_posix() == "results/unnamed"
+
+
+def test_a_bad_config_reports_every_error_not_only_the_first(tmp_path, run_cli):
+    (tmp_path / "c.yaml").write_text("ruleset: arith\nprogram: in.eqr\nschedule: {iter_limit: x, node_limit: -1}\n"
+                                     "extract: {method: nope}\nbogus: 1\n")
+    code, _, err = run_cli("run", tmp_path / "c.yaml")
+    assert code == 2 and "Traceback" not in err
+    for path in ("schedule.iter_limit", "schedule.node_limit", "extract.method", "bogus"):
+        assert f"{path}: error" in err, err
+
+
+def test_an_integer_past_64_bits_is_refused_where_it_is_written(tmp_path, run_cli):
+    (tmp_path / "p.eqr").write_text("program p:\n  root mul(var(\"a\"), num(10000000000000000000000000000000000000))\n")
+    (tmp_path / "c.yaml").write_text("ruleset: arith\nprogram: p.eqr\n")
+    code, _, err = run_cli("run", tmp_path / "c.yaml", "--output", tmp_path / "out")
+    assert code == 2 and "p.eqr:2:26: error: integer 10000000000000000000000000000000000000 is out of range" in err
+    assert "egglog" not in err

@@ -232,9 +232,12 @@ def test_killing_eqdsl_takes_the_worker_and_leaves_nothing(tmp_path, sig):
     env = {**os.environ, "TMPDIR": str(tmp_path / "tmp")}
     proc = subprocess.Popen(EQDSL + ["run", str(config), "--output", str(tmp_path / "out"), "--quiet"],
                             cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-    time.sleep(3.0)
-    family = descendants(proc.pid)
+    deadline = time.monotonic() + 30.0  # start-up takes 1-3 s on this VM, more when it is loaded
+    while not (family := descendants(proc.pid)) and time.monotonic() < deadline and proc.poll() is None:
+        time.sleep(0.1)
     assert family, "the worker should be running"
+    time.sleep(1.0)  # into the run, not at its first line
+    family = descendants(proc.pid)
     os.kill(proc.pid, sig)
     proc.wait(timeout=10)
     deadline = time.monotonic() + 2.0

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import functools
 import re
+from dataclasses import fields, is_dataclass
 from importlib import resources
 from typing import Any, Callable
 
@@ -10,7 +11,7 @@ from lark import Lark, Token, Transformer, v_args
 from lark.exceptions import UnexpectedCharacters, UnexpectedEOF, UnexpectedInput, UnexpectedToken
 from lark.tree import Meta
 
-from eqdsl.diagnostics import EqdslError, Span
+from eqdsl.diagnostics import Diagnostic, EqdslError, Span
 from eqdsl.frontend import ast
 
 # Human names for the grammar's terminals, used in "expected ..." messages.
@@ -41,7 +42,29 @@ def parse_text(text: str, file: str) -> ast.Module:
         raise EqdslError.one(f"{file}: terms nested too deeply to read (thousands of levels); "
                              "expected nesting of at most a few hundred levels: name subterms "
                              "with `let`") from None
-    return ast.Module(file, tuple(items.children))
+    module = ast.Module(file, tuple(items.children))
+    _check_int_ranges(module)
+    return module
+
+
+I64 = (-(1 << 63), (1 << 63) - 1)  # egglog's i64: the Int every rule, cost and program uses
+
+
+def _check_int_ranges(module: ast.Module) -> None:
+    """Every int literal fits egglog's i64 (a larger one would pass `check` and fail in `run`)."""
+    bad = []
+    stack: list[object] = list(module.items)
+    while stack:
+        node = stack.pop()
+        if isinstance(node, ast.IntLit) and node.value > I64[1]:  # literals are unsigned; `-` is an operator
+            bad.append(Diagnostic(f"integer {node.value} is out of range; expected an Int of at most {I64[1]} "
+                                  "(64 bits, signed)", node.span))
+        elif is_dataclass(node):
+            stack += [getattr(node, f.name) for f in fields(node)]
+        elif isinstance(node, (tuple, list)):
+            stack += node
+    if bad:
+        raise EqdslError(sorted(bad, key=lambda d: (d.span.line, d.span.col) if d.span else (0, 0)))
 
 
 def _syntax_error(err: UnexpectedInput, text: str, file: str) -> EqdslError:

@@ -12,14 +12,13 @@ from typing import Any, Callable
 
 import numpy as np
 import onnx
-from onnx import numpy_helper
 
 from eqdsl.ir.builder import Tensor
 from eqdsl.ir.builtins import broadcasts
 from eqdsl.languages.tensor.ops import fixed
 from eqdsl.languages.tensor.reference import same_padding
 from eqdsl.onnx.opaque_nodes import opaque_of
-from eqdsl.onnx.reader import NodeError, Reader, Value, rational
+from eqdsl.onnx.reader import NodeError, Reader, Value, rational, tensor_array
 
 SAME, VALID = 0, 1
 
@@ -261,7 +260,7 @@ def _batchnorm(r: Reader, node: onnx.NodeProto, attrs: dict) -> list[Value]:
 def _constant(r: Reader, node: onnx.NodeProto, attrs: dict) -> list[Value]:
     if "value" not in attrs:
         raise NodeError("only Constant nodes with a `value` tensor are supported")
-    return [numpy_helper.to_array(attrs["value"])]
+    return [tensor_array(attrs["value"], "Constant value")]
 
 
 

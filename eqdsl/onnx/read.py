@@ -24,7 +24,7 @@ from typing import cast
 
 import numpy as np
 import onnx
-from onnx import helper, numpy_helper, shape_inference
+from onnx import helper, shape_inference
 
 from eqdsl import ir
 from eqdsl.diagnostics import EqdslError
@@ -32,7 +32,7 @@ from eqdsl.ir.builder import Tensor, without_dead_nodes
 from eqdsl.languages.tensor.ops import OPS
 from eqdsl.onnx.import_forms import FAMILIES, Handler
 from eqdsl.onnx.opaque_nodes import opaque_of, opaque_outputs
-from eqdsl.onnx.reader import NodeError, Reader, Value, default_opset, folded, needed_nodes
+from eqdsl.onnx.reader import NodeError, Reader, Value, default_opset, folded, needed_nodes, tensor_array
 from eqdsl.onnx.weights import Weights
 
 OPSETS = range(7, 24)
@@ -158,7 +158,10 @@ def _inputs(path: Path, r: Reader, live: set[str], constants: Constants) -> None
     input the outputs do not need is left out (the export keeps it in the model's interface)."""
     graph = r.model.graph
     for init in graph.initializer:
-        r.env[init.name] = numpy_helper.to_array(init)
+        try:
+            r.env[init.name] = tensor_array(init, "initializer")
+        except NodeError as err:
+            raise EqdslError.one(f"{path}: {err}") from None
     for info in graph.input:
         if info.name in r.env:
             continue
@@ -222,7 +225,7 @@ def _inlined(r: Reader, node: onnx.NodeProto) -> list[Value | None] | None:
     taken = "then_branch" if bool(cond.reshape(-1)[0]) else "else_branch"
     branch = next(a.g for a in node.attribute if a.name == taken)
     for init in branch.initializer:
-        r.env[init.name] = numpy_helper.to_array(init)
+        r.env[init.name] = tensor_array(init, f"{taken} initializer")
     for k, sub in enumerate(branch.node):
         try:
             _node(r, sub)
@@ -250,7 +253,9 @@ def read_onnx(path: Path, lang: ir.Language, shapes: Shapes | None = None,
     outputs = [o.name for o in model.graph.output]
     if not outputs:
         raise EqdslError.one(f"{path}: the model has no outputs")
-    name = re.sub(r"\W", "_", model.graph.name or path.stem) or "model"
+    graph_name = model.graph.name  # bytes when the file's name is not UTF-8 (a damaged file)
+    graph_name = graph_name.decode("utf-8", "replace") if isinstance(graph_name, bytes) else graph_name
+    name = re.sub(r"\W", "_", graph_name or path.stem) or "model"
     name = name if name[0].isalpha() else f"m_{name}"
     try:
         roots = [r.tensor(o) for o in outputs]

@@ -25,6 +25,16 @@ class NodeError(Exception):
     """A node we cannot import; becomes an `EqdslError` naming the node."""
 
 
+def tensor_array(tensor: onnx.TensorProto, what: str) -> np.ndarray:
+    """A tensor's values; `NodeError` when its data does not match its dims or type (a damaged
+    file), naming `what` (an initializer, a Constant's value)."""
+    try:
+        return numpy_helper.to_array(tensor)
+    except (ValueError, TypeError, KeyError) as err:
+        raise NodeError(f"{what} '{tensor.name}': its data does not match its dims {list(tensor.dims)} and type "
+                        f"({err}); the file is damaged") from None
+
+
 Value = Tensor | np.ndarray  # a program tensor, or a constant the import has not yet made a weight
 
 
