@@ -101,7 +101,14 @@ def one_run(kind: str, sig: signal.Signals, delay: float) -> dict:
         while alive(family | {proc.pid}) and time.monotonic() - sent < 10:
             time.sleep(0.01)
         gone_s = time.monotonic() - sent
-        _, err = proc.communicate(timeout=10)
+        try:
+            _, err = proc.communicate(timeout=10)
+        except subprocess.TimeoutExpired:  # something kept the command's stderr open: a failure, recorded
+            for pid in alive(descendants(proc.pid) | family | {proc.pid}):
+                os.kill(pid, signal.SIGKILL)
+            _, err = proc.communicate()
+            err += "\n<stderr still open 10 s after the process ended: a process outlived the command>"
+            gone_s = max(gone_s, 10.0)
         time.sleep(1.0)  # anything still writing would show now
         left = sorted(p.name for p in d.iterdir() if p.name not in inputs and p.name != "out")
         left += sorted(f"TMPDIR/{p.name}" for p in private_tmp.iterdir())
