@@ -8,7 +8,6 @@ when eqdsl made it).
 from __future__ import annotations
 
 import json
-import math
 import shutil
 from pathlib import Path
 
@@ -22,6 +21,7 @@ from eqdsl.extract.egraph import ExtractionProblem, cost_by_op
 from eqdsl.extract.result import Extraction
 from eqdsl.output import Scratch
 from eqdsl.pipeline import RunResult
+from eqdsl.report_page import cost_text
 from eqdsl.schedule.runner import ScheduleOutcome
 from eqdsl.sources.base import Baselines
 from eqdsl.stages import STAGES
@@ -97,18 +97,6 @@ def _measured_json(result: RunResult) -> dict:
     return {"backend": m.backend.name, "device": m.device, "cache": str(m.cache.path), "runs": m.runs,
             "timed": len(m.stats.timed), "cached": m.stats.cached, "rule_priced_ops": sorted(m.stats.rule_priced),
             "noisy": len(m.stats.noisy)}
-
-
-def cost_text(cost: float) -> str:
-    """A cost as people read it: 7 significant digits, thousands grouped, float noise dropped
-    (`635,384` for 635383.999906, `1,039,570` for 1.03957e+06, `0.717254`)."""
-    if not math.isfinite(cost):
-        return str(cost)
-    if cost == 0:
-        return "0"
-    digits = max(0, 6 - math.floor(math.log10(abs(cost))))
-    text = f"{cost:,.{digits}f}"
-    return text.rstrip("0").rstrip(".") if "." in text else text
 
 
 def _improvement(original: float, best: float) -> float:

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import html
 import json
+import math
 from pathlib import Path
 from typing import Any
 
@@ -58,12 +59,19 @@ def _e(value: Any) -> str:
 
 
 def _num(value: Any) -> str:
-    """Numbers as people read them: 8,588,610 and 0.3125, not 8.58861e+06."""
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        return _e(value)
-    if isinstance(value, int) or abs(value) >= 1000:
-        return f"{value:,.0f}"
-    return f"{value:.4g}"
+    return cost_text(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else _e(value)
+
+
+def cost_text(cost: float) -> str:
+    """A cost as people read it: 7 significant digits, thousands grouped, float noise dropped
+    (`635,384` for 635383.999906, `1,039,570` for 1.03957e+06, `0.717254`)."""
+    if not math.isfinite(cost):
+        return str(cost)
+    if cost == 0:
+        return "0"
+    digits = max(0, 6 - math.floor(math.log10(abs(cost))))
+    text = f"{cost:,.{digits}f}"
+    return text.rstrip("0").rstrip(".") if "." in text else text
 
 
 def _table(header: list[str], rows: list[list[str]]) -> str:

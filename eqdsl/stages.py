@@ -126,11 +126,12 @@ class HeStage:
     key = "he"
 
     def settings(self, config: RunConfig, loaded: SourceProgram) -> Any | None:
-        if config.he is not None and self.key not in loaded.runners:
+        if config.he is None:
+            return None
+        if self.key not in loaded.runners:
             raise EqdslError.one("he: runs programs whose source builds an HE circuit (Q-gym's `conv_layer`); "
                                  "this program's source has none", path="he")
-        if config.he is not None:
-            loaded.runners[self.key].check(config.he)
+        loaded.runners[self.key].check(config.he)
         return config.he
 
     def label(self, settings: Any) -> str:
