@@ -31,7 +31,9 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tests"))
 from test_reliability import hard_egraph  # noqa: E402
 
-EQDSL = [sys.executable, "-m", "eqdsl"]
+# the command as users type it (bin/eqdsl, installed beside the interpreter), else `python -m eqdsl`
+EQDSL = ([str(Path(sys.executable).parent / "eqdsl")] if (Path(sys.executable).parent / "eqdsl").exists()
+         else [sys.executable, "-m", "eqdsl"])
 SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT, signal.SIGKILL)
 ACSUM = (ROOT / "examples/acsum/config.yaml").read_text().replace(
     "ruleset: acsum.eqr", f"ruleset: {ROOT / 'examples/acsum/acsum.eqr'}")
@@ -91,7 +93,7 @@ def one_run(kind: str, sig: signal.Signals, delay: float) -> dict:
         inputs = {p.name for p in d.iterdir()}
         env = {**os.environ, "TMPDIR": str(private_tmp)}
         proc = subprocess.Popen(EQDSL + argv, cwd=d, env=env, stdout=subprocess.DEVNULL,
-                                stderr=subprocess.PIPE, text=True)
+                                stderr=subprocess.PIPE, text=True, preexec_fn=_as_from_a_terminal)
         time.sleep(delay)
         family = descendants(proc.pid)
         finished_before = proc.poll() is not None
@@ -115,6 +117,14 @@ def one_run(kind: str, sig: signal.Signals, delay: float) -> dict:
         return {"kind": kind, "signal": sig.name, "delay": round(delay, 2), "code": proc.returncode,
                 "started": bool(family), "gone_s": round(gone_s, 3), "finished_before_signal": finished_before,
                 "published": _contents(d / "out") != at_signal, "left": left, "traceback": "Traceback" in err}
+
+
+def _as_from_a_terminal() -> None:
+    """Stop signals at their defaults, as a command typed at a terminal gets them: this script run
+    as a background job of a non-interactive shell has SIGINT and SIGQUIT ignored, the command
+    would inherit that (and rightly keep it), and no signal would be answered."""
+    for s in SIGNALS[:-1]:
+        signal.signal(s, signal.SIG_DFL)
 
 
 def _contents(folder: Path) -> dict[str, tuple[int, int]]:

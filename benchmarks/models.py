@@ -102,10 +102,11 @@ def describe(path: Path) -> dict:
             "ops": ", ".join(f"{k} {v}" for k, v in ops.most_common(6))}
 
 
-def run_eqdsl(model: Model, path: Path, folder: Path, reuse: bool) -> dict:
+def run_eqdsl(model: Model, path: Path, folder: Path, reuse: bool, candidates: int = 1) -> dict:
     """`eqdsl run` (tensat rules, CPU target, saturate k_multi 1, CP-SAT 30 s, validated, exported,
     runtime-checked) in its own process; its report, or the first line of its error. `reuse`: the
-    last run's results, where there are any (`--reuse`: time again without optimizing again)."""
+    last run's results, where there are any (`--reuse`: time again without optimizing again);
+    `candidates`: `extract.candidates` (> 1: the export times them and hands back the fastest)."""
     folder.mkdir(parents=True, exist_ok=True)
     out, record = folder / "out", folder / "eqdsl.json"
     if reuse and record.exists():
@@ -119,7 +120,7 @@ def run_eqdsl(model: Model, path: Path, folder: Path, reuse: bool) -> dict:
     (folder / "run.yaml").write_text(
         f"ruleset: tensat\ntarget: cpu\nprogram: {{onnx: {path.resolve()}{shapes}}}\n"
         "schedule: {kind: saturate, iter_limit: 10, node_limit: 50000, k_multi: 1, cycle_filter: efficient}\n"
-        "extract: {method: cpsat, time_limit_s: 30, compare: []}\nvalidate: {samples: 1}\n"
+        f"extract: {{method: cpsat, time_limit_s: 30, compare: [], candidates: {candidates}}}\nvalidate: {{samples: 1}}\n"
         "export: {format: onnx, runs: 20}\n")
     subprocess.run(["rm", "-rf", str(out)], check=True)
     t0 = time.perf_counter()
@@ -141,7 +142,7 @@ def _outcome(ran: dict, out: Path) -> dict:
             "opaque": sorted(set(re.findall(r'opaque\d\("(?:[\w.]+::)?(\w+)\(', text))),
             "nodes": report["egraph"]["nodes"], "predicted": report["original_cost"] / max(report["best_cost"], 1e-30),
             "validated": (report.get("validation") or {}).get("ok"), "agree": runtime.get("ok"),
-            "kept": runtime.get("kept"), "optimized": out / "optimized.onnx"}
+            "kept": runtime.get("kept"), "handed_back": runtime.get("handed_back"), "optimized": out / "optimized.onnx"}
 
 
 def identity(path: Path, model: Model, target: Path) -> Path | str:
@@ -229,6 +230,7 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=20)
     parser.add_argument("--out", default="results/bench/models")
     parser.add_argument("--reuse", action="store_true", help="keep each model's last eqdsl run; time everything again")
+    parser.add_argument("--candidates", type=int, default=1, help="extract.candidates of the eqdsl runs (issue 45)")
     args = parser.parse_args()
     out = Path(args.out)
     chosen = [m for m in CORPUS if m.name in args.models.split(",") and fetch_ok(m, out)]
@@ -239,13 +241,13 @@ def main() -> None:
           "ORT offline 1t / 2t | identity 1t / 2t |")
     print("|" + "---|" * 15)
     for model in chosen:
-        print(row(model, out, args.runs, args.reuse), flush=True)
+        print(row(model, out, args.runs, args.reuse, args.candidates), flush=True)
 
 
-def row(model: Model, out: Path, runs: int, reuse: bool) -> str:
+def row(model: Model, out: Path, runs: int, reuse: bool, candidates: int = 1) -> str:
     path = fetch(model, out / "cache")
     info = describe(path)
-    ours = run_eqdsl(model, path, out / model.name, reuse)
+    ours = run_eqdsl(model, path, out / model.name, reuse, candidates)
     made = baselines(path, model, out / model.name)
     variants = {"input": path, **({"eqdsl": ours["optimized"]} if ours.get("optimized") else {}),
                 **{k: v for k, v in made.items() if isinstance(v, Path)}}
@@ -266,7 +268,8 @@ def row(model: Model, out: Path, runs: int, reuse: bool) -> str:
     predicted = f"{ours['predicted']:.3f}×" if "predicted" in ours else "—"
     cells = [model.name, f"{info['producer']}, {info['opset']}", info["ops"], status[:160],
              ", ".join(ours.get("opaque", [])) or "—", str(ours.get("nodes", "—")), predicted,
-             f"{ours.get('validated')}, {ours.get('agree')}", str(ours.get("kept", "—")),
+             f"{ours.get('validated')}, {ours.get('agree')}",
+             str(ours.get("kept", "—")) + (f" ({ours['handed_back']})" if candidates > 1 and ours.get("handed_back") else ""),
              " / ".join(f"{base[t]:.2f}" for t in THREADS) if base else "—",
              ratio("eqdsl"), ratio("onnxslim"), ratio("onnxsim"), ratio("ort-offline"), ratio("identity")]
     return "| " + " | ".join(c.replace("|", "/") for c in cells) + " |"

@@ -13,6 +13,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import signal
 import sys
 import tempfile
 from dataclasses import dataclass, replace
@@ -558,7 +559,7 @@ def _file_commands(sub) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from eqdsl.worker import Interrupted, stop_signals_interrupt, supervise
+    from eqdsl.worker import Interrupted, stop_signals, stop_signals_interrupt, supervise
 
     in_process = os.environ.get("EQDSL_IN_PROCESS") == "1"  # for debuggers and profilers
     outcome: int | Work | None = None
@@ -571,9 +572,10 @@ def main(argv: list[str] | None = None) -> int:
             work = outcome
             return supervise(lambda: cast(int, _reporting(work.run)), work.cleanup, in_process)
     except Interrupted:  # before the worker started: what the command prepared is removed
-        if isinstance(outcome, Work):
-            outcome.cleanup()
-        print("interrupted: stopped, nothing written", file=sys.stderr)
+        with stop_signals(signal.SIG_IGN):  # a second Ctrl-C must not cut the clean-up short
+            if isinstance(outcome, Work):
+                outcome.cleanup()
+            print("interrupted: stopped, nothing written", file=sys.stderr)
         return 130
 
 

@@ -26,13 +26,14 @@ from eqdsl.cost.targets import bind_target
 from eqdsl.diagnostics import EqdslError
 from eqdsl.egglog.live import LiveEGraph
 from eqdsl.egglog.lower import Lowered, lower_language
-from eqdsl.egglog.readback import program_text, selection_program
+from eqdsl.egglog.readback import program_selection, program_text, selection_program
 from eqdsl.egglog.session import EGraphSession
 from eqdsl.execute.executor import ExecutionCheck
-from eqdsl.exports.base import ExportOutcome
+from eqdsl.exports.base import Candidate, ExportOutcome
+from eqdsl.extract.candidates import next_programs
 from eqdsl.extract.egraph import cost_by_op, dag_cost
 from eqdsl.extract.registry import ExtractConfig, make_extractor
-from eqdsl.extract.result import Extraction
+from eqdsl.extract.result import ExtractBudget, Extraction, Extractor
 from eqdsl.frontend import load_language, load_modules, resolve_ruleset
 from eqdsl.ir.params import bind_params
 from eqdsl.schedule.registry import make_scheduler
@@ -63,6 +64,7 @@ class RunResult:
     notes: tuple[str, ...] = ()  # what reading the input changed (an ONNX opset conversion)
     alternatives: tuple[ir.Program, ...] = ()  # unioned with `program` at load (SourceProgram.alternatives)
     input_cost_by_op: dict[str, float] = field(default_factory=dict)  # the input's cost by operator
+    candidates: tuple[Extraction, ...] = ()  # the next programs after the best (`extract.candidates`)
 
     @property
     def validation(self) -> Validation | None:
@@ -102,6 +104,13 @@ class RunResult:
     def optimized_program(self, name: str = "optimized") -> ir.Program:
         assert self.live is not None
         return selection_program(self.live, self.best.selection, name)
+
+    def candidate_programs(self) -> tuple[Candidate, ...]:
+        """The next programs after the best, each with the cost model's speedup over the input."""
+        assert self.live is not None
+        return tuple(Candidate(f"candidate-{k}", selection_program(self.live, e.selection, f"candidate{k}"),
+                               self.original_cost / e.cost if e.cost else float("nan"))
+                     for k, e in enumerate(self.candidates, start=2))
 
 
 @contextmanager
@@ -165,7 +174,7 @@ def run_pipeline(config: RunConfig, progress: ProgressFn | None = None) -> RunRe
         if job is None:
             result.stage_folder = tempfile.TemporaryDirectory(prefix="eqdsl-stages-")
             job = StageJob(result.language, loaded, result.optimized_text, result.optimized_program(),
-                           result.predicted_speedup, Path(result.stage_folder.name))
+                           result.predicted_speedup, Path(result.stage_folder.name), result.candidate_programs())
         with _stage(result, stage.label(settings)):
             result.finished[stage.key] = stage.run(job, settings)
     return result
@@ -208,7 +217,23 @@ def _explore_and_extract(result: RunResult, schedule: LimitsConfig, progress: Pr
     for method in [extract.method] + [m for m in extract.compare if m != extract.method]:
         with _stage(result, f"extract:{method}"):
             result.extractions[method] = make_extractor(method, extract).extract(result.live.problem)
+    if extract.candidates > 1:
+        with _stage(result, "extract:candidates"):
+            result.candidates = tuple(_next_programs(result))
     return result
+
+
+def _next_programs(result: RunResult) -> list[Extraction]:
+    """`eqdsl.extract.candidates`, with the main extractor and its time limit once more."""
+    extract, live = result.extract, result.live
+    assert live is not None
+
+    def make(seconds: float) -> Extractor:
+        return make_extractor(extract.method, extract, budget=ExtractBudget(seconds, extract.workers,
+                                                                            extract.deterministic))
+
+    return next_programs(live.problem, make, result.best, extract.candidates,
+                         program_selection(live, result.program), extract.time_limit_s)
 
 
 def _explore(result: RunResult, schedule: LimitsConfig, progress: ProgressFn | None) -> EGraphSession:

@@ -25,7 +25,7 @@ from eqdsl.config import RunConfig
 from eqdsl.diagnostics import EqdslError
 from eqdsl.execute.executor import ExecutionCheck, check_executable
 from eqdsl.execute.executor import compare as compare_execution
-from eqdsl.exports.base import ExportJob, ExportSettings
+from eqdsl.exports.base import Candidate, ExportJob, ExportSettings
 from eqdsl.exports.registry import EXPORTS
 from eqdsl.frontend import load_program_text
 from eqdsl.onnx.weights import random_weights
@@ -43,6 +43,7 @@ class StageJob:
     optimized: ir.Program
     predicted_speedup: float
     folder: Path  # eqdsl's temporary folder for the stages' files (see `Finished.files`)
+    candidates: tuple[Candidate, ...] = ()  # the next programs after the optimized one (`extract.candidates`)
 
 
 @dataclass
@@ -159,7 +160,7 @@ class ExportStage:
     def run(self, job: StageJob, settings: ExportSettings) -> Finished:
         loaded = job.loaded
         export_job = ExportJob(job.language, loaded.program, job.optimized, loaded.weights, loaded.source_file,
-                               job.predicted_speedup, job.folder, settings, loaded.fixed_inputs)
+                               job.predicted_speedup, job.folder, settings, loaded.fixed_inputs, job.candidates)
         out = EXPORTS[settings.format].run(export_job)
         lines = [(f"export: {', '.join(out.files)}", False)] + [(line, True) for line in out.summary]
         return Finished(self.key, out.ok, {**out.report, "ok": out.ok}, lines, out, list(out.files))

@@ -359,14 +359,35 @@ class Interrupted(Exception):
     """A stop signal reached the supervisor (`stop_signals_interrupt`)."""
 
 
+STOP_GRACE_S = 5.0  # from a stop signal to exit 130, whatever the interrupted code was doing
+
+
 def _raise_interrupted(signum, frame) -> None:
+    _arm_stop_watchdog()
     raise Interrupted
+
+
+def _arm_stop_watchdog() -> None:
+    """Exit 130 in `grace_s` seconds unless the process has ended: the exception a stop signal
+    raises lands in whatever code ran (a library's import, a thread pool's start) and may leave
+    it holding a lock or a non-daemon thread that the interpreter's exit would wait for."""
+    import threading
+
+    grace_s = STOP_GRACE_S
+
+    def stop() -> None:
+        time.sleep(grace_s)
+        _say(f"interrupted: the clean-up did not end within {grace_s:g} s; stopped")
+        os._exit(INTERRUPTED)
+
+    threading.Thread(target=stop, name="eqdsl-stop-watchdog", daemon=True).start()
 
 
 @contextmanager
 def stop_signals(handler: Callable[[int, Any], None] | signal.Handlers) -> Iterator[None]:
-    """Inside: SIGINT, SIGTERM, SIGHUP and SIGQUIT go to `handler`; the old handlers after."""
-    old = {s: signal.signal(s, handler) for s in STOP_SIGNALS}
+    """Inside: SIGINT, SIGTERM, SIGHUP and SIGQUIT go to `handler`, but for those ignored (the
+    command was started with them ignored: `nohup`, a script's background job); the old handlers after."""
+    old = {s: signal.signal(s, handler) for s in STOP_SIGNALS if signal.getsignal(s) is not signal.SIG_IGN}
     try:
         yield
     finally:

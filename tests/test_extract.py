@@ -319,3 +319,31 @@ def test_with_negative_costs_a_warm_start_at_or_below_zero_is_not_taken_as_optim
                                            for k, (c, kids, cost) in nodes.items()}, "root_eclasses": ["c0"]})
     e = CpSatExtractor(time_limit_s=10).extract(problem)
     assert e.cost == -3 and e.status.value == "optimal"
+
+
+# ---- candidates: the next programs after the cheapest (eqdsl.extract.candidates) ----
+def test_next_programs_undo_one_choice_of_the_best():
+    from eqdsl.extract.candidates import next_programs
+
+    p = problem_from_json(SHARED)
+    best = CpSatExtractor(time_limit_s=5).extract(p)
+    more = next_programs(p, lambda s: CpSatExtractor(time_limit_s=s), best, 3, None, 10)
+    # blocking p1 or p2 gives the same program (f1, f2 over x: 12); s and x have no alternative
+    assert [(e.cost, ops(p, e.selection)) for e in more] == [(12, ["f1", "f2", "x"])]
+    assert next_programs(p, lambda s: CpSatExtractor(time_limit_s=s), best, 1, None, 10) == []
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(small_egraphs())
+def test_next_programs_are_valid_distinct_and_cheapest_first(data):
+    from eqdsl.extract.candidates import next_programs
+
+    p = problem_from_json(data)
+    if math.isinf(brute_force(p)):
+        return
+    best = CpSatExtractor(time_limit_s=5).extract(p)
+    more = next_programs(p, lambda s: CpSatExtractor(time_limit_s=s), best, 4, None, 20)
+    chosen = [frozenset(e.selection.values()) for e in [best, *more]]
+    assert len(set(chosen)) == len(chosen) and len(more) <= 3
+    assert all(dag_cost(p, e.selection) == e.cost >= best.cost for e in more)
+    assert [e.cost for e in more] == sorted(e.cost for e in more)

@@ -5,6 +5,7 @@ validated on the model's own constants, exported faithfully, and never handed ba
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import numpy as np
 import onnx
@@ -14,6 +15,8 @@ from onnx import TensorProto, helper, numpy_helper
 from eqdsl.diagnostics import EqdslError
 from eqdsl.frontend import load_language
 from eqdsl.onnx.read import read_onnx
+
+from conftest import EXAMPLES
 
 
 def _const(name: str, values, dtype=np.int64) -> onnx.TensorProto:
@@ -156,10 +159,10 @@ def test_a_model_measured_slower_is_not_handed_back(tmp_path, run_cli, monkeypat
     import eqdsl.exports.onnx as export
     from eqdsl.onnx.runtime import RuntimeCheck
 
-    def slower(original, optimized, runs, seed, fixed=None):
-        return RuntimeCheck(True, 0.0, runs, {1: 1.0}, {1: 1.5}, "ONNX Runtime outputs agree", (1.4, 1.6))
+    def slower(original, others, runs, seed, fixed=None):
+        return [RuntimeCheck(True, 0.0, runs, {1: 1.0}, {1: 1.5}, "ONNX Runtime outputs agree", (1.4, 1.6))]
 
-    monkeypatch.setattr(export, "compare", slower)
+    monkeypatch.setattr(export, "compare_many", slower)
     code, report, text = _run(tmp_path, run_cli, operand_model(), "{onnx: m.onnx}",
                               f"{{format: onnx, keep_if_slower: {str(keep).lower()}}}")
     assert code == 0, text
@@ -171,6 +174,33 @@ def test_a_model_measured_slower_is_not_handed_back(tmp_path, run_cli, monkeypat
     else:
         assert "optimized.onnx is the input model" in text and "1.00 → 1.50 ms" in text
         assert out.graph == onnx.load(str(tmp_path / "m.onnx")).graph
+
+
+@pytest.mark.parametrize("fastest", ["candidate-2", "input"])
+def test_candidates_are_timed_with_the_input_and_the_fastest_is_handed_back(tmp_path, run_cli, monkeypatch, fastest):
+    import eqdsl.exports.onnx as export
+    from eqdsl.onnx.runtime import RuntimeCheck
+
+    def times(original, others, runs, seed, fixed=None):  # runs in the worker process
+        ms = {"optimized": 1.5, "candidate-2": 0.8 if fastest == "candidate-2" else 1.2}
+        return [RuntimeCheck(True, 0.0, runs, {1: 1.0}, {1: ms.get(Path(o).stem, 1.3)}, "agree", (0.5, 1.6))
+                for o in others]
+
+    monkeypatch.setattr(export, "compare_many", times)
+    onnx.save(onnx.load(str(EXAMPLES / "onnx" / "small_cnn.onnx")), tmp_path / "m.onnx")
+    (tmp_path / "run.yaml").write_text(
+        "ruleset: tensat\ntarget: t4\nprogram: {onnx: m.onnx}\nschedule: {iter_limit: 5, node_limit: 3000}\n"
+        "extract: {method: cpsat, compare: [], time_limit_s: 10, candidates: 3}\nexport: onnx\n")
+    code, out, err = run_cli("run", tmp_path / "run.yaml", "--output", tmp_path / "out", "--quiet")
+    assert code == 0, out + err
+    runtime = json.loads((tmp_path / "out" / "report.json").read_text())["export"]["runtime"]
+    assert [c["name"] for c in runtime["candidates"]][:2] == ["optimized", "candidate-2"]
+    assert runtime["handed_back"] == fastest
+    handed = (tmp_path / "out" / "optimized.onnx").read_bytes()
+    if fastest == "input":
+        assert runtime["kept"] == "input" and onnx.load_from_string(handed).graph == onnx.load(str(tmp_path / "m.onnx")).graph
+    else:
+        assert handed == (tmp_path / "out" / "candidate-2.onnx").read_bytes()
 
 
 def test_ratio_interval_tells_noise_from_slower():

@@ -298,3 +298,62 @@ def test_every_flag_and_positional_argument_has_help_text():
 
     walk(build_parser(), "eqdsl")
     assert not missing
+
+
+def test_the_command_answers_stop_signals_before_its_first_import():
+    import eqdsl.__main__ as command
+    from eqdsl.worker import STOP_SIGNALS
+
+    assert command._STARTING_SIGNALS == STOP_SIGNALS
+    source = Path(command.__file__).read_text()
+    before = source[:source.index("signal.signal(_s, _stopped_while_starting)")]
+    imports = [line for line in before.splitlines() if line.startswith(("import ", "from "))]
+    assert imports == ["import os", "import signal", "import sys"]  # loaded with the interpreter
+
+
+WEDGED_BY_INTERRUPT = """
+import os, signal, sys, threading
+from eqdsl import worker
+worker.STOP_GRACE_S = 0.5
+try:
+    with worker.stop_signals_interrupt():
+        threading.Thread(target=threading.Event().wait).start()  # non-daemon: exit would wait for it
+        os.kill(os.getpid(), signal.SIGINT)
+        threading.Event().wait(10)
+except worker.Interrupted:
+    sys.exit(0)  # the interpreter now waits for the thread, forever
+"""
+
+
+def test_an_interrupt_that_wedges_the_exit_still_ends_in_130():
+    started = time.monotonic()
+    proc = subprocess.run([sys.executable, "-c", WEDGED_BY_INTERRUPT], capture_output=True, text=True, timeout=30)
+    assert proc.returncode == 130 and time.monotonic() - started < 10
+    assert "did not end within 0.5 s" in proc.stderr and "Traceback" not in proc.stderr
+
+
+def test_a_stop_signal_ignored_at_start_stays_ignored(tmp_path):
+    """`nohup` and a script's background jobs start commands with SIGINT ignored: eqdsl keeps it so,
+    as Python itself does, and only SIGTERM stops it."""
+    def ignore_sigint() -> None:
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+    proc = subprocess.Popen(EQDSL + ["run", str(ACSUM), "--output", str(tmp_path / "out")], cwd=tmp_path,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, preexec_fn=ignore_sigint)
+    time.sleep(5)
+    proc.send_signal(signal.SIGINT)
+    time.sleep(1)
+    assert proc.poll() is None
+    proc.send_signal(signal.SIGTERM)
+    proc.communicate(timeout=30)
+    assert proc.returncode == 130 and list(tmp_path.iterdir()) == []
+
+
+def test_the_installed_command_is_the_launcher_and_runs():
+    """bin/eqdsl starts Python without `site` and answers stop signals first (see the file)."""
+    command = Path(sys.executable).parent / "eqdsl"
+    assert command.read_text() == (ROOT / "bin" / "eqdsl").read_text()
+    done = subprocess.run([str(command), "check", str(ROOT / "rulesets" / "arith.eqr")], capture_output=True,
+                          text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert "usage: eqdsl" in subprocess.run([str(command), "--bogus"], capture_output=True, text=True).stderr

@@ -27,6 +27,15 @@ class ExportSettings:
 
 
 @dataclass(frozen=True)
+class Candidate:
+    """A program to measure beside the optimized one (`extract.candidates`)."""
+
+    name: str  # its files' stem: `candidate-2`, …
+    program: ir.Program
+    predicted_speedup: float  # the cost model's input cost / its cost
+
+
+@dataclass(frozen=True)
 class ExportJob:
     language: ir.Language
     original: ir.Program
@@ -37,6 +46,7 @@ class ExportJob:
     folder: Path
     settings: ExportSettings
     fixed_inputs: Mapping[str, np.ndarray] = field(default_factory=dict)  # the source's inputs fixed to constants
+    candidates: tuple[Candidate, ...] = ()  # measured beside `optimized`: the fastest is handed back
 
 
 @dataclass

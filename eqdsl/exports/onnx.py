@@ -7,16 +7,20 @@ input was not an ONNX file, `input.onnx` (the input program with the same weight
 there is one) and the optimized one on the same random inputs: outputs must agree, and both are
 timed with one thread and with all of them. Never slower: when the optimized model is slower with
 one thread beyond noise (`RuntimeCheck.slower`), `optimized.onnx` is the input model and the
-summary and report say so with both times (unless `keep_if_slower`).
+summary and report say so with both times (unless `keep_if_slower`). With candidates
+(`extract: {candidates: k}`), each is written (`candidate-2.onnx`, …) and timed in the same pass;
+the fastest whose outputs agree becomes `optimized.onnx` (`report.json`: runtime.handed_back, and
+every candidate's predicted and measured speedup), then the guard holds it against the input.
 """
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
 
-from eqdsl.exports.base import ExportJob, ExportOutcome
+from eqdsl.exports.base import Candidate, ExportJob, ExportOutcome
 from eqdsl.ir.builder import same_terms
 from eqdsl.onnx import require_onnx
-from eqdsl.onnx.runtime import RuntimeCheck, compare
+from eqdsl.onnx.runtime import RuntimeCheck, compare_many
 from eqdsl.onnx.weights import random_weights
 
 
@@ -32,30 +36,65 @@ class OnnxExport:
         weights = dict(job.weights) if job.weights is not None else random_weights(job.original, job.settings.seed)
         original = job.source_file
         unchanged = original is not None and same_terms(job.original, job.optimized)
+        interface = interface_of(original) if original is not None else None
         if unchanged:  # no rewrite won: the user's model itself, node for node
             files = save_model(onnx.load(str(original)), job.folder / "optimized.onnx")
         else:
-            interface = interface_of(original) if original is not None else None
             files = write_program(job.language, job.optimized, weights, job.folder / "optimized.onnx", interface)
         if original is None:
             files += write_program(job.language, job.original, weights, job.folder / "input.onnx")
             original = job.folder / "input.onnx"
+        candidates = [c for c in job.candidates if not same_terms(job.original, c.program)]  # the input is timed anyway
+        for c in candidates:
+            files += write_program(job.language, c.program, weights, job.folder / f"{c.name}.onnx", interface)
         outcome = ExportOutcome(files, {"files": files, "weights": "model" if job.weights else "random (seeded)",
                                         "unchanged": unchanged})
         if unchanged:
             outcome.summary.append("the optimized program is the input program: optimized.onnx is your model, "
                                    "unchanged")
         if job.settings.runtime_check:
-            check = compare(original, job.folder / "optimized.onnx", job.settings.runs, job.settings.seed,
-                            fixed=dict(job.fixed_inputs))
-            outcome.ok = check.ok
-            outcome.report["runtime"] = _report(check, job.predicted_speedup)
-            outcome.summary += _summary(check, job.predicted_speedup)
-            replaced = check.ok and check.slower and not job.settings.keep_if_slower
-            if check.ok and check.slower:
-                outcome.summary.append(_kept(job, check, original))
-            outcome.report["runtime"]["kept"] = "input" if replaced else "optimized"
+            _check_at_runtime(job, original, candidates, outcome)
         return outcome
+
+
+def _check_at_runtime(job: ExportJob, original: Path, candidates: list[Candidate], outcome: ExportOutcome) -> None:
+    """ONNX Runtime runs the input, optimized.onnx and every candidate; the fastest that agrees
+    becomes optimized.onnx, then the never-slower guard holds it against the input."""
+    named = [("optimized", job.predicted_speedup)] + [(c.name, c.predicted_speedup) for c in candidates]
+    checks = compare_many(original, [job.folder / f"{name}.onnx" for name, _ in named], job.settings.runs,
+                          job.settings.seed, fixed=dict(job.fixed_inputs))
+    outcome.ok = all(c.ok for c in checks)
+    fastest = min(range(len(checks)), key=lambda k: (not checks[k].ok, checks[k].optimized_ms[1]))
+    check, predicted = checks[fastest], named[fastest][1]
+    outcome.report["runtime"] = _report(check, predicted)
+    outcome.summary += _summary(check, predicted)
+    measuring = bool(job.candidates)  # the input is one of the candidates: the fastest median wins
+    input_wins = measuring and check.ok and check.original_ms[1] <= check.optimized_ms[1]
+    if measuring:
+        outcome.report["runtime"]["candidates"] = [{"name": name, **_report(c, p)}
+                                                   for (name, p), c in zip(named, checks)]
+        outcome.summary += _candidate_lines(named, checks, -1 if input_wins else fastest)
+        if fastest and not input_wins:
+            shutil.copyfile(job.folder / f"{named[fastest][0]}.onnx", job.folder / "optimized.onnx")
+    outcome.report["runtime"]["handed_back"] = "input" if input_wins else named[fastest][0]
+    replaced = check.ok and (check.slower or input_wins) and not job.settings.keep_if_slower
+    if check.ok and (check.slower or input_wins):
+        outcome.summary.append(_kept(job, check, original))
+    outcome.report["runtime"]["kept"] = "input" if replaced else "optimized"
+
+
+def _candidate_lines(named: list[tuple[str, float]], checks: list[RuntimeCheck], fastest: int) -> list[str]:
+    """One line per program measured, the input first (`fastest` −1: the input is the fastest)."""
+    arrow = "  ← the fastest: optimized.onnx"
+    lines = [f"{len(named) + 1} programs measured (extract.candidates: the input and {len(named)}), "
+             "ORT CPU 1 thread, in one pass:",
+             f"  input: predicted 1.000×, measured 1.000× ({checks[0].original_ms[1]:.2f} ms)"
+             + (arrow if fastest < 0 else "")]
+    for k, ((name, predicted), c) in enumerate(zip(named, checks)):
+        lines.append(f"  {name}: predicted {predicted:.3f}×, measured {c.speedup(1):.3f}× "
+                     f"({c.optimized_ms[1]:.2f} ms{'' if c.ok else ', outputs DISAGREE'})"
+                     + (arrow if k == fastest else ""))
+    return lines
 
 
 def _kept(job: ExportJob, check: RuntimeCheck, original: Path) -> str:

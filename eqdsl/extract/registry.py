@@ -14,7 +14,7 @@ class declares it (`acyclic`, `warm_start`, `parts`, `search`: cpsat's).
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from importlib.metadata import entry_points
 from typing import Any, Callable
 
@@ -101,6 +101,9 @@ class ExtractConfig:
     workers: int = option(DEFAULT_WORKERS, int_at_least(1), "an int ≥ 1", help="threads an extractor may use")
     deterministic: bool = option(False, is_bool, "true or false",
                                  help="the same e-graph gives the same program every time (cpsat: one thread)")
+    candidates: int = option(1, int_at_least(1), "an int ≥ 1", flag=None,
+                             help="programs handed to a measuring export: the cheapest and up to this many − 1 "
+                                  "next ones (eqdsl.extract.candidates); the fastest measured wins")
     options: dict[str, Any] = field(default_factory=dict)  # kind name → its options (defaults where absent)
 
     def options_for(self, name: str) -> Any:
@@ -117,8 +120,7 @@ def read_extract(data: Any, path: str = "extract") -> ExtractConfig:
     general = read_fields(ExtractConfig, reader)
     options = {name: read_fields(cls, reader) for cls, kinds in option_classes().items() for name in kinds}
     reader.finish()
-    return ExtractConfig(general.method, general.compare, general.time_limit_s, general.workers,
-                         general.deterministic, options)
+    return replace(general, options=options)
 
 
 def make_extractor(method: str, cfg: ExtractConfig, path: str = "extract.method",

@@ -157,16 +157,29 @@ def largest_error(want: Sequence[np.ndarray], got: Sequence[np.ndarray]) -> floa
 
 def compare(original: bytes | Path, optimized: bytes | Path, runs: int = 20, seed: int = 0,
             thread_counts: list[int] | None = None, fixed: dict[str, np.ndarray] | None = None) -> RuntimeCheck:
+    return compare_many(original, [optimized], runs, seed, thread_counts, fixed)[0]
+
+
+def compare_many(original: bytes | Path, others: Sequence[bytes | Path], runs: int = 20, seed: int = 0,
+                 thread_counts: list[int] | None = None, fixed: dict[str, np.ndarray] | None = None
+                 ) -> list[RuntimeCheck]:
+    """`compare` of the original with each of `others`, all timed in one interleaved pass (the
+    original's times are the same in every check)."""
     thread_counts = thread_counts or sorted({1, os.cpu_count() or 1})
-    first, second = session(original, 1), session(optimized, 1)
-    feeds, scale = finite_feeds(first, seed, {i.name: i.shape for i in second.get_inputs()}, fixed)
-    want, got = first.run(None, feeds), second.run(None, feeds)
-    error = largest_error(want, got) if len(want) == len(got) else float("inf")
-    ok = error <= RTOL
-    timings = {t: timed_ms([session(original, t), session(optimized, t)], feeds, runs) for t in thread_counts}
-    verdict = "agree" if ok else "DISAGREE"
-    median = {t: [float(np.median(v)) for v in pair] for t, pair in timings.items()}
-    return RuntimeCheck(ok, error, runs, {t: v[0] for t, v in median.items()}, {t: v[1] for t, v in median.items()},
-                        f"ONNX Runtime outputs {verdict} (largest relative difference {error:.3g}, "
-                        f"tolerance {RTOL:g}" + (f"; inputs scaled by {scale:g} to keep outputs finite)"
-                                                 if scale != 1.0 else ")"), _interval(timings, seed))
+    first, rest = session(original, 1), [session(o, 1) for o in others]
+    feeds, scale = finite_feeds(first, seed, {i.name: i.shape for i in rest[0].get_inputs()}, fixed)
+    want = first.run(None, feeds)
+    timings = {t: timed_ms([session(m, t) for m in (original, *others)], feeds, runs) for t in thread_counts}
+    scaled = f"; inputs scaled by {scale:g} to keep outputs finite)" if scale != 1.0 else ")"
+    checks = []
+    for k, other in enumerate(rest, start=1):
+        got = other.run(None, feeds)
+        error = largest_error(want, got) if len(want) == len(got) else float("inf")
+        verdict = "agree" if error <= RTOL else "DISAGREE"
+        pair = {t: [times[0], times[k]] for t, times in timings.items()}
+        checks.append(RuntimeCheck(error <= RTOL, error, runs,
+                                   {t: float(np.median(v[0])) for t, v in pair.items()},
+                                   {t: float(np.median(v[1])) for t, v in pair.items()},
+                                   f"ONNX Runtime outputs {verdict} (largest relative difference {error:.3g}, "
+                                   f"tolerance {RTOL:g}" + scaled, _interval(pair, seed)))
+    return checks
