@@ -15,6 +15,7 @@ whether the never-slower guard handed back the input, and the ORT CPU time of ev
 and 2 threads (medians of `--runs` interleaved runs, the same inputs), as a ratio to the input.
 
 Usage: .venv/bin/python benchmarks/models.py [--models a,b] [--runs 20] [--out results/bench/models] [--reuse]
+       [--candidates K] [--identity]
 (`--reuse`: keep each model's last `eqdsl run`, make the other variants and time them all again).
 Needs (benchmark only, not eqdsl's dependencies): `pip install onnxslim onnxsim`.
 """
@@ -224,6 +225,29 @@ def timings(variants: dict[str, Path], model: Model, runs: int,
     return result
 
 
+def identity_rows(chosen: list[Model], out: Path, runs: int) -> None:
+    """`--identity`: each model against its import + export alone, one thread, `runs` interleaved
+    runs; the median ratio and its 95 % bootstrap interval (input time ÷ identity time)."""
+    from eqdsl.onnx.runtime import ratio_interval
+
+    print(f"| model | input ms | identity ms | input ÷ identity | 95 % interval ({runs} runs, 1 thread) |")
+    print("|---|---|---|---|---|")
+    for model in chosen:
+        path = fetch(model, out / "cache")
+        made = identity(path, model, out / model.name / "identity.onnx")
+        if not isinstance(made, Path):
+            print(f"| {model.name} | — | — | {made} | |", flush=True)
+            continue
+        first = session(path, 1)
+        static = {**{i.name: i.shape for i in first.get_inputs() if all(isinstance(d, int) for d in i.shape)},
+                  **model.shapes}
+        feeds = random_feeds(first, 0, 0.5, static, fixed={k: np.asarray(v) for k, v in model.constants.items()})
+        base, ident = timed_ms([first, session(made, 1)], feeds, runs)
+        low, high = ratio_interval(ident, base)  # of input ÷ identity, run pair by run pair
+        print(f"| {model.name} | {np.median(base):.2f} | {np.median(ident):.2f} | "
+              f"{np.median(np.asarray(base) / np.asarray(ident)):.3f}× | [{low:.3f}, {high:.3f}] |", flush=True)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--models", default=",".join(m.name for m in CORPUS))
@@ -231,9 +255,13 @@ def main() -> None:
     parser.add_argument("--out", default="results/bench/models")
     parser.add_argument("--reuse", action="store_true", help="keep each model's last eqdsl run; time everything again")
     parser.add_argument("--candidates", type=int, default=1, help="extract.candidates of the eqdsl runs (issue 45)")
+    parser.add_argument("--identity", action="store_true",
+                        help="only the input against eqdsl's import + export, with a 95 % interval")
     args = parser.parse_args()
     out = Path(args.out)
     chosen = [m for m in CORPUS if m.name in args.models.split(",") and fetch_ok(m, out)]
+    if args.identity:
+        return identity_rows(chosen, out, args.runs)
     print(f"# {platform.machine()}, python {platform.python_version()}, ORT CPU, {args.runs} interleaved runs; "
           f"times are ratios input ÷ variant (> 1: faster than the input)")
     print("| model | producer, opset | top ops | eqdsl import/run | opaque | e-graph nodes | predicted | validated, "

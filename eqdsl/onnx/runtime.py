@@ -160,14 +160,29 @@ def compare(original: bytes | Path, optimized: bytes | Path, runs: int = 20, see
     return compare_many(original, [optimized], runs, seed, thread_counts, fixed)[0]
 
 
+def _static_shapes(sessions: list) -> dict[str, list]:
+    """Each input's dims from the first session where they are all static (eqdsl's models are; the
+    user's file handed back unchanged may leave some dynamic), else the first session's."""
+    def static(dims: list) -> bool:
+        return all(isinstance(d, int) for d in dims)
+
+    shapes: dict[str, list] = {}
+    for s in sessions:
+        for i in s.get_inputs():
+            if i.name not in shapes or (not static(shapes[i.name]) and static(i.shape)):
+                shapes[i.name] = i.shape
+    return shapes
+
+
 def compare_many(original: bytes | Path, others: Sequence[bytes | Path], runs: int = 20, seed: int = 0,
-                 thread_counts: list[int] | None = None, fixed: dict[str, np.ndarray] | None = None
-                 ) -> list[RuntimeCheck]:
+                 thread_counts: list[int] | None = None, fixed: dict[str, np.ndarray] | None = None,
+                 shapes: dict[str, list[int]] | None = None) -> list[RuntimeCheck]:
     """`compare` of the original with each of `others`, all timed in one interleaved pass (the
-    original's times are the same in every check)."""
+    original's times are the same in every check). `shapes`: the inputs' dims where the models
+    leave them dynamic (the static program eqdsl imported)."""
     thread_counts = thread_counts or sorted({1, os.cpu_count() or 1})
     first, rest = session(original, 1), [session(o, 1) for o in others]
-    feeds, scale = finite_feeds(first, seed, {i.name: i.shape for i in rest[0].get_inputs()}, fixed)
+    feeds, scale = finite_feeds(first, seed, {**_static_shapes(rest), **(shapes or {})}, fixed)
     want = first.run(None, feeds)
     timings = {t: timed_ms([session(m, t) for m in (original, *others)], feeds, runs) for t in thread_counts}
     scaled = f"; inputs scaled by {scale:g} to keep outputs finite)" if scale != 1.0 else ")"
