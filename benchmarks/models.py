@@ -61,7 +61,7 @@ CORPUS = [Model(f"zoo-{z}", f"zoo:light_{z}.onnx") for z in ZOO] + [
 ]
 TORCH = ["resnet50", "mobilenet_v3_large", "efficientnet_b0", "convnext_tiny", "regnet_y_400mf", "vit_b_16", "swin_t",
          "deeplabv3_mobilenet", "bert_base", "distilbert", "gpt2_small", "t5_small_encoder", "whisper_tiny_encoder",
-         "unet_resnet34"]
+         "unet_resnet34", "detr_resnet50"]
 CORPUS += [Model(f"torch-{t}", f"torch:{t}") for t in TORCH]
 THREADS = (1, 2)
 

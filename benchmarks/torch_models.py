@@ -62,6 +62,22 @@ def _hidden(make: Callable[[], Any], whisper: bool = False) -> Callable[[], Any]
     return lambda: _Encoder(make(), whisper)
 
 
+class _Detr(torch.nn.Module):
+    """DETR (ResNet-50 backbone built from its config, no weights downloaded): class logits and boxes."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        import transformers
+
+        config = transformers.DetrConfig(use_timm_backbone=False, use_pretrained_backbone=False,
+                                         backbone_config=transformers.ResNetConfig(out_features=["stage4"]))
+        self.model = transformers.DetrForObjectDetection(config)
+
+    def forward(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        out = self.model(pixel_values=x, pixel_mask=torch.ones_like(x[:, 0], dtype=torch.long))
+        return out.logits, out.pred_boxes
+
+
 def _unet():
     import segmentation_models_pytorch as smp
 
@@ -87,6 +103,7 @@ MODELS: dict[str, tuple[Callable[[], Any], dict[str, list[int]]]] = {
                                                  encoder_attention_heads=6, decoder_attention_heads=6)).encoder,
         whisper=True), {"x": [1, 80, 3000]}),
     "unet_resnet34": (_unet, {"x": [1, 3, 256, 256]}),
+    "detr_resnet50": (_Detr, {"x": [1, 3, 320, 320]}),
 }
 
 
