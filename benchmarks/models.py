@@ -202,14 +202,19 @@ def _ort_offline(model: onnx.ModelProto, path: Path, shapes: dict, target: Path)
     ort.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
 
 
+def model_feeds(first, model: Model) -> dict[str, np.ndarray]:
+    """The same random inputs for every variant of `model` (its `shapes:` where the file leaves dims dynamic)."""
+    static = {**{i.name: i.shape for i in first.get_inputs() if all(isinstance(d, int) for d in i.shape)},
+              **model.shapes}
+    return random_feeds(first, 0, 0.5, static, fixed={k: np.asarray(v) for k, v in model.constants.items()})
+
+
 def timings(variants: dict[str, Path], model: Model, runs: int,
             failed: dict[str, Path | str]) -> dict[str, dict[int, float]]:
     """Median ms of each variant per thread count, all interleaved run by run on the same inputs;
     a variant ONNX Runtime cannot load or run goes into `failed` with its error."""
     first = session(variants["input"], 1)
-    static = {**{i.name: i.shape for i in first.get_inputs() if all(isinstance(d, int) for d in i.shape)},
-              **model.shapes}
-    feeds = random_feeds(first, 0, 0.5, static, fixed={k: np.asarray(v) for k, v in model.constants.items()})
+    feeds = model_feeds(first, model)
     names = []
     for name, path in variants.items():
         try:
@@ -239,9 +244,7 @@ def identity_rows(chosen: list[Model], out: Path, runs: int) -> None:
             print(f"| {model.name} | — | — | {made} | |", flush=True)
             continue
         first = session(path, 1)
-        static = {**{i.name: i.shape for i in first.get_inputs() if all(isinstance(d, int) for d in i.shape)},
-                  **model.shapes}
-        feeds = random_feeds(first, 0, 0.5, static, fixed={k: np.asarray(v) for k, v in model.constants.items()})
+        feeds = model_feeds(first, model)
         base, ident = timed_ms([first, session(made, 1)], feeds, runs)
         low, high = ratio_interval(ident, base)  # of input ÷ identity, run pair by run pair
         print(f"| {model.name} | {np.median(base):.2f} | {np.median(ident):.2f} | "

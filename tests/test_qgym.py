@@ -304,14 +304,19 @@ def test_bad_pulsed_schedule_is_a_clean_error(tmp_path, run_cli, schedule, messa
     assert code == 2 and message in err and "Traceback" not in err, err
 
 
+def _run_layer(tmp_path, run_cli) -> tuple[str, dict]:
+    """`eqdsl run c.yaml` in `tmp_path`, which must succeed: its stdout and its report."""
+    code, out, err = run_cli("run", tmp_path / "c.yaml", "--output", tmp_path / "out")
+    assert code == 0, err
+    return out, json.loads((tmp_path / "out" / "report.json").read_text())
+
+
 def test_pulsed_run_reports_epochs_and_a_partial_result_at_the_node_limit(tmp_path, run_cli):
     (tmp_path / "c.yaml").write_text(
         "ruleset: qgym\nprogram: {builder: conv_layer, R: 1, S: 2, C: 3, K: 3, Q: 2, tpr: 1}\n"
         "schedule: {kind: pulsed, epochs: 2, explore_iter: 4, node_limit: 400, epoch_extract: greedy-dag}\n"
         "extract: {method: greedy-dag, compare: []}\nvalidate: true\n")
-    code, out, err = run_cli("run", tmp_path / "c.yaml", "--output", tmp_path / "out")
-    assert code == 0, err
-    report = json.loads((tmp_path / "out" / "report.json").read_text())
+    out, report = _run_layer(tmp_path, run_cli)
     assert report["schedule"]["stop_reason"] == "node limit"
     assert len(report["schedule"]["epochs"]) == 2 and "pulsed epochs" in out
     assert report["best_cost"] <= report["original_cost"] and report["validation"]["ok"]
@@ -341,9 +346,7 @@ def test_a_conv_layer_run_executes_its_program_as_a_kernel_and_under_bfv(tmp_pat
         "ruleset: qgym\nprogram: {builder: conv_layer, R: 1, S: 1, C: 4, K: 4, Q: 2}\n"
         "schedule: {kind: pulsed, epochs: 1, explore_iter: 1, epoch_extract: greedy-dag}\n"
         "extract: {method: greedy-dag, compare: []}\nexecute: {device: cpu, runs: 3}\nhe: {batch: 4}\n")
-    code, out, err = run_cli("run", tmp_path / "c.yaml", "--output", tmp_path / "out")
-    assert code == 0, err
-    report = json.loads((tmp_path / "out" / "report.json").read_text())
+    out, report = _run_layer(tmp_path, run_cli)
     assert report["execution"]["exact"] and report["execution"]["kernel_ms"] > 0 and report["execution"]["ort_conv_ms"] > 0
     assert report["he"]["ok"] and report["he"]["batch"] == 4
     assert report["he"]["optimized"]["pt_ct_mul"] <= report["he"]["summerge"]["pt_ct_mul"]

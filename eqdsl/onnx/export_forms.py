@@ -41,9 +41,9 @@ def _padding(e: Emitter, i: int, arg: int, pad: int, fill: int) -> tuple[str | N
     `pad2d` with `fill` takes that padding itself (ONNX's `pads`, as models are written: Conv(pads)
     rather than Pad + Conv); the Pad then left unused is dropped (`Emitter.used_nodes`). SAME is
     written as the explicit pads it means, as exporters write it. None for the operand: as emitted."""
-    child = e.program.nodes[i].args[arg]
-    node = e.program.nodes[child.index] if isinstance(child, ir.Child) else None
-    if pad == VALID and node is not None and node.op == "pad2d" and node.args[5] == fill:
+    padded = _child(e, i, arg, "pad2d")
+    node = e.program.nodes[padded] if padded is not None else None
+    if pad == VALID and node is not None and node.args[5] == fill:
         x = node.args[0]
         assert isinstance(x, ir.Child)
         top, bottom, left, right = (int(cast(int, v)) for v in node.args[1:5])
