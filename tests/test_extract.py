@@ -203,10 +203,11 @@ def test_cpsat_matches_brute_force(data):
         with pytest.raises(EqdslError):
             CpSatExtractor(time_limit_s=5).extract(p)
         return
-    for acyclic, workers in (("lazy", 1), ("order", 1), ("hybrid", 1), ("hybrid", 2)):
-        cp = CpSatExtractor(time_limit_s=5, acyclic=acyclic, workers=workers).extract(p)
+    for acyclic, workers, search in (("lazy", 1, "auto"), ("order", 1, "auto"), ("hybrid", 1, "auto"),
+                                     ("hybrid", 2, "auto"), ("hybrid", 2, "lp"), ("hybrid", 1, "hs")):
+        cp = CpSatExtractor(time_limit_s=5, acyclic=acyclic, workers=workers, search=search).extract(p)
         assert cp.status is ExtractStatus.OPTIMAL
-        assert cp.cost == best, acyclic
+        assert cp.cost == best, (acyclic, search)
         assert dag_cost(p, cp.selection) == cp.cost
     assert GreedyExtractor().extract(p).cost >= best
     assert GreedyDagExtractor().extract(p).cost >= best
@@ -235,8 +236,8 @@ def test_pruned_model_agrees_with_plain_model():
 
 
 def test_dfs_filter_list_leaves_an_acyclic_graph():
-    from eqdsl.extract.cpsat import dfs_filter_list, find_cycles
-    from eqdsl.extract.prune import usable_nodes
+    from eqdsl.extract.cpsat import find_cycles
+    from eqdsl.extract.prune import dfs_filter_list, usable_nodes
 
     from synthetic import tensat_like
 
@@ -264,8 +265,8 @@ def _negative_costs_egraph() -> dict:
 
 def test_negative_costs_cpsat_finds_the_optimum_and_picks_nothing_unneeded():
     p = problem_from_json(_negative_costs_egraph())
-    for acyclic in ("order", "lazy", "filter-list"):
-        e = CpSatExtractor(time_limit_s=10, acyclic=acyclic).extract(p)
+    for acyclic, search in (("order", "auto"), ("lazy", "auto"), ("filter-list", "auto"), ("hybrid", "hs")):
+        e = CpSatExtractor(time_limit_s=10, acyclic=acyclic, search=search).extract(p)  # hs: lp instead
         assert e.cost == -2 and e.status.value == "optimal"
         assert {p.nodes[i].id for i in e.selection.values()} == {"r2", "b", "x"}  # never "y"
 
@@ -319,6 +320,72 @@ def test_with_negative_costs_a_warm_start_at_or_below_zero_is_not_taken_as_optim
                                            for k, (c, kids, cost) in nodes.items()}, "root_eclasses": ["c0"]})
     e = CpSatExtractor(time_limit_s=10).extract(problem)
     assert e.cost == -3 and e.status.value == "optimal"
+
+
+# ---- the hitting-set search (eqdsl.extract.hitting) ----
+# TENSAT's BERT in small: outputs q and k, each its own matmul (3) or a split (0) of a merged
+# matmul m (4); m's class also holds concat(q, k) (0), so q = split(m), m = concat(q, k) is a
+# zero-cost cycle that carries both outputs for nothing in any relaxation without acyclicity.
+ZERO_CYCLE = egraph({
+    "x": ("x", "cx", [], 0),
+    "q_mm": ("mm_q", "q", ["x"], 3), "q_split": ("split0", "q", ["m_mm"], 0),
+    "k_mm": ("mm_k", "k", ["x"], 3), "k_split": ("split1", "k", ["m_mm"], 0),
+    "m_mm": ("mm_qk", "m", ["x"], 4), "m_cat": ("concat", "m", ["q_mm", "k_mm"], 0),
+    "out": ("attend", "out", ["q_mm", "k_mm"], 1),
+}, ["out"])
+
+
+def test_hitting_sets_prove_the_optimum_through_zero_cost_cycles():
+    from eqdsl.extract.hitting import hitting_set
+    from eqdsl.extract.prune import usable_nodes
+
+    for data, best in ((ZERO_CYCLE, 5), (SHARED, 10), (CYCLE, 22)):
+        p = problem_from_json(data)
+        outcome = hitting_set(p, usable_nodes(p), 10)
+        assert outcome.selection is not None and outcome.cost == best == pytest.approx(outcome.bound)
+        assert dag_cost(p, outcome.selection) == best  # complete and acyclic
+    p = problem_from_json(ZERO_CYCLE)
+    assert ops(p, hitting_set(p, usable_nodes(p), 10).selection) == ["attend", "mm_qk", "split0", "split1", "x"]
+
+
+def test_hitting_sets_out_of_time_give_a_bound_and_no_program():
+    from eqdsl.extract.hitting import hitting_set
+    from eqdsl.extract.prune import usable_nodes
+
+    from synthetic import tensat_like
+
+    p = problem_from_json(tensat_like(200, seed=3, partners=4))
+    outcome = hitting_set(p, usable_nodes(p), 0.0)
+    assert outcome.selection is None and outcome.bound >= 0 and outcome.rounds == 0
+    e = CpSatExtractor(time_limit_s=0.001, search="hs").extract(p)
+    assert dag_cost(p, e.selection) == e.cost and (e.bound is None or e.bound <= e.cost)
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(small_egraphs(), st.integers(0, 10**6))
+def test_a_refused_trial_leaves_the_closure_as_it_was(data, seed):
+    """`Closure.trial`'s undo: buying a node that would derive the stop class takes back every
+    derivation, so the grown set is the same as before the trial."""
+    import random
+
+    from eqdsl.extract.hitting import Closure, Graph
+    from eqdsl.extract.prune import usable_nodes
+
+    p = problem_from_json(data)
+    try:
+        class_nodes = usable_nodes(p)
+    except EqdslError:  # no program at all
+        return
+    closure, order = Closure(Graph(p, class_nodes)), [i for nodes in class_nodes.values() for i in nodes]
+    random.Random(seed).shuffle(order)
+    stop = frozenset(p.roots)
+    for n in order:
+        before = (list(closure.ready), list(closure.bought), list(closure.first))
+        if closure.trial(n, stop):
+            assert (closure.ready, closure.bought, closure.first) == before
+    fresh = Closure(closure.graph)  # the same bought nodes, derived in one go, derive the same classes
+    fresh.add([i for i, b in enumerate(closure.bought) if b])
+    assert [f >= 0 for f in fresh.first] == [f >= 0 for f in closure.first]
 
 
 # ---- candidates: the next programs after the cheapest (eqdsl.extract.candidates) ----

@@ -1,35 +1,27 @@
 """`cpsat`: TENSAT's ILP extraction on OR-Tools CP-SAT, several roots, DAG cost.
 
 Model: one Boolean per usable e-node; each root class picks exactly one node; a picked node makes
-every child class pick one (at most one per class); a node of a pruning cycle conflict forces
-the other node's class to pick a node that is in no conflict with it (`_forbid_pairs`);
-minimise Σ cost·x. Acyclicity, selectable:
+every child class pick one (at most one per class); a pruning cycle conflict's node forces the
+other class to pick a node outside the conflict (`_forbid_pairs`); minimise Σ cost·x. Acyclicity:
 - `order`: an integer topological position per class, `x_n ⇒ t[class] > t[child]` (TENSAT eq. 4);
-- `lazy`: solve without order variables, find the cycles in the chosen program, forbid each
-  cycle of classes (`_forbid_class_cycle`: not all of its k edges, ≤ k − 1, whichever nodes
-  make them), re-solve warm-started, until the program is acyclic; two-node cycles are
-  forbidden up front;
+- `lazy`: solve without order variables, forbid each cycle of classes the answer holds
+  (`_forbid_class_cycle`: ≤ k − 1 of its k edges), re-solve warm-started until acyclic;
 - `hybrid` (default): `lazy` for the first third of the time limit, then order variables are
-  added to the same model (cuts kept) — the cycle conflicts make the model without order
-  variables pick an acyclic program in one round on most TENSAT e-graphs, much faster than `order`;
+  added to the same model (cuts kept);
 - `filter-list`: nodes blocked by a cycle filter are fixed to 0, then `lazy` as a safety net.
-Before the model, `eqdsl.extract.prune` removes what an optimal program provably never needs
-(unusable, dominated, dearer than the warm start, cycle-closing nodes; the result's note says how
-many each step removed), often leaving no cyclic component at all. With `parts=True` the problem
-is split where `eqdsl.extract.decompose` finds independent parts (at the classes every program
-holds: a BERT layer's output) and the parts are solved one model each, smallest first, each given
-its share of the time left — CP-SAT searches independent components as one tree. Not the default:
-the whole model folds the symmetries of repeated parts (NasNet-A's cells prove optimal whole in 8 s,
-split they do not in 60 s; BENCHMARKS.md, "k_multi 3, independent parts"). A greedy solution is the warm
-start and the fallback, so a time limit returns the best valid program found with CP-SAT's proven
-bound; the result is never cyclic or incomplete. `search` (`SEARCHES`): `lp`, `core`, or `auto`
-(default: `lp` on the whole model for `LP_FIRST_SHARE` of the time, then `core` on the independent
-parts, with short class cycles cut up front — Inception-v3 k1 proves optimal in 23 s where `lp`
-stops at 13 %; `lp` alone on one thread or under `CORE_FROM_S` seconds, the few seconds of a
-pulsed schedule's epochs). `workers` is CP-SAT's thread count
-(`DEFAULT_WORKERS`: 2 where there are two cores or more, else 1): a portfolio of two complete
-full-LP searches, the first on the LP folded by the model's symmetries; threads past two run
-neighbourhood searches; one thread runs the full-LP search alone. With several threads CP-SAT is not
+Before the model, `eqdsl.extract.prune` removes what an optimal program provably never needs (the
+result's note says how many each step removed), often leaving no cyclic component. With
+`parts=True` independent parts (`eqdsl.extract.decompose`: at the classes every program holds)
+are solved one model each, smallest first; not the default: the whole model folds the symmetries
+of repeated parts (BENCHMARKS.md, "k_multi 3, independent parts"). A greedy solution is the warm
+start and the fallback, so a time limit returns the best valid program found with the proven
+bound; the result is never cyclic or incomplete. `search` (`SEARCH_NAMES`): `lp`, `core`, `hs`
+(`eqdsl.extract.hitting`: implicit hitting sets, no model; costs ≥ 0), or `auto` (`_solve`: `lp`
+for `LP_FIRST_SHARE` of the time, then `hs` where pruning left cycles — BERT's extraction-gym
+e-graph proves optimal where the model stayed 16–25 % open — else `core` on the independent parts;
+`lp` alone on one thread or under `CORE_FROM_S` seconds).
+`workers` is CP-SAT's thread count (`DEFAULT_WORKERS`): a portfolio of two full-LP searches, the
+first on the LP folded by the model's symmetries. With several threads CP-SAT is not
 deterministic: a proven optimum's cost is the same every run, a time-limited result may differ.
 """
 from __future__ import annotations
@@ -50,11 +42,11 @@ from eqdsl.extract.dag import best_greedy
 from eqdsl.extract.decompose import Parts, split
 from eqdsl.extract.egraph import ExtractionProblem, Selection, dag_cost, restrict, tree_cost
 from eqdsl.extract.greedy import tree_greedy, unreachable_roots_error
-from eqdsl.extract.prune import Pruned, prune, usable_nodes
+from eqdsl.extract.hitting import hitting_set
+from eqdsl.extract.prune import Pruned, apply_filter, prune, usable_nodes
 from eqdsl.extract.result import Extraction, ExtractStatus
 from eqdsl.extract.starts import Start, cheapest_known, start_names
 from eqdsl.fields import is_bool, one_of, option
-from eqdsl.graphs import filter_cycles
 from eqdsl.worker import Budget, Stopped, guarded
 
 
@@ -80,6 +72,7 @@ class _Search:
     overran: bool = False
     alone_failed: bool = False  # a part's model closed a cycle through classes outside it, or had no solution
     parts: int = 0  # solved as this many independent parts (0: as a whole)
+    hs_cores: int = 0  # the hs search: cores found
     switched: bool = False  # auto: lp proved nothing in its share of the time, core searched the parts
     choice: Selection | None = None  # the last program taken, before `restrict` (parts build on it)
     started: float = field(default_factory=time.perf_counter)
@@ -112,7 +105,7 @@ DEFAULT_WORKERS = 2 if (os.cpu_count() or 1) >= 2 else 1
 # solution is optimal and its bound rises core by core — beside a search without LP that finds
 # programs fast and shares them (BENCHMARKS.md, "Where Inception-v3 k1's gap lives").
 SEARCHES = {"lp": ("max_lp_sym", "max_lp"), "core": ("core", "no_lp")}
-SEARCH_NAMES = ("auto", *SEARCHES)
+SEARCH_NAMES = ("auto", *SEARCHES, "hs")  # hs: `eqdsl.extract.hitting`, no CP-SAT model
 ACYCLIC = ("hybrid", "order", "lazy", "filter-list")
 
 
@@ -130,25 +123,8 @@ class CpSatOptions:
                          help="solve independent parts one model each (layered models: BERT; loses on "
                               "repeated cells)")
     search: str = option("auto", one_of(SEARCH_NAMES), f"one of {', '.join(SEARCH_NAMES)}",
-                         help="auto (lp on the whole model first, then core on the parts), lp or core")
-
-
-def dfs_filter_list(problem: ExtractionProblem, class_nodes: dict[int, list[int]]) -> set[int]:
-    """TENSAT-style cycle filter: depth-first from the roots (each class's nodes cheapest tree
-    cost first); when an edge closes a cycle, the last node on the cycle that is not part of tree
-    greedy's program is filtered, so that program always survives."""
-    choice, best = tree_greedy(problem)
-    keep = set(choice.values())
-
-    def tree_cost(node: int) -> float:
-        n = problem.nodes[node]
-        return n.cost + sum(best[c] for c in n.children)
-
-    def edges(c: int):
-        return [(node, child) for node in sorted(class_nodes.get(c, []), key=tree_cost)
-                for child in sorted(set(problem.nodes[node].children))]
-
-    return filter_cycles(problem.roots, edges, lambda cycle: next(n for n in reversed(cycle) if n not in keep))
+                         help="auto (lp on the whole model first, then hs where pruning left cycles, else core on "
+                              "the parts), lp, core, or hs (implicit hitting sets, costs ≥ 0)")
 
 
 def all_nodes(problem: ExtractionProblem) -> dict[int, list[int]]:
@@ -330,21 +306,10 @@ def find_cycles(problem: ExtractionProblem, choice: Selection) -> list[list[int]
     return [[choice[c] for c in path] for path in paths]
 
 
-def _apply_filter(problem: ExtractionProblem, class_nodes: dict[int, list[int]]):
-    """Block the DFS filter list; keep the unfiltered nodes if the filter would leave a root
-    without any program (the lazy cuts then keep the result acyclic)."""
-    blocked = dfs_filter_list(problem, class_nodes)
-    pruned = ExtractionProblem(problem.class_ids, problem.nodes, problem.class_nodes, problem.roots,
-                               problem.blocked | frozenset(blocked))
-    try:
-        return usable_nodes(pruned), len(blocked)
-    except EqdslError:
-        return class_nodes, 0
-
-
 PRUNE_SHARE = 0.2  # of the time limit, at most, for the cycle-closing test
 LAZY_SHARE = 1 / 3  # hybrid: of the time limit, for rounds without order variables
 LP_FIRST_SHARE = 1 / 6  # auto: of the time left after pruning, for the lp search on the whole model
+HS_SHARE = 0.75  # of the time left, for the hitting sets; unproven, lp for the rest
 CORE_FROM_S = 20.0  # auto: shorter budgets run lp alone (pulsed epochs' few seconds: issues 5 and 18)
 SHORT_CYCLE, MAX_SHORT_CUTS = 5, 20_000  # core search: class cycles cut up front (Inception-v3 k1: 5,847)
 
@@ -374,7 +339,7 @@ class CpSatExtractor:
         class_nodes, pruning = pruned.class_nodes, pruned.summary() if pruned.steps else ""
         filtered = 0
         if self.acyclic == "filter-list":
-            class_nodes, filtered = _apply_filter(problem, class_nodes)
+            class_nodes, filtered = apply_filter(problem, class_nodes)
         floor = self._floor(problem, class_nodes, warm, cyclic=not pruned.acyclic)
         # one acyclic program only (every needed class has one usable node), or the warm start
         # meets the lower bound: nothing to solve
@@ -391,40 +356,60 @@ class CpSatExtractor:
         result = self._result(problem, search.best, search.cost, search.bound, search.proven,
                               time.perf_counter() - t0, search.rounds, search.cuts, pruning)
         result = replace(result, trace=tuple((round(t, 4), c, b) for t, c, b in search.trace if math.isfinite(b)))
+        return replace(result, note="; ".join([result.note, *self._notes(search, warm.method, filtered)]))
+
+    def _notes(self, search: _Search, warm: str, filtered: int) -> list[str]:
+        notes = []
         if not search.from_solver and search.rounds:
-            result = replace(result, note=f"{result.note}; CP-SAT found nothing better than the {warm.method} "
-                                          "warm start")
-        result = replace(result, note=f"{result.note}; CP-SAT threads: {self.workers}")
+            notes.append(f"CP-SAT found nothing better than the {warm} warm start")
+        notes.append(f"hitting-set search: {search.hs_cores} cores" if search.hs_cores else
+                     f"CP-SAT threads: {self.workers}")
         if search.ordered_late:
-            result = replace(result, note=f"{result.note}; order variables added after {search.ordered_late} "
-                                          "round(s) without them")
+            notes.append(f"order variables added after {search.ordered_late} round(s) without them")
         if search.switched:
-            result = replace(result, note=f"{result.note}; lp search unproven after {LP_FIRST_SHARE:.0%} of the "
-                                          "time: core search on the independent parts")
+            notes.append(f"lp search unproven after {LP_FIRST_SHARE:.0%} of the time: core search on the "
+                         "independent parts")
         if search.parts:
-            result = replace(result, note=f"{result.note}; solved as {search.parts} independent parts")
+            notes.append(f"solved as {search.parts} independent parts")
         if search.overran:
-            result = replace(result, note=f"{result.note}; CP-SAT overran its time limit and was stopped")
+            notes.append("CP-SAT overran its time limit and was stopped")
         if self.acyclic == "filter-list":
-            result = replace(result, note=f"{result.note}; filtered {filtered} node(s): optimal within the "
-                                          "filtered e-graph")
-        return result
+            notes.append(f"filtered {filtered} node(s): optimal within the filtered e-graph")
+        return notes
 
     def _solve(self, problem: ExtractionProblem, pruned: Pruned, class_nodes: dict[int, list[int]], s: _Search,
                deadline: float) -> _Search:
         """`auto` (with two threads or more): the `lp` search on the whole model (its parts with
-        `parts`) for `LP_FIRST_SHARE` of the time left; what it did not prove, the `core` search on the
-        independent parts for the rest, from the best program so far. One thread, or a budget under
-        `CORE_FROM_S`: `lp`."""
+        `parts`) for `LP_FIRST_SHARE` of the time left; what it did not prove, from the best program
+        so far: `hs` (`_hitting`) where pruning left cycles (and costs are ≥ 0), else the `core`
+        search on the independent parts. One thread, or a budget under `CORE_FROM_S`: `lp`."""
+        hitting = not problem.has_negative_costs
+        if self.search == "hs" and hitting:
+            return self._hitting(problem, pruned, class_nodes, s, deadline)
         if self.search != "auto" or self.workers < 2 or self.time_limit_s < CORE_FROM_S:
-            search = "lp" if self.search == "auto" else self.search
+            search = "lp" if self.search in ("auto", "hs") else self.search
             return self._solve_with(problem, pruned, class_nodes, s, deadline, search, self.parts)
         now = time.perf_counter()
         self._solve_with(problem, pruned, class_nodes, s, now + LP_FIRST_SHARE * (deadline - now), "lp", self.parts)
         if s.proven or s.overran or time.perf_counter() >= deadline:
             return s
+        if hitting and not pruned.acyclic:
+            return self._hitting(problem, pruned, class_nodes, s, deadline)
         s.switched = True
         return self._solve_with(problem, pruned, class_nodes, s, deadline, "core", True)
+
+    def _hitting(self, problem: ExtractionProblem, pruned: Pruned, class_nodes: dict[int, list[int]], s: _Search,
+                 deadline: float) -> _Search:
+        """`eqdsl.extract.hitting` for `HS_SHARE` of the time left; unproven, the `lp` search for the
+        rest, from the best program so far, proven if it reaches the hitting sets' bound."""
+        outcome = hitting_set(problem, class_nodes, HS_SHARE * (deadline - time.perf_counter()))
+        s.rounds, s.hs_cores, s.bound = s.rounds + outcome.rounds, outcome.cores, max(s.bound, outcome.bound)
+        if outcome.selection is not None:
+            s.take(problem, outcome.selection, outcome.cost <= outcome.bound * (1 + 1e-9) + 1e-12)
+        if not s.proven and time.perf_counter() < deadline:
+            self._solve_with(problem, pruned, class_nodes, s, deadline, "lp", self.parts)
+            s.proven = s.proven or s.cost <= s.bound * (1 + 1e-9) + 1e-12
+        return s
 
     def _solve_with(self, problem: ExtractionProblem, pruned: Pruned, class_nodes: dict[int, list[int]],
                     s: _Search, deadline: float, search: str, by_parts: bool) -> _Search:

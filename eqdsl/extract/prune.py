@@ -21,7 +21,8 @@ is cyclic, so the model may add `x_n + x_m ≤ 1`. TENSAT's split/concat loops a
 then rarely chooses a cycle at all (BENCHMARKS.md, extraction at scale).
 
 `unavoidable_classes` runs the same fixpoint over the whole class graph: the classes every program
-holds (`eqdsl.extract.decompose` splits a problem there).
+holds (`eqdsl.extract.decompose` splits a problem there; `eqdsl.extract.hitting` aims its cores at
+them). `apply_filter` blocks TENSAT's DFS cycle filter list (`cpsat`'s `filter-list`).
 
 Contract: `prune(problem, incumbent, deadline)` returns the needed classes with their remaining
 nodes, and cycle conflicts among them; some optimal program of `problem` uses only those nodes
@@ -33,11 +34,12 @@ from __future__ import annotations
 import math
 import time
 from collections import deque
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
 from eqdsl import graphs
+from eqdsl.diagnostics import EqdslError
 from eqdsl.extract.egraph import ExtractionProblem
 from eqdsl.extract.greedy import tree_greedy, unreachable_roots_error
 
@@ -304,3 +306,33 @@ def _distinct(keys: np.ndarray) -> np.ndarray:
 def _member(keys: np.ndarray, table: np.ndarray) -> np.ndarray:
     """Which `keys` are in the sorted, non-empty `table`."""
     return table[np.searchsorted(table, keys).clip(max=len(table) - 1)] == keys
+
+
+# ---- `cpsat`'s `filter-list` acyclicity: TENSAT's cycle filter, nodes blocked before the model ----
+def dfs_filter_list(problem: ExtractionProblem, class_nodes: dict[int, list[int]]) -> set[int]:
+    """TENSAT-style cycle filter: depth-first from the roots (each class's nodes cheapest tree
+    cost first); when an edge closes a cycle, the last node on the cycle that is not part of tree
+    greedy's program is filtered, so that program always survives."""
+    choice, best = tree_greedy(problem)
+    keep = set(choice.values())
+
+    def tree_cost(node: int) -> float:
+        n = problem.nodes[node]
+        return n.cost + sum(best[c] for c in n.children)
+
+    def edges(c: int):
+        return [(node, child) for node in sorted(class_nodes.get(c, []), key=tree_cost)
+                for child in sorted(set(problem.nodes[node].children))]
+
+    return graphs.filter_cycles(problem.roots, edges, lambda cycle: next(n for n in reversed(cycle) if n not in keep))
+
+
+def apply_filter(problem: ExtractionProblem, class_nodes: dict[int, list[int]]):
+    """Block the DFS filter list; keep the unfiltered nodes if the filter would leave a root
+    without any program (the lazy cuts then keep the result acyclic)."""
+    blocked = dfs_filter_list(problem, class_nodes)
+    pruned = replace(problem, blocked=problem.blocked | frozenset(blocked))
+    try:
+        return usable_nodes(pruned), len(blocked)
+    except EqdslError:
+        return class_nodes, 0
