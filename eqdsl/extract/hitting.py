@@ -72,11 +72,12 @@ class Closure:
     node and takes everything back if that derived a class of `stop`. `first[c]`: the node that
     derived class c (-1: not derived)."""
 
-    def __init__(self, graph: Graph) -> None:
+    def __init__(self, graph: Graph, like: Closure | None = None) -> None:
+        """Empty, or a copy of `like`."""
         self.graph = graph
-        self.ready = [0] * len(graph.need)  # derived child classes per node
-        self.bought = [False] * len(graph.need)
-        self.first = [-1] * len(graph.users)
+        self.ready: list[int] = list(like.ready) if like else [0] * len(graph.need)  # derived children per node
+        self.bought: list[bool] = list(like.bought) if like else [False] * len(graph.need)
+        self.first: list[int] = list(like.first) if like else [-1] * len(graph.users)
 
     def add(self, nodes) -> None:
         for n in nodes:
@@ -137,13 +138,14 @@ class _Search:
         self.roots = frozenset(problem.roots)
         self.cores: list[list[int]] = []
         self.graph = Graph(problem, class_nodes)
+        self.free_closure = Closure(self.graph)  # what the zero-cost nodes derive, copied for every closure
+        self.free_closure.add(self.free)
         held = unavoidable_classes(problem, class_nodes, deadline) or set(problem.roots)
         _, below = tree_greedy(problem)  # cheapest tree per class: nearer the leaves first
         self.targets = sorted(held | set(problem.roots), key=lambda c: (below[c], c))
 
     def closure(self, bought) -> Closure:
-        closure = Closure(self.graph)
-        closure.add(self.free)
+        closure = Closure(self.graph, self.free_closure)
         closure.add(bought)
         return closure
 
