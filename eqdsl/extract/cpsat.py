@@ -17,9 +17,9 @@ of repeated parts (BENCHMARKS.md, "k_multi 3, independent parts"). A greedy solu
 start and the fallback, so a time limit returns the best valid program found with the proven
 bound; the result is never cyclic or incomplete. `search` (`SEARCH_NAMES`): `lp`, `core`, `hs`
 (`eqdsl.extract.hitting`: implicit hitting sets, no model; costs ≥ 0), or `auto` (`_solve`: `lp`
-for `LP_FIRST_SHARE` of the time, then `hs` where pruning left cycles — BERT's extraction-gym
-e-graph proves optimal where the model stayed 16–25 % open — else `core` on the independent parts;
-`lp` alone on one thread or under `CORE_FROM_S` seconds).
+for `LP_FIRST_SHARE` of the time, then `core` on the independent parts, or where there are none
+and pruning left cycles `hs` — BERT's extraction-gym e-graph proves optimal where the model stayed
+14–25 % open; `lp` alone on one thread or under `CORE_FROM_S` seconds).
 `workers` is CP-SAT's thread count (`DEFAULT_WORKERS`): a portfolio of two full-LP searches, the
 first on the LP folded by the model's symmetries. With several threads CP-SAT is not
 deterministic: a proven optimum's cost is the same every run, a time-limited result may differ.
@@ -123,8 +123,8 @@ class CpSatOptions:
                          help="solve independent parts one model each (layered models: BERT; loses on "
                               "repeated cells)")
     search: str = option("auto", one_of(SEARCH_NAMES), f"one of {', '.join(SEARCH_NAMES)}",
-                         help="auto (lp on the whole model first, then hs where pruning left cycles, else core on "
-                              "the parts), lp, core, or hs (implicit hitting sets, costs ≥ 0)")
+                         help="auto (lp on the whole model first, then core on the parts, or hs where there are "
+                              "none and cycles remain), lp, core, or hs (implicit hitting sets, costs ≥ 0)")
 
 
 def all_nodes(problem: ExtractionProblem) -> dict[int, list[int]]:
@@ -381,8 +381,10 @@ class CpSatExtractor:
                deadline: float) -> _Search:
         """`auto` (with two threads or more): the `lp` search on the whole model (its parts with
         `parts`) for `LP_FIRST_SHARE` of the time left; what it did not prove, from the best program
-        so far: `hs` (`_hitting`) where pruning left cycles (and costs are ≥ 0), else the `core`
-        search on the independent parts. One thread, or a budget under `CORE_FROM_S`: `lp`."""
+        so far: the `core` search on the independent parts where there are some, else `hs`
+        (`_hitting`) where pruning left cycles (and costs are ≥ 0). One thread, or a budget under
+        `CORE_FROM_S`: `lp`. (`hs` where there are parts too was faster on Inception-v3 k1 and
+        ResNeXt-50 k1, slower on NasNet-A k1: 22 → 39 s; BENCHMARKS.md, issue 47.)"""
         hitting = not problem.has_negative_costs
         if self.search == "hs" and hitting:
             return self._hitting(problem, pruned, class_nodes, s, deadline)
@@ -393,7 +395,8 @@ class CpSatExtractor:
         self._solve_with(problem, pruned, class_nodes, s, now + LP_FIRST_SHARE * (deadline - now), "lp", self.parts)
         if s.proven or s.overran or time.perf_counter() >= deadline:
             return s
-        if hitting and not pruned.acyclic:
+        parts = None if not hitting or pruned.acyclic else split(problem, class_nodes, pruned.conflicts, deadline)
+        if hitting and not pruned.acyclic and not (parts is not None and parts.solvable):
             return self._hitting(problem, pruned, class_nodes, s, deadline)
         s.switched = True
         return self._solve_with(problem, pruned, class_nodes, s, deadline, "core", True)
