@@ -395,11 +395,13 @@ class CpSatExtractor:
         self._solve_with(problem, pruned, class_nodes, s, now + LP_FIRST_SHARE * (deadline - now), "lp", self.parts)
         if s.proven or s.overran or time.perf_counter() >= deadline:
             return s
-        parts = None if not hitting or pruned.acyclic else split(problem, class_nodes, pruned.conflicts, deadline)
-        if hitting and not pruned.acyclic and not (parts is not None and parts.solvable):
-            return self._hitting(problem, pruned, class_nodes, s, deadline)
+        parts = None
+        if hitting and not pruned.acyclic:
+            parts = split(problem, class_nodes, pruned.conflicts if self.conflicts else (), deadline)
+            if parts is None or not parts.solvable:
+                return self._hitting(problem, pruned, class_nodes, s, deadline)
         s.switched = True
-        return self._solve_with(problem, pruned, class_nodes, s, deadline, "core", True)
+        return self._solve_with(problem, pruned, class_nodes, s, deadline, "core", True, parts)
 
     def _hitting(self, problem: ExtractionProblem, pruned: Pruned, class_nodes: dict[int, list[int]], s: _Search,
                  deadline: float) -> _Search:
@@ -415,13 +417,13 @@ class CpSatExtractor:
         return s
 
     def _solve_with(self, problem: ExtractionProblem, pruned: Pruned, class_nodes: dict[int, list[int]],
-                    s: _Search, deadline: float, search: str, by_parts: bool) -> _Search:
-        """With `by_parts`, the independent parts one by one where there are several; the whole
-        model otherwise, or where a part could not be solved alone."""
+                    s: _Search, deadline: float, search: str, by_parts: bool, parts: Parts | None = None) -> _Search:
+        """With `by_parts`, the independent parts one by one where there are several (`parts`: the
+        split, if made already); the whole model otherwise, or where a part could not be solved alone."""
         acyclic = "order" if self.plain else self.acyclic
         conflicts = pruned.conflicts if self.conflicts else ()
         if by_parts and self.prune and acyclic != "filter-list":
-            parts = split(problem, class_nodes, conflicts, deadline)
+            parts = parts or split(problem, class_nodes, conflicts, deadline)
             if parts is not None and parts.solvable and self._search_parts(problem, parts, conflicts, s,
                                                                            (acyclic, search), deadline):
                 return s

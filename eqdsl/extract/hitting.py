@@ -42,6 +42,7 @@ from eqdsl.extract.prune import unavoidable_classes
 
 MIP_SOLVERS = ("HIGHS", "SCIP", "CBC")  # the first OR-Tools has linked in
 ClassNodes = dict[int, list[int]]
+Found = tuple[float, Selection] | None  # a program's DAG cost and the program
 
 
 @dataclass(frozen=True)
@@ -154,11 +155,10 @@ class _Search:
     def derives_roots(self, closure: Closure) -> bool:
         return all(closure.first[r] >= 0 for r in self.roots)
 
-    def core(self, bought) -> list[int]:
-        """The nodes refused while growing `bought` cheapest first without deriving the first
-        target it does not derive (a class every program holds, so every program hits the core;
-        the first, nearest the leaves: a refusal's trial derives only what lies below it)."""
-        closure = self.closure(bought)
+    def core(self, closure: Closure) -> list[int]:
+        """The nodes refused while growing `closure` (grown in place) cheapest first without deriving
+        the first target it does not derive (a class every program holds, so every program hits the
+        core; the first, nearest the leaves: a refusal's trial derives only what lies below it)."""
         missing = frozenset([next(t for t in self.targets if closure.first[t] < 0)])
         node_class, need, first, owned, ready = (self.graph.node_class, self.graph.need, closure.first,
                                                  closure.bought, closure.ready)
@@ -188,21 +188,22 @@ class _Search:
                         stack.append(child)
         return found
 
-    def new_cores(self, bought: set[int]) -> int:
+    def new_cores(self, bought: set[int]) -> None:
         """Cores from `bought`, each found with the earlier ones' nodes bought too, until the roots
         are derived (so they are disjoint). Taking them all, not the first few, measured best
         (BERT / Inception-v3 k1: 2 per round 55 s / unproven, 8: 27 / 25 s, all: 21 / 16 s)."""
-        found = 0
-        while time.monotonic() < self.deadline and not self.derives_roots(self.closure(bought)):
-            core = self.core(bought)
+        while time.monotonic() < self.deadline and not self.derives_roots(closure := self.closure(bought)):
+            core = self.core(closure)
             self.cores.append(core)
             bought |= set(core)
-            found += 1
-        return found
 
-    def program(self, bought) -> Selection:
-        closure = self.closure(bought)
-        return restrict(self.problem, {c: n for c, n in enumerate(closure.first) if n >= 0})
+    def program(self, closure: Closure) -> Found:
+        """The program that `closure`'s derivation makes, with its DAG cost; None if it does not
+        derive the roots."""
+        if not self.derives_roots(closure):
+            return None
+        selection = restrict(self.problem, {c: n for c, n in enumerate(closure.first) if n >= 0})
+        return dag_cost(self.problem, selection), selection
 
 
 def hitting_set(problem: ExtractionProblem, class_nodes: ClassNodes, seconds: float) -> HsOutcome:
@@ -216,27 +217,26 @@ def hitting_set(problem: ExtractionProblem, class_nodes: ClassNodes, seconds: fl
         # a greedy hitting set that derives the roots is a program: the answer if time runs out.
         # (Its cores in place of a MIP solve, MaxHS-style, measured: BERT 28 → 14–20 s, Inception-v3
         # k1 20 → 23–30 s; not kept.)
-        greedy = _greedy_hitting_set(problem, search.cores)
-        if search.derives_roots(search.closure(greedy)):
-            best = _cheaper(problem, best, search.program(greedy))
+        best = _cheaper(best, search.program(search.closure(_greedy_hitting_set(problem, search.cores))))
         solved = _min_hitting_set(problem, search.cores, deadline - time.monotonic())
         if solved is None:
             break
         chosen, mip_bound = solved
         rounds += 1
         bound = max(bound, mip_bound)
-        if search.derives_roots(search.closure(chosen)):  # optimal, or out of time: its program
-            best = _cheaper(problem, best, search.program(chosen))
+        derived = search.program(search.closure(chosen))
+        if derived is not None:  # optimal, or out of time
+            best = _cheaper(best, derived)
             break
-        if best is not None and dag_cost(problem, best) <= bound * (1 + 1e-9) + 1e-12:
+        if best is not None and best[0] <= bound * (1 + 1e-9) + 1e-12:
             break
         search.new_cores(set(chosen))
-    cost = math.inf if best is None else dag_cost(problem, best)
-    return HsOutcome(best, cost, bound, rounds, len(search.cores))
+    cost, selection = best if best is not None else (math.inf, None)
+    return HsOutcome(selection, cost, bound, rounds, len(search.cores))
 
 
-def _cheaper(problem: ExtractionProblem, best: Selection | None, other: Selection) -> Selection:
-    return other if best is None or dag_cost(problem, other) < dag_cost(problem, best) else best
+def _cheaper(best: Found, other: Found) -> Found:
+    return other if best is None or (other is not None and other[0] < best[0]) else best
 
 
 def _greedy_hitting_set(problem: ExtractionProblem, cores: list[list[int]]) -> list[int]:
