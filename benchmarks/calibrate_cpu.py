@@ -48,11 +48,13 @@ def main() -> None:
     print("description: >")
     print(f"  Measured on this machine ({platform.processor() or platform.machine()}) by")
     print(f"  benchmarks/calibrate_cpu.py --threads {args.threads}: MatMul 1024³ GFLOP/s, Add bandwidth,")
-    print("  per-node overhead of a Relu chain; medians of timed runs under ONNX Runtime (CPU).")
+    print("  per-node overhead of a Relu chain; medians of timed runs under ONNX Runtime (CPU);")
+    print("  split_copies: ONNX Runtime's Split writes its parts to new tensors.")
     print("params:")
     print(f"  gflops: {round(gflops)}")
     print(f"  gbps: {round(gbps)}")
     print(f"  launch_ns: {round(launch_ns)}")
+    print("  split_copies: 1")
 
 
 if __name__ == "__main__":

@@ -15,7 +15,7 @@ whether the never-slower guard handed back the input, and the ORT CPU time of ev
 and 2 threads (medians of `--runs` interleaved runs, the same inputs), as a ratio to the input.
 
 Usage: .venv/bin/python benchmarks/models.py [--models a,b] [--runs 20] [--out results/bench/models] [--reuse]
-       [--candidates K] [--identity]
+       [--candidates K] [--ruleset tensat|fusions] [--identity]
 (`--reuse`: keep each model's last `eqdsl run`, make the other variants and time them all again).
 Needs (benchmark only, not eqdsl's dependencies): `pip install onnxslim onnxsim`.
 """
@@ -103,11 +103,13 @@ def describe(path: Path) -> dict:
             "ops": ", ".join(f"{k} {v}" for k, v in ops.most_common(6))}
 
 
-def run_eqdsl(model: Model, path: Path, folder: Path, reuse: bool, candidates: int = 1) -> dict:
-    """`eqdsl run` (tensat rules, CPU target, saturate k_multi 1, CP-SAT 30 s, validated, exported,
-    runtime-checked) in its own process; its report, or the first line of its error. `reuse`: the
-    last run's results, where there are any (`--reuse`: time again without optimizing again);
-    `candidates`: `extract.candidates` (> 1: the export times them and hands back the fastest)."""
+def run_eqdsl(model: Model, path: Path, folder: Path, reuse: bool, candidates: int = 1,
+              ruleset: str = "tensat") -> dict:
+    """`eqdsl run` (`ruleset`: tensat, or fusions = tensat and the CPU fusions; CPU target, saturate
+    k_multi 1, CP-SAT 30 s, validated, exported, runtime-checked) in its own process; its report, or
+    the first line of its error. `reuse`: the last run's results, where there are any (`--reuse`:
+    time again without optimizing again); `candidates`: `extract.candidates` (> 1: the export times
+    them and hands back the fastest)."""
     folder.mkdir(parents=True, exist_ok=True)
     out, record = folder / "out", folder / "eqdsl.json"
     if reuse and record.exists():
@@ -119,7 +121,7 @@ def run_eqdsl(model: Model, path: Path, folder: Path, reuse: bool, candidates: i
     shapes = f", shapes: {json.dumps(model.shapes)}" if model.shapes else ""
     shapes += f", constants: {json.dumps(model.constants)}" if model.constants else ""
     (folder / "run.yaml").write_text(
-        f"ruleset: tensat\ntarget: cpu\nprogram: {{onnx: {path.resolve()}{shapes}}}\n"
+        f"ruleset: {ruleset}\ntarget: cpu\nprogram: {{onnx: {path.resolve()}{shapes}}}\n"
         "schedule: {kind: saturate, iter_limit: 10, node_limit: 50000, k_multi: 1, cycle_filter: efficient}\n"
         f"extract: {{method: cpsat, time_limit_s: 30, compare: [], candidates: {candidates}}}\nvalidate: {{samples: 1}}\n"
         "export: {format: onnx, runs: 20}\n")
@@ -258,6 +260,7 @@ def main() -> None:
     parser.add_argument("--out", default="results/bench/models")
     parser.add_argument("--reuse", action="store_true", help="keep each model's last eqdsl run; time everything again")
     parser.add_argument("--candidates", type=int, default=1, help="extract.candidates of the eqdsl runs (issue 45)")
+    parser.add_argument("--ruleset", default="tensat", help="the eqdsl runs' ruleset (tensat, fusions)")
     parser.add_argument("--identity", action="store_true",
                         help="only the input against eqdsl's import + export, with a 95 % interval")
     args = parser.parse_args()
@@ -272,13 +275,13 @@ def main() -> None:
           "ORT offline 1t / 2t | identity 1t / 2t |")
     print("|" + "---|" * 15)
     for model in chosen:
-        print(row(model, out, args.runs, args.reuse, args.candidates), flush=True)
+        print(row(model, out, args.runs, args.reuse, args.candidates, args.ruleset), flush=True)
 
 
-def row(model: Model, out: Path, runs: int, reuse: bool, candidates: int = 1) -> str:
+def row(model: Model, out: Path, runs: int, reuse: bool, candidates: int = 1, ruleset: str = "tensat") -> str:
     path = fetch(model, out / "cache")
     info = describe(path)
-    ours = run_eqdsl(model, path, out / model.name, reuse, candidates)
+    ours = run_eqdsl(model, path, out / model.name, reuse, candidates, ruleset)
     made = baselines(path, model, out / model.name)
     variants = {"input": path, **({"eqdsl": ours["optimized"]} if ours.get("optimized") else {}),
                 **{k: v for k, v in made.items() if isinstance(v, Path)}}

@@ -73,13 +73,19 @@ def test_target_errors_name_the_key(tmp_path, run_cli, target_line, message):
 @pytest.mark.parametrize("params, message", [
     ("{gflops: 1, gbps: 1}", "gives no value for param 'launch_ns'"),
     ("{gflops: 1, gbps: 1, launch_ns: 1, watts: 70}", "params.watts: error: unknown param 'watts'"),
-    ("{gflops: 1.5, gbps: 1, launch_ns: 1}", "params.gflops: error: expected a positive int, got 1.5"),
+    ("{gflops: 1.5, gbps: 1, launch_ns: 1}", "params.gflops: error: expected an int ≥ 0, got 1.5"),
 ])
 def test_bad_target_files(tmp_path, run_cli, params, message):
     (tmp_path / "gpu.yaml").write_text(f"name: gpu\nparams: {params}\n")
     code, _, err = run_cli("run", _config(tmp_path, "target: gpu.yaml"), "--output", tmp_path / "out")
     assert code != 0 and message in err, err
     assert not (tmp_path / "out").exists()
+
+
+def test_runtime_rules_must_be_rule_names(tmp_path, run_cli):
+    (tmp_path / "gpu.yaml").write_text("name: gpu\nparams: {gflops: 1, gbps: 1, launch_ns: 1}\nruntime_rules: conv-relu\n")
+    code, _, err = run_cli("run", _config(tmp_path, "target: gpu.yaml"), "--output", tmp_path / "out")
+    assert code != 0 and "runtime_rules: error: expected a list of rule names, got 'conv-relu'" in err, err
 
 
 def test_costs_follow_the_target(tmp_path, run_cli):
@@ -90,6 +96,22 @@ def test_costs_follow_the_target(tmp_path, run_cli):
         assert code == 0, err
         costs[target] = json.loads((out / "report.json").read_text())["original_cost"]
     assert costs["h100"] < costs["t4"]  # lower launch overhead, more bandwidth and FLOP/s
+
+
+def test_a_param_with_a_default_may_be_left_out_and_zero_is_a_value(tmp_path):
+    """`param split_copies: Int = 0` (tensor.eqr): TASO's GPU targets leave it out (a split is a
+    view there), the CPU target sets 1 (ONNX Runtime's Split copies), so a split costs only there."""
+    from eqdsl.cost.targets import bind_target, load_target
+
+    tensat = load_language("tensat")
+    assert tensat.params["split_copies"].default == 0 and tensat.params["gflops"].default is None
+    assert bind_target(tensat, load_target("t4"))["split_copies"] == 0
+    assert bind_target(tensat, load_target("cpu"))["split_copies"] == 1
+    (tmp_path / "z.yaml").write_text("name: z\nparams: {gflops: 1, gbps: 1, launch_ns: 0, split_copies: 0}\n")
+    assert bind_target(tensat, load_target(str(tmp_path / "z.yaml")))["launch_ns"] == 0
+    priced = {name: RuleCosts(tensat, bind_target(tensat, load_target(name))) for name in ("t4", "cpu")}
+    split = ("split", (1, 8, (1, 16, 4, 4)), (1, 16, 4, 4, 1, 8))
+    assert priced["t4"].cost(split) == 0 < priced["cpu"].cost(split)
 
 
 def test_short_cycles_lists_each_cycle_of_three_to_longest_nodes_once():

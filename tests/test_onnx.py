@@ -122,12 +122,13 @@ def test_foreign_model_imports_with_opaque_nodes(tensat, tmp_path):
     assert "v.eps" in imported.weights  # epsilon 1e-3 moved into the variance
 
 
-def run_model(tmp_path, run_cli, model: onnx.ModelProto, ruleset: str, schedule: str) -> tuple[dict, str]:
+def run_model(tmp_path, run_cli, model: onnx.ModelProto, ruleset: str, schedule: str,
+              target: str = "t4") -> tuple[dict, str]:
     """`eqdsl run` on `model` (CP-SAT 10 s, validated, exported); its report and stdout, after
     checking that it succeeded, validated and exported."""
     onnx.save(model, tmp_path / "m.onnx")
     (tmp_path / "run.yaml").write_text(
-        f"ruleset: {ruleset}\ntarget: t4\nprogram: {{onnx: m.onnx}}\nschedule: {schedule}\n"
+        f"ruleset: {ruleset}\ntarget: {target}\nprogram: {{onnx: m.onnx}}\nschedule: {schedule}\n"
         "extract: {method: cpsat, time_limit_s: 10}\nvalidate: {samples: 1}\n")
     code, out, err = run_cli("run", tmp_path / "run.yaml", "--output", tmp_path / "out", "--quiet")
     assert code == 0, out + err
@@ -279,3 +280,36 @@ def test_hardswish_written_out_becomes_one_operator(tmp_path, run_cli, tensat):
     run_model(tmp_path, run_cli, hardswish_model(), "fusions", "{iter_limit: 3, node_limit: 3000}")
     ops = [n.op_type for n in onnx.load(str(tmp_path / "out" / "optimized.onnx")).graph.node]
     assert "HardSwish" in ops and "Clip" not in ops and "Div" not in ops
+
+
+def inception_block() -> onnx.ModelProto:
+    """Three branches over one input, as an exporter writes an Inception block: Conv + Relu each
+    (a 1×1 and two 3×3), then one Concat of the three."""
+    rng = np.random.default_rng(0)
+    nodes, inits = [], []
+    for k, size in enumerate([1, 3, 3]):
+        nodes += [helper.make_node("Conv", ["x", f"w{k}"], [f"c{k}"], pads=[size // 2] * 4, kernel_shape=[size, size]),
+                  helper.make_node("Relu", [f"c{k}"], [f"a{k}"])]
+        inits.append(_init(f"w{k}", rng.standard_normal((8, 8, size, size)) / 8))
+    nodes.append(helper.make_node("Concat", ["a0", "a1", "a2"], ["y"], axis=1))
+    graph = helper.make_graph(nodes, "block", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 8, 16, 16])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 24, 16, 16])], inits)
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+
+
+def test_merged_branches_feed_the_concat_without_a_split_on_the_cpu(tmp_path, run_cli):
+    """TASO's rules merge the two 3×3 convolutions into one, their outputs the two parts of a split;
+    on the CPU target a Split is the copy it is under ONNX Runtime (`split_copies: 1`), and
+    `concat-of-split` with the n-ary concat rules lets the merged output feed a two-input Concat
+    directly. The 1×1 branch stays 1×1 (enlarged to 3×3 it would cost 9× its FLOPs on a CPU)."""
+    report, out = run_model(tmp_path, run_cli, inception_block(), "fusions", "{iter_limit: 8, node_limit: 5000}", "cpu")
+    # the input priced as ONNX Runtime runs it (Conv + Relu fused): that is what the speedup is predicted from
+    assert "conv-relu" in report["runtime_rules"] and report["runtime_input_cost"] < report["original_cost"]
+    predicted = report["export"]["runtime"]["predicted_speedup"]
+    assert predicted == pytest.approx(report["runtime_input_cost"] / report["best_cost"]) and "runtime runs it" in out
+    nodes = onnx.load(str(tmp_path / "out" / "optimized.onnx")).graph.node
+    ops = [n.op_type for n in nodes]
+    assert ops.count("Conv") == 2 and "Split" not in ops and ops.count("Concat") == 1, ops
+    assert len(next(n for n in nodes if n.op_type == "Concat").input) == 2
+    kernels = sorted(tuple(a.ints) for n in nodes if n.op_type == "Conv" for a in n.attribute if a.name == "kernel_shape")
+    assert kernels == [(1, 1), (3, 3)]

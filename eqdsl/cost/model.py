@@ -9,8 +9,9 @@ returns one cost ≥ 0 per request, in order, in the language's unit (nanosecond
 languages). A model is built once per run and may keep what it learns across calls (a search
 prices the same configurations in every state).
 
-`RuleCosts(language, params)` evaluates the `.eqr` `cost` rules with the target's `params`; a rule
-that fails on a node raises `EqdslError` naming the rule.
+`RuleCosts(language, params)` evaluates the `.eqr` `cost` rules with the target's `params` (a param
+they leave out has its declared default); a rule that fails on a node raises `EqdslError` naming
+the rule.
 """
 from __future__ import annotations
 
@@ -33,7 +34,8 @@ class RuleCosts:
     MEMO_SIZE = 500_000  # configurations kept; cleared past it (a bound on memory, not a cache policy)
 
     def __init__(self, language: ir.Language, params: dict[str, int] | None = None) -> None:
-        self.language, self.params = language, dict(params or {})
+        defaults = {p: d.default for p, d in language.params.items() if d.default is not None}
+        self.language, self.params = language, defaults | dict(params or {})
         self._memo: dict[Request, float] = {}
 
     def price(self, requests: Sequence[Request]) -> list[float]:

@@ -8,7 +8,8 @@ Contract: `read_target(data, base)` returns a `TargetConfig` (None for no target
 `kind:` (default `measure`; `{kind: roofline, file: t4}` is the string's long form). A kind is one
 class in `TARGET_KINDS` with `read(data, base)`, and on the instance `params(lang)` (the values
 its cost rules read), `cost_model(lang, progress)` (the `CostModel` the run prices with, built
-once) and `inputs()` (files the run reads). Measuring backends are named in `BACKENDS` as
+once), `runtime_rules(lang)` (the language's rules whose rewrites the target's runtime makes
+itself: the run prices its input as the runtime runs it) and `inputs()` (files the run reads). Measuring backends are named in `BACKENDS` as
 `module:class`, imported when a run measures: they sit above this package (ONNX Runtime, Numba),
 in `eqdsl.execute.backends`.
 """
@@ -38,6 +39,8 @@ class TargetConfig(Protocol):
 
     def cost_model(self, lang: ir.Language, progress: Any = None) -> CostModel: ...
 
+    def runtime_rules(self, lang: ir.Language) -> tuple[str, ...]: ...
+
     def inputs(self) -> list[Path]: ...
 
 
@@ -65,6 +68,12 @@ class RooflineTarget:
 
     def cost_model(self, lang: ir.Language, progress: Any = None) -> CostModel:
         return RuleCosts(lang, self.params(lang))
+
+    def runtime_rules(self, lang: ir.Language) -> tuple[str, ...]:
+        """The target file's `runtime_rules` that the language has (a ruleset without a fusion
+        rule leaves its input unfused, as it reads it)."""
+        named = {r.name for r in lang.rules}
+        return tuple(r for r in load_target(self.ref, self.base).runtime_rules if r in named)
 
     def inputs(self) -> list[Path]:
         return [target_path(self.ref, self.base)]
@@ -116,6 +125,9 @@ class MeasureTarget:
         not_timed = frozenset(s.name for s in OPS if not s.timed)
         return MeasuredCosts(lang, backend, RuleCosts(lang, self.params(lang)), TimingCache(self.cache_path),
                              self.runs, progress, not_timed)
+
+    def runtime_rules(self, lang: ir.Language) -> tuple[str, ...]:
+        return self.fallback.runtime_rules(lang) if self.fallback is not None else ()
 
     def inputs(self) -> list[Path]:
         return [self.cache_path] + (self.fallback.inputs() if self.fallback is not None else [])

@@ -2,13 +2,16 @@
 
 Contract: `load_target(ref, base)` reads a shipped target by name (`t4`, `a100`, `h100`, `cpu`) or a
 `.yaml` path; `bind_target(language, target)` returns the values of exactly the params the
-language declares, or raises `EqdslError` naming the missing or unknown param (with the file).
+language declares (a param declared with a default may be left out: it gets the default), or
+raises `EqdslError` naming the missing or unknown param (with the file). Values are ints ≥ 0.
 A language without params needs no target.
 
 Target file:
     name: T4
     description: free text (where the numbers come from)
     params: {gflops: 8141, gbps: 320, launch_ns: 5000}
+    runtime_rules: [conv-relu]   # optional: rules whose rewrite the runtime makes itself (its
+                                 # fusions), so a run prices its input as the runtime runs it
 """
 from __future__ import annotations
 
@@ -27,6 +30,7 @@ class Target:
     description: str
     params: dict[str, int]
     source: str
+    runtime_rules: tuple[str, ...] = ()  # rewrites the target's runtime makes itself before it runs
 
 
 def shipped_targets() -> list[str]:
@@ -60,10 +64,13 @@ def load_target(ref: str, base: Path | None = None) -> Target:
         raise EqdslError.one("expected a mapping with `params: {name: int, ...}`", path=f"{where}params")
     params = {}
     for key, value in data["params"].items():
-        if not isinstance(value, int) or isinstance(value, bool) or value <= 0:
-            raise EqdslError.one(f"expected a positive int, got {value!r}", path=f"{where}params.{key}")
+        if not isinstance(value, int) or isinstance(value, bool) or value < 0:
+            raise EqdslError.one(f"expected an int ≥ 0, got {value!r}", path=f"{where}params.{key}")
         params[str(key)] = value
-    return Target(str(data.get("name", path.stem)), str(data.get("description", "")), params, str(path))
+    rules = data.get("runtime_rules", [])
+    if not isinstance(rules, list) or not all(isinstance(r, str) and r for r in rules):
+        raise EqdslError.one(f"expected a list of rule names, got {rules!r}", path=f"{where}runtime_rules")
+    return Target(str(data.get("name", path.stem)), str(data.get("description", "")), params, str(path), tuple(rules))
 
 
 def bind_target(language: ir.Language, target: Target | None) -> dict[str, int]:
@@ -74,7 +81,7 @@ def bind_target(language: ir.Language, target: Target | None) -> dict[str, int]:
         raise EqdslError.one(f"the cost rules of '{language.name}' read target params ({declared}); "
                              f"set `target:` to one of {', '.join(shipped_targets())} or a .yaml file",
                              path="target")
-    missing = [p for p in language.params if p not in target.params]
+    missing = [p for p, d in language.params.items() if p not in target.params and d.default is None]
     unknown = [p for p in target.params if p not in language.params]
     if missing:
         raise EqdslError.one(f"target {target.name} gives no value for param '{missing[0]}' "
@@ -82,4 +89,9 @@ def bind_target(language: ir.Language, target: Target | None) -> dict[str, int]:
     if unknown:
         raise EqdslError.one(f"unknown param '{unknown[0]}' (the language declares {declared})",
                              path=f"{target.source}: params.{unknown[0]}")
-    return {p: target.params[p] for p in language.params}
+    return {p: target.params[p] if p in target.params else _default(d) for p, d in language.params.items()}
+
+
+def _default(param: ir.TargetParam) -> int:
+    assert param.default is not None, "bind_target refuses a missing param without a default first"
+    return param.default

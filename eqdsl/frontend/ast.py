@@ -155,11 +155,13 @@ class IncludeDecl:
 
 @dataclass(frozen=True)
 class TargetParamDecl:
-    """`param NAME: Int` — a number the cost rules read, given by the run's target file."""
+    """`param NAME: Int [= default]` — a number the cost rules read, given by the run's target file
+    (a target that omits it gets the default)."""
 
     name: str
     type: TypeRef
     span: Span
+    default: int | None = None
 
 
 @dataclass(frozen=True)

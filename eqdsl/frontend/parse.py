@@ -165,7 +165,8 @@ class _ToAst(Transformer):
         return ast.TypeRef(str(c[0]), True, self._s(meta))
 
     def target_param(self, meta, c):
-        return ast.TargetParamDecl(str(c[0]), c[1], self._s(meta))
+        default = None if c[2] is None else int(c[2])
+        return ast.TargetParamDecl(str(c[0]), c[1], self._s(meta), default)
 
     def op(self, meta, c):
         *head, result, const = c

@@ -233,6 +233,7 @@ class TargetParam:
     name: str
     type: Prim
     span: Span
+    default: int | None = None  # the value for a target that does not give one
 
 
 @dataclass(frozen=True)

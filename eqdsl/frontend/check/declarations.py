@@ -173,7 +173,7 @@ def check_params(decls: list[ast.TargetParamDecl], sink: DiagnosticSink) -> dict
         elif d.type.is_list or d.type.name != "Int":
             sink.error(f"a target param is an Int; found {d.type}", d.type.span)
         else:
-            params[d.name] = ir.TargetParam(d.name, Prim.INT, d.span)
+            params[d.name] = ir.TargetParam(d.name, Prim.INT, d.span, d.default)
     return params
 
 
