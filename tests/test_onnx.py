@@ -254,15 +254,16 @@ def test_export_never_replaces_a_weights_file_it_was_not_told_to(tmp_path, run_c
     assert read_onnx(tmp_path / "m.onnx", load_language("tensat")).program.name == "nasrnn"
 
 
-def hardswish_model() -> onnx.ModelProto:
+def hardswish_model(dims: tuple[int, ...] = ()) -> onnx.ModelProto:
     """MobileNetV3's hard-swish as PyTorch exports `x * F.relu6(x + 3) / 6` (opset 13): 0-d
-    constants, Clip with min/max inputs, Div by 6."""
-    consts = {"three": 3.0, "zero": 0.0, "six": 6.0}
+    constants, Clip with min/max inputs, Div by 6; `dims=(1,)`: the Add's 3 and the Div's 6 of
+    shape [1], as paddle2onnx writes them (PP-OCR)."""
+    consts = {"three": np.full(dims, 3.0), "zero": 0.0, "six": 6.0, "div6": np.full(dims, 6.0)}
     nodes = [helper.make_node("Conv", ["x", "w"], ["c"], pads=[1, 1, 1, 1]),
              helper.make_node("Add", ["c", "three"], ["a"]),
              helper.make_node("Clip", ["a", "zero", "six"], ["r6"]),
              helper.make_node("Mul", ["c", "r6"], ["m"]),
-             helper.make_node("Div", ["m", "six"], ["y"])]
+             helper.make_node("Div", ["m", "div6"], ["y"])]
     inits = [_init("w", np.random.default_rng(0).standard_normal((8, 3, 3, 3)))]
     inits += [numpy_helper.from_array(np.array(v, dtype=np.float32), k) for k, v in consts.items()]
     graph = helper.make_graph(nodes, "hswish", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 3, 16, 16])],
@@ -270,14 +271,18 @@ def hardswish_model() -> onnx.ModelProto:
     return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
 
 
-def test_hardswish_written_out_becomes_one_operator(tmp_path, run_cli, tensat):
-    """The operator added as one table entry, end to end: ONNX scalars import as `scalar(n, d)`,
-    Clip as `clip`, the rule folds the four kernels into one, and ONNX Runtime agrees."""
-    onnx.save(hardswish_model(), tmp_path / "h.onnx")
+@pytest.mark.parametrize("dims", [(), (1,)])
+def test_hardswish_written_out_becomes_one_operator(tmp_path, run_cli, tensat, dims):
+    """The operator added as one table entry, end to end: ONNX scalars import as `scalar(n, d)`
+    (a one-element constant broadcast against a tensor of higher rank too: it broadcasts as the
+    scalar does), Clip as `clip`, the rule folds the four kernels into one, and ONNX Runtime agrees."""
+    onnx.save(hardswish_model(dims), tmp_path / "h.onnx")
+    consts = ("three", "zero", "six", "div6")
     imported = read_onnx(tmp_path / "h.onnx", tensat)
     assert {(n.op, *n.args) for n in imported.program.nodes if n.op == "scalar"} == {
         ("scalar", 3, 1), ("scalar", 0, 1), ("scalar", 6, 1), ("scalar", 1, 6)}
-    run_model(tmp_path, run_cli, hardswish_model(), "fusions", "{iter_limit: 3, node_limit: 3000}")
+    assert not any(n.op == "weight" and n.args[0] in consts for n in imported.program.nodes)
+    run_model(tmp_path, run_cli, hardswish_model(dims), "fusions", "{iter_limit: 3, node_limit: 3000}")
     ops = [n.op_type for n in onnx.load(str(tmp_path / "out" / "optimized.onnx")).graph.node]
     assert "HardSwish" in ops and "Clip" not in ops and "Div" not in ops
 

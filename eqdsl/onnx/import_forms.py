@@ -125,7 +125,7 @@ def _broadcast(r: Reader, op: str, a: Tensor, b: Tensor) -> Tensor | None:
 def _commutative(op: str) -> Handler:
     """Add, Mul: either operand may be the one that broadcasts."""
     def handle(r: Reader, node: onnx.NodeProto, attrs: dict) -> list[Value]:
-        a, b = r.tensor(node.input[0]), r.tensor(node.input[1])
+        a, b = r.operand(node.input[0], node.input[1]), r.operand(node.input[1], node.input[0])
         y = _broadcast(r, op, a, b)
         return [y if y is not None else opaque_of(r, node, [a, b])]
     return handle
@@ -141,8 +141,8 @@ def _sub(r: Reader, node: onnx.NodeProto, attrs: dict) -> list[Value]:
 
 def _div(r: Reader, node: onnx.NodeProto, attrs: dict) -> list[Value]:
     a, divisor = r.tensor(node.input[0]), r.env.get(node.input[1])
-    exact = (rational(divisor) if isinstance(divisor, np.ndarray) and divisor.shape == ()
-             and divisor.dtype == np.float32 else None)
+    exact = (rational(divisor.reshape(())) if isinstance(divisor, np.ndarray) and divisor.size == 1
+             and divisor.ndim <= len(a.dims) and divisor.dtype == np.float32 else None)
     if exact is not None and exact[0] != 0:
         num, den = exact
         return [r.g.ewmul(a, r.g.op("scalar", den * (1 if num > 0 else -1), abs(num)))]

@@ -137,6 +137,19 @@ class Reader:
         self.weights[name] = value
         return self.g.weight(name, list(value.shape))
 
+    def operand(self, name: str, other: str) -> Tensor:
+        """`tensor(name)` as an operand of a broadcasting element-wise op whose other operand is
+        `other`, where a one-element float32 constant of rank at most the other's (paddle2onnx's
+        `[1]`-shaped 3 and 6 in hard-swish) broadcasts exactly as the 0-d scalar of its value, and
+        becomes that `scalar` (so rules written with scalars match it)."""
+        value, partner = self.env.get(name), self.env.get(other)
+        rank = -1 if partner is None else partner.ndim if isinstance(partner, np.ndarray) else len(partner.dims)
+        if isinstance(value, np.ndarray) and value.dtype == np.float32 and value.size == 1 and value.ndim <= rank:
+            exact = rational(value.reshape(()))
+            if exact is not None:
+                return self.g.op("scalar", *exact)
+        return self.tensor(name)
+
     def const(self, name: str, what: str) -> np.ndarray:
         value = self.env.get(name)
         if not isinstance(value, np.ndarray):
