@@ -176,7 +176,8 @@ def _print_search(result: RunResult, console: Console) -> None:
                   f"({_improvement(result.original_cost, best.cost):.2f} % cheaper, {best.method}, "
                   f"{best.status.value})")
     if result.runtime_input_cost is not None:
-        console.print(f"the input as the target's runtime runs it (its own rewrites: {', '.join(result.runtime_rules)}) "
+        rules = ", ".join(result.runtime_rules)
+        console.print(f"the input as the target's runtime runs it (its own rewrites: {rules}) "
                       f"costs {cost_text(result.runtime_input_cost)}: the best is "
                       f"{_improvement(result.runtime_input_cost, best.cost):.2f} % cheaper (the predicted speedup)",
                       markup=False)

@@ -94,6 +94,9 @@ class UnitTarget:
     def params(self, lang):
         return {}
 
+    def runtime_rules(self, lang):
+        return ()
+
     def cost_model(self, lang, progress=None):
         each = self.each
 

@@ -9,9 +9,9 @@ Contract: `read_target(data, base)` returns a `TargetConfig` (None for no target
 class in `TARGET_KINDS` with `read(data, base)`, and on the instance `params(lang)` (the values
 its cost rules read), `cost_model(lang, progress)` (the `CostModel` the run prices with, built
 once), `runtime_rules(lang)` (the language's rules whose rewrites the target's runtime makes
-itself: the run prices its input as the runtime runs it) and `inputs()` (files the run reads). Measuring backends are named in `BACKENDS` as
-`module:class`, imported when a run measures: they sit above this package (ONNX Runtime, Numba),
-in `eqdsl.execute.backends`.
+itself: the run prices its input as the runtime runs it) and `inputs()` (files the run reads).
+Measuring backends are named in `BACKENDS` as `module:class`, imported when a run measures: they
+sit above this package (ONNX Runtime, Numba), in `eqdsl.execute.backends`.
 """
 from __future__ import annotations
 
