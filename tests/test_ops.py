@@ -56,3 +56,13 @@ def test_the_measurer_skips_what_the_table_says_costs_nothing():
     assert not_timed == {"input", "weight", "noop", "dropout", "split0", "split1", "scalar"}
     assert not any(OrtBackend().supports(op) for op in not_timed) and OrtBackend().supports("hardswish")
     assert SPECS["reshape"].view and SPECS["reshape"].timed  # ONNX Runtime's Reshape copies: timed there
+
+
+def test_an_operator_with_a_scalar_operand_is_timed():
+    """A 0-d operand (`scalar(3, 1)` in hard-swish written out) is a 0-d input of the one-operator
+    model: fed as a 0-d array, not a NumPy scalar, which ONNX Runtime refuses (PP-OCR under
+    `measure: ort` ended in a traceback)."""
+    from eqdsl.execute.backends import OrtBackend
+    from eqdsl.frontend import load_language
+
+    assert OrtBackend().time_ns(load_language("tensat"), "ewadd", ((1, 8, 4, 4), ()), 3) > 0

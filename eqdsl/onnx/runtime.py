@@ -71,7 +71,7 @@ def random_feeds(session, seed: int, scale: float = 1.0, shapes: dict[str, list[
         if i.name in fixed:
             feeds[i.name] = np.broadcast_to(np.asarray(fixed[i.name], kind), dims).copy()
         elif kind.kind == "f":
-            feeds[i.name] = (scale * rng.standard_normal(dims)).astype(kind)
+            feeds[i.name] = np.asarray(scale * rng.standard_normal(dims), kind)  # a 0-d input: an array too
         else:
             feeds[i.name] = np.zeros(dims, kind)
     return feeds
@@ -97,7 +97,8 @@ def halved_until_finite(run: Callable[[dict[str, np.ndarray]], Sequence[np.ndarr
     times over), so the inputs are halved until every output is finite (down to 2^-30; halving
     is exact in float32). Shared by the ONNX Runtime check and eqdsl's executor."""
     for k in range(31):
-        scaled = {name: v * v.dtype.type(2.0 ** -k) if v.dtype.kind == "f" else v for name, v in feeds.items()}
+        scaled = {name: np.asarray(v * v.dtype.type(2.0 ** -k)) if v.dtype.kind == "f" else v
+                  for name, v in feeds.items()}
         outputs = run(scaled)
         if all(np.all(np.isfinite(o)) for o in outputs):
             return scaled, 2.0 ** -k, outputs
