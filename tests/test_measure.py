@@ -187,3 +187,23 @@ def test_measure_needs_a_measuring_target(tmp_path, run_cli):
     (tmp_path / "run.yaml").write_text("ruleset: tensat\ntarget: t4\nprogram: {builder: nasrnn}\n")
     code, _, err = run_cli("measure", tmp_path / "run.yaml")
     assert code == 2 and "expected a measuring target" in err
+
+
+def test_an_operator_that_cannot_run_alone_is_priced_by_the_fallback(tmp_path, run_cli):
+    """A Resize (opaque) timed alone gets random scales, which ONNX Runtime refuses: the measurer
+    leaves it to the fallback instead of ending the run in a traceback (PP-OCR's detector)."""
+    import numpy as np
+    import onnx
+    from onnx import TensorProto, helper, numpy_helper
+
+    nodes = [helper.make_node("Relu", ["x"], ["r"]),
+             helper.make_node("Resize", ["r", "", "scales"], ["y"], mode="nearest")]
+    graph = helper.make_graph(nodes, "up", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 2, 4, 4])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 2, 8, 8])],
+                              [numpy_helper.from_array(np.array([1, 1, 2, 2], dtype=np.float32), "scales")])
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)]), tmp_path / "m.onnx")
+    (tmp_path / "run.yaml").write_text(
+        "ruleset: tensat\ntarget: {measure: ort, fallback: cpu, runs: 3, cache: t.sqlite}\nprogram: {onnx: m.onnx}\n"
+        "schedule: {iter_limit: 1}\nextract: {method: greedy, compare: []}\nexport: {format: onnx, runtime_check: false}\n")
+    code, out, err = run_cli("run", tmp_path / "run.yaml", "--output", tmp_path / "out", "--quiet")
+    assert code == 0 and "Traceback" not in err, err
