@@ -15,45 +15,15 @@ e-graph nodes and seconds. Models come from `benchmarks/models.py`'s corpus and 
 from __future__ import annotations
 
 import argparse
-import json
-import subprocess
 import sys
-import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from models import CORPUS, fetch, fetch_ok  # noqa: E402
+from models import CORPUS, SATURATE, fetch, fetch_ok, run_eqdsl  # noqa: E402
 
-SCHEDULES = {
-    "saturate": "{{kind: saturate, iter_limit: 10, node_limit: 50000, k_multi: 1, cycle_filter: efficient}}",
-    "mcts": "{{kind: mcts, budget: {budget}, node_limit: 20000, main_extract: greedy-dag, max_steps: {steps}, "
-            "time_limit_s: 600}}",
-}
-
-
-def run(model, path: Path, folder: Path, schedule: str) -> dict:
-    folder.mkdir(parents=True, exist_ok=True)
-    extra = f", shapes: {json.dumps(model.shapes)}" if model.shapes else ""
-    extra += f", constants: {json.dumps(model.constants)}" if model.constants else ""
-    (folder / "run.yaml").write_text(
-        f"ruleset: fusions\ntarget: {{measure: ort, fallback: cpu, runs: 10}}\n"
-        f"program: {{onnx: {path.resolve()}{extra}}}\nschedule: {schedule}\n"
-        "extract: {method: cpsat, time_limit_s: 30, compare: []}\nvalidate: {samples: 1}\n"
-        "export: {format: onnx, runs: 20}\n")
-    out = folder / "out"
-    subprocess.run(["rm", "-rf", str(out)], check=True)
-    t0 = time.perf_counter()
-    done = subprocess.run([sys.executable, "-m", "eqdsl", "run", str(folder / "run.yaml"), "--output", str(out),
-                           "--quiet"], capture_output=True, text=True, timeout=3600)
-    seconds = time.perf_counter() - t0
-    if not (out / "report.json").exists():
-        return {"error": (done.stderr.strip().splitlines() or ["no report"])[0][:120], "seconds": seconds}
-    report = json.loads((out / "report.json").read_text())
-    runtime = (report.get("export") or {}).get("runtime") or {}
-    base = report.get("runtime_input_cost") or report["original_cost"]
-    return {"predicted": base / report["best_cost"], "measured": (runtime.get("speedup") or {}).get("1"),
-            "handed_back": runtime.get("handed_back"), "nodes": report["egraph"]["nodes"], "seconds": seconds}
+TARGET = "{measure: ort, fallback: cpu, runs: 10}"
+MCTS = "{{kind: mcts, budget: {budget}, node_limit: 20000, main_extract: greedy-dag, max_steps: {steps}, time_limit_s: 600}}"
 
 
 def main() -> None:
@@ -65,15 +35,16 @@ def main() -> None:
     parser.add_argument("--max-steps", type=int, default=20)
     args = parser.parse_args()
     corpus = Path(args.corpus)
+    schedules = {"saturate": SATURATE, "mcts": MCTS.format(budget=args.budget, steps=args.max_steps)}
     print("| model | schedule | predicted (measured costs) | eqdsl's check, 1 thread | handed back | e-graph nodes | s |")
     print("|---|---|---|---|---|---|---|")
     for model in [m for m in CORPUS if m.name in args.models.split(",") and fetch_ok(m, corpus)]:
         path = fetch(model, corpus / "cache")
-        for name, schedule in SCHEDULES.items():
-            r = run(model, path, Path(args.out) / model.name / name,
-                    schedule.format(budget=args.budget, steps=args.max_steps))
-            if "error" in r:
-                print(f"| {model.name} | {name} | {r['error']} | | | | {r['seconds']:.0f} |", flush=True)
+        for name, schedule in schedules.items():
+            r = run_eqdsl(model, path, Path(args.out) / model.name / name, False, ruleset="fusions",
+                          target=TARGET, schedule=schedule)
+            if "predicted" not in r:
+                print(f"| {model.name} | {name} | {r['error'][:120]} | | | | {r['seconds']:.0f} |", flush=True)
                 continue
             measured = "—" if r["measured"] is None else f"{r['measured']:.3f}×"
             print(f"| {model.name} | {name} | {r['predicted']:.3f}× | {measured} | {r['handed_back']} | {r['nodes']} | "

@@ -54,13 +54,13 @@ class OrtBackend:
         return op in EMITTERS and op in SPECS and SPECS[op].timed
 
     def time_ns(self, lang: ir.Language, op: str, args: tuple[Any, ...], runs: int) -> float | None:
-        from eqdsl.onnx.runtime import median_ms, random_feeds
+        from eqdsl.onnx.runtime import is_runtime_error, median_ms, random_feeds
 
         one = one_op_session(lang, op, args, threads=1)
         try:
             return 1e6 * median_ms([one], random_feeds(one, 0), runs)[0]
         except Exception as err:  # noqa: BLE001 - ONNX Runtime's error types derive from Exception only
-            if not type(err).__module__.startswith("onnxruntime"):
+            if not is_runtime_error(err):
                 raise
             # an operator whose operands must be constants of meaning (Resize's scales) cannot
             # run alone on random ones: the fallback prices it, as for an operator without a kernel

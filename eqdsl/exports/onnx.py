@@ -25,7 +25,7 @@ from typing import Sequence, cast
 from eqdsl.exports.base import Candidate, ExportJob, ExportOutcome
 from eqdsl.ir.builder import same_terms
 from eqdsl.onnx import require_onnx
-from eqdsl.onnx.runtime import RuntimeCheck, compare_many
+from eqdsl.onnx.runtime import RuntimeCheck, compare_many, is_runtime_error
 from eqdsl.onnx.weights import random_weights
 
 
@@ -110,7 +110,7 @@ def _timed(job: ExportJob, original: Path, names: list[str], outcome: ExportOutc
         return compare_many(original, [job.folder / f"{name}.onnx" for name in names], job.settings.runs,
                             job.settings.seed, fixed=dict(job.fixed_inputs), shapes=inputs)
     except Exception as err:  # noqa: BLE001 - ONNX Runtime's error types derive from Exception only
-        if not type(err).__module__.startswith("onnxruntime"):
+        if not is_runtime_error(err):
             raise
         outcome.ok = False
         outcome.report["runtime"] = {"runtime": "onnxruntime-cpu", "ok": False, "error": str(err).strip()[:2000]}

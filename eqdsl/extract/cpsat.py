@@ -42,7 +42,7 @@ from eqdsl.extract.dag import best_greedy
 from eqdsl.extract.decompose import Parts, split
 from eqdsl.extract.egraph import ExtractionProblem, Selection, dag_cost, restrict, tree_cost
 from eqdsl.extract.greedy import tree_greedy, unreachable_roots_error
-from eqdsl.extract.hitting import hitting_set
+from eqdsl.extract.hitting import hitting_set, meets_bound
 from eqdsl.extract.prune import Pruned, apply_filter, prune, usable_nodes
 from eqdsl.extract.result import Extraction, ExtractStatus
 from eqdsl.extract.starts import Start, cheapest_known, start_names
@@ -399,21 +399,22 @@ class CpSatExtractor:
         if hitting and not pruned.acyclic:
             parts = split(problem, class_nodes, pruned.conflicts if self.conflicts else (), deadline)
             if parts is None or not parts.solvable:
-                return self._hitting(problem, pruned, class_nodes, s, deadline)
+                return self._hitting(problem, pruned, class_nodes, s, deadline, parts.required if parts else None)
         s.switched = True
         return self._solve_with(problem, pruned, class_nodes, s, deadline, "core", True, parts)
 
     def _hitting(self, problem: ExtractionProblem, pruned: Pruned, class_nodes: dict[int, list[int]], s: _Search,
-                 deadline: float) -> _Search:
-        """`eqdsl.extract.hitting` for `HS_SHARE` of the time left; unproven, the `lp` search for the
-        rest, from the best program so far, proven if it reaches the hitting sets' bound."""
-        outcome = hitting_set(problem, class_nodes, HS_SHARE * (deadline - time.perf_counter()))
+                 deadline: float, held: frozenset[int] | None = None) -> _Search:
+        """`eqdsl.extract.hitting` for `HS_SHARE` of the time left (`held`: the classes every program
+        holds, if split found them); unproven, the `lp` search for the rest, from the best program
+        so far, proven if it reaches the hitting sets' bound."""
+        outcome = hitting_set(problem, class_nodes, HS_SHARE * (deadline - time.perf_counter()), held)
         s.rounds, s.hs_cores, s.bound = s.rounds + outcome.rounds, outcome.cores, max(s.bound, outcome.bound)
         if outcome.selection is not None:
-            s.take(problem, outcome.selection, outcome.cost <= outcome.bound * (1 + 1e-9) + 1e-12)
+            s.take(problem, outcome.selection, meets_bound(outcome.cost, outcome.bound))
         if not s.proven and time.perf_counter() < deadline:
             self._solve_with(problem, pruned, class_nodes, s, deadline, "lp", self.parts)
-            s.proven = s.proven or s.cost <= s.bound * (1 + 1e-9) + 1e-12
+            s.proven = s.proven or meets_bound(s.cost, s.bound)
         return s
 
     def _solve_with(self, problem: ExtractionProblem, pruned: Pruned, class_nodes: dict[int, list[int]],

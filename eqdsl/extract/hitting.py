@@ -21,10 +21,11 @@ every core. When an optimal hitting set derives the roots, the program it derive
 BENCHMARKS.md, "Extraction on the public TENSAT e-graphs (issue 47)".
 
 Contract: costs ≥ 0 (with negative ones `cpsat` runs `lp` instead); `hitting_set(problem,
-class_nodes, seconds)` returns an `HsOutcome`: the cheapest program a hitting set derived (optimal
-when its cost meets the bound; else the best of the greedy hitting sets and a time-limited MIP's),
-or none, and the best lower bound found.
-`class_nodes` is `eqdsl.extract.prune`'s (some optimal program uses only those nodes).
+class_nodes, seconds, held)` returns an `HsOutcome`: the cheapest program a hitting set derived
+(optimal when it `meets_bound`; else the best of the greedy hitting sets and a time-limited MIP's),
+or none, and the best lower bound found. `class_nodes` is `eqdsl.extract.prune`'s (some optimal
+program uses only those nodes); `held`, the classes every program holds where the caller has them
+(`eqdsl.extract.decompose.Parts.required`), else computed.
 """
 from __future__ import annotations
 
@@ -132,7 +133,8 @@ class Closure:
 class _Search:
     """The cores found so far and how to find more: the nodes by price, the targets in order."""
 
-    def __init__(self, problem: ExtractionProblem, class_nodes: ClassNodes, deadline: float) -> None:
+    def __init__(self, problem: ExtractionProblem, class_nodes: ClassNodes, deadline: float,
+                 held: frozenset[int] | None = None) -> None:
         self.problem, self.class_nodes, self.deadline = problem, class_nodes, deadline
         nodes = [i for group in class_nodes.values() for i in group]
         self.free = [i for i in nodes if problem.nodes[i].cost == 0]
@@ -143,7 +145,8 @@ class _Search:
         self.graph = Graph(problem, class_nodes)
         self.free_closure = Closure(self.graph)  # what the zero-cost nodes derive, copied for every closure
         self.free_closure.add(self.free)
-        held = unavoidable_classes(problem, class_nodes, deadline) or set(problem.roots)
+        if held is None:
+            held = frozenset(unavoidable_classes(problem, class_nodes, deadline) or problem.roots)
         _, below = tree_greedy(problem)  # cheapest tree per class: nearer the leaves first
         self.targets = sorted(held | set(problem.roots), key=lambda c: (below[c], c))
 
@@ -206,9 +209,15 @@ class _Search:
         return dag_cost(self.problem, selection), selection
 
 
-def hitting_set(problem: ExtractionProblem, class_nodes: ClassNodes, seconds: float) -> HsOutcome:
+def meets_bound(cost: float, bound: float) -> bool:
+    """A program of `cost` is proven optimal by lower bound `bound` (to float rounding)."""
+    return cost <= bound * (1 + 1e-9) + 1e-12
+
+
+def hitting_set(problem: ExtractionProblem, class_nodes: ClassNodes, seconds: float,
+                held: frozenset[int] | None = None) -> HsOutcome:
     deadline = time.monotonic() + seconds
-    search = _Search(problem, class_nodes, deadline)
+    search = _Search(problem, class_nodes, deadline, held)
     if not search.derives_roots(search.closure(search.priced)):
         raise EqdslError.one("extraction is unsatisfiable: the roots have no acyclic choice of e-nodes")
     search.new_cores(set())
@@ -228,7 +237,7 @@ def hitting_set(problem: ExtractionProblem, class_nodes: ClassNodes, seconds: fl
         if derived is not None:  # optimal, or out of time
             best = _cheaper(best, derived)
             break
-        if best is not None and best[0] <= bound * (1 + 1e-9) + 1e-12:
+        if best is not None and meets_bound(best[0], bound):
             break
         search.new_cores(set(chosen))
     cost, selection = best if best is not None else (math.inf, None)

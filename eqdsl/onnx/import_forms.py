@@ -18,7 +18,7 @@ from eqdsl.ir.builtins import broadcasts
 from eqdsl.languages.tensor.ops import fixed
 from eqdsl.languages.tensor.reference import same_padding
 from eqdsl.onnx.opaque_nodes import opaque_of
-from eqdsl.onnx.reader import NodeError, Reader, Value, rational, tensor_array
+from eqdsl.onnx.reader import NodeError, Reader, Value, tensor_array
 
 SAME, VALID = 0, 1
 
@@ -141,8 +141,7 @@ def _sub(r: Reader, node: onnx.NodeProto, attrs: dict) -> list[Value]:
 
 def _div(r: Reader, node: onnx.NodeProto, attrs: dict) -> list[Value]:
     a, divisor = r.tensor(node.input[0]), r.env.get(node.input[1])
-    exact = (rational(divisor.reshape(())) if isinstance(divisor, np.ndarray) and divisor.size == 1
-             and divisor.ndim <= len(a.dims) and divisor.dtype == np.float32 else None)
+    exact = r.scalar_of(node.input[1], len(a.dims))
     if exact is not None and exact[0] != 0:
         num, den = exact
         return [r.g.ewmul(a, r.g.op("scalar", den * (1 if num > 0 else -1), abs(num)))]

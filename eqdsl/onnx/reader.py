@@ -131,7 +131,7 @@ class Reader:
         if value.dtype != np.float32:
             raise NodeError(f"constant {name!r}: expected float32 where a tensor is used, "
                             f"found a {value.dtype} constant")
-        exact = rational(value) if value.shape == () else None
+        exact = self.scalar_of(name, 0)
         if exact is not None:  # a scalar rules can match (`scalar(3, 1)`), not an anonymous weight
             return self.g.op("scalar", *exact)
         self.weights[name] = value
@@ -139,16 +139,21 @@ class Reader:
 
     def operand(self, name: str, other: str) -> Tensor:
         """`tensor(name)` as an operand of a broadcasting element-wise op whose other operand is
-        `other`, where a one-element float32 constant of rank at most the other's (paddle2onnx's
-        `[1]`-shaped 3 and 6 in hard-swish) broadcasts exactly as the 0-d scalar of its value, and
-        becomes that `scalar` (so rules written with scalars match it)."""
-        value, partner = self.env.get(name), self.env.get(other)
+        `other`; a constant that is a `scalar_of` the other's rank becomes that `scalar` (so rules
+        written with scalars match it)."""
+        partner = self.env.get(other)
         rank = -1 if partner is None else partner.ndim if isinstance(partner, np.ndarray) else len(partner.dims)
+        exact = self.scalar_of(name, rank)
+        return self.g.op("scalar", *exact) if exact is not None else self.tensor(name)
+
+    def scalar_of(self, name: str, rank: int) -> tuple[int, int] | None:
+        """(num, den) of a one-element float32 constant of rank at most `rank` — broadcast against
+        a tensor of that rank it is the 0-d scalar of its value (paddle2onnx's `[1]`-shaped 3 and 6
+        in hard-swish) — or None."""
+        value = self.env.get(name)
         if isinstance(value, np.ndarray) and value.dtype == np.float32 and value.size == 1 and value.ndim <= rank:
-            exact = rational(value.reshape(()))
-            if exact is not None:
-                return self.g.op("scalar", *exact)
-        return self.tensor(name)
+            return rational(value.reshape(()))
+        return None
 
     def const(self, name: str, what: str) -> np.ndarray:
         value = self.env.get(name)

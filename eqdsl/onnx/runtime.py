@@ -57,6 +57,11 @@ def session(model: bytes | Path, threads: int):
     return ort.InferenceSession(source, options, providers=["CPUExecutionProvider"])
 
 
+def is_runtime_error(err: BaseException) -> bool:
+    """ONNX Runtime refused a model or an input (its error types derive from Exception only)."""
+    return type(err).__module__.startswith("onnxruntime")
+
+
 def random_feeds(session, seed: int, scale: float = 1.0, shapes: dict[str, list[int]] | None = None,
                  fixed: dict[str, np.ndarray] | None = None) -> dict[str, np.ndarray]:
     """Inputs for every input of `session`: `fixed` ones as given (an input the import fixed to a
