@@ -108,10 +108,11 @@ SATURATE = "{kind: saturate, iter_limit: 10, node_limit: 50000, k_multi: 1, cycl
 
 
 def run_eqdsl(model: Model, path: Path, folder: Path, reuse: bool, candidates: int = 1,
-              ruleset: str = "tensat", target: str = "cpu", schedule: str = SATURATE) -> dict:
+              ruleset: str = "tensat", target: str = "cpu", schedule: str = SATURATE,
+              export: str = "{format: onnx, runs: 20}") -> dict:
     """`eqdsl run` (`ruleset`: tensat, or fusions = tensat and the CPU fusions; `target`, by default
     the CPU roofline; `schedule`, by default saturate k_multi 1; CP-SAT 30 s, validated, exported,
-    runtime-checked) in its own process; its report, or the first line of its error. `reuse`: the last run's results, where there are any (`--reuse`:
+    by default runtime-checked on the CPU: `export`) in its own process; its report, or the first line of its error. `reuse`: the last run's results, where there are any (`--reuse`:
     time again without optimizing again); `candidates`: `extract.candidates` (> 1: the export times
     them and hands back the fastest)."""
     folder.mkdir(parents=True, exist_ok=True)
@@ -127,7 +128,7 @@ def run_eqdsl(model: Model, path: Path, folder: Path, reuse: bool, candidates: i
     (folder / "run.yaml").write_text(
         f"ruleset: {ruleset}\ntarget: {target}\nprogram: {{onnx: {path.resolve()}{shapes}}}\nschedule: {schedule}\n"
         f"extract: {{method: cpsat, time_limit_s: 30, compare: [], candidates: {candidates}}}\nvalidate: {{samples: 1}}\n"
-        "export: {format: onnx, runs: 20}\n")
+        f"export: {export}\n")
     subprocess.run(["rm", "-rf", str(out)], check=True)
     t0 = time.perf_counter()
     done = subprocess.run([sys.executable, "-m", "eqdsl", "run", str(folder / "run.yaml"), "--output", str(out),
