@@ -183,8 +183,7 @@ def run_pipeline(config: RunConfig, progress: ProgressFn | None = None) -> RunRe
         if job is None:
             result.stage_folder = tempfile.TemporaryDirectory(prefix="eqdsl-stages-")
             job = StageJob(result.language, loaded, result.optimized_text, result.optimized_program(),
-                           result.predicted_speedup, Path(result.stage_folder.name), result.candidate_programs(),
-                           result.extract.candidates > 1)
+                           result.predicted_speedup, Path(result.stage_folder.name), result.candidate_programs())
         with _stage(result, stage.label(settings)):
             result.finished[stage.key] = stage.run(job, settings)
     return result

@@ -44,7 +44,6 @@ class StageJob:
     predicted_speedup: float
     folder: Path  # eqdsl's temporary folder for the stages' files (see `Finished.files`)
     candidates: tuple[Candidate, ...] = ()  # the next programs after the optimized one (`extract.candidates`)
-    measured: bool = False  # `extract.candidates` > 1: the export hands back the fastest program measured
 
 
 @dataclass
@@ -161,8 +160,7 @@ class ExportStage:
     def run(self, job: StageJob, settings: ExportSettings) -> Finished:
         loaded = job.loaded
         export_job = ExportJob(job.language, loaded.program, job.optimized, loaded.weights, loaded.source_file,
-                               job.predicted_speedup, job.folder, settings, loaded.fixed_inputs, job.candidates,
-                               job.measured)
+                               job.predicted_speedup, job.folder, settings, loaded.fixed_inputs, job.candidates)
         out = EXPORTS[settings.format].run(export_job)
         lines = [(f"export: {', '.join(out.files)}", False)] + [(line, True) for line in out.summary]
         return Finished(self.key, out.ok, {**out.report, "ok": out.ok}, lines, out, list(out.files))

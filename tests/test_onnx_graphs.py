@@ -31,11 +31,11 @@ def _f(name: str, dims) -> onnx.ValueInfoProto:
     return helper.make_tensor_value_info(name, TensorProto.FLOAT, dims)
 
 
-def _run(tmp_path, run_cli, model: onnx.ModelProto, extra: str = "") -> tuple[int, dict, str]:
+def _run(tmp_path, run_cli, model: onnx.ModelProto, extra: str = "", export: str = "onnx") -> tuple[int, dict, str]:
     onnx.save(model, tmp_path / "m.onnx")
     (tmp_path / "run.yaml").write_text(
         f"ruleset: tensat\ntarget: t4\nprogram: {{onnx: m.onnx{extra}}}\nschedule: {{iter_limit: 2, node_limit: 3000}}\n"
-        "extract: {method: greedy-dag, compare: []}\nvalidate: {samples: 1}\nexport: onnx\n")
+        f"extract: {{method: greedy-dag, compare: []}}\nvalidate: {{samples: 1}}\nexport: {export}\n")
     code, out, err = run_cli("run", tmp_path / "run.yaml", "--output", tmp_path / "out", "--quiet")
     report = json.loads((tmp_path / "out" / "report.json").read_text()) if code in (0, 1) else {}
     return code, report, out + err
@@ -198,11 +198,40 @@ def test_a_constant_without_a_language_form_is_computed_whatever_its_size(tmp_pa
     assert [x.op for x in read_onnx(tmp_path / "m.onnx", tensat).program.nodes] == ["input", "weight", "matmul"]
 
 
-def test_a_run_that_rewrites_nothing_hands_back_the_users_file(tmp_path, run_cli):
+def test_a_run_that_rewrites_nothing_and_checks_nothing_hands_back_the_users_file(tmp_path, run_cli):
+    code, report, text = _run(tmp_path, run_cli, if_model(1), export="{format: onnx, runtime_check: false}")
+    assert code == 0 and report["export"]["unchanged"], text
+    assert "optimized.onnx is your model, unchanged" in text and not (tmp_path / "out" / "written.onnx").exists()
+    assert (tmp_path / "out" / "optimized.onnx").read_bytes() == (tmp_path / "m.onnx").read_bytes()
+
+
+@pytest.mark.parametrize("written_faster", [False, True])
+def test_an_unchanged_program_is_handed_back_as_written_only_if_that_is_faster(tmp_path, run_cli, monkeypatch,
+                                                                               written_faster):
+    """The import's folding (here: the If the static shapes decide) can pay alone: your program as
+    eqdsl writes it is timed against your file and handed back only if faster beyond noise."""
+    from pathlib import Path
+
+    import eqdsl.exports.onnx as export
+    from eqdsl.onnx.runtime import RuntimeCheck
+
+    def times(original, others, runs, seed, fixed=None, shapes=None):  # runs in the worker process
+        assert [Path(o).stem for o in others] == ["written"]  # your file is not timed against itself
+        interval = (0.7, 0.9) if written_faster else (0.9, 1.2)
+        return [RuntimeCheck(True, 0.0, runs, {1: 1.0}, {1: 0.8 if written_faster else 1.0}, "agree", interval)]
+
+    monkeypatch.setattr(export, "compare_many", times)
     code, report, text = _run(tmp_path, run_cli, if_model(1))
     assert code == 0 and report["export"]["unchanged"], text
-    assert "optimized.onnx is your model, unchanged" in text
-    assert (tmp_path / "out" / "optimized.onnx").read_bytes() == (tmp_path / "m.onnx").read_bytes()
+    handed = (tmp_path / "out" / "optimized.onnx").read_bytes()
+    runtime = report["export"]["runtime"]
+    if written_faster:
+        assert runtime["handed_back"] == "written" and handed == (tmp_path / "out" / "written.onnx").read_bytes()
+        assert [node.op_type for node in onnx.load_from_string(handed).graph.node] == ["Sigmoid"]
+    else:
+        assert runtime["handed_back"] == "input" and handed == (tmp_path / "m.onnx").read_bytes()
+        assert "eqdsl's writing of your model is not faster beyond noise" in text
+        assert "optimized.onnx is your model, unchanged" in text
 
 
 def test_same_terms_tells_a_rewritten_program_from_a_renumbered_one(tensat):

@@ -47,7 +47,6 @@ class ExportJob:
     settings: ExportSettings
     fixed_inputs: Mapping[str, np.ndarray] = field(default_factory=dict)  # the source's inputs fixed to constants
     candidates: tuple[Candidate, ...] = ()  # measured beside `optimized`: the fastest is handed back
-    measured: bool = False  # `extract.candidates` > 1: the fastest program measured is handed back
 
 
 @dataclass

@@ -8,10 +8,11 @@ there is one) and the optimized one on the same random inputs: outputs must agre
 timed with one thread and with all of them. Never slower: when the optimized model is slower with
 one thread beyond noise (`RuntimeCheck.slower`), `optimized.onnx` is the input model and the
 summary and report say so with both times (unless `keep_if_slower`); a rewritten model the cost
-model prices at under 1 % gain (`SMALL_GAIN`) must be faster beyond noise to be handed back. With candidates
-(`extract: {candidates: k}`, k > 1), each is written (`candidate-2.onnx`, …; where the optimized
-program is the input program, also that program as eqdsl writes it, `written.onnx`: the import's
-folding of shape arithmetic and constant branches) and timed with the input in the same pass; the
+model prices at under 1 % gain (`SMALL_GAIN`) must be faster beyond noise to be handed back. Where
+the optimized program is the input program, that program as eqdsl writes it (`written.onnx`: the
+import's folding of shape arithmetic and constant branches) is timed against your file, which is
+handed back unless the written one is faster beyond noise. With candidates (`extract: {candidates:
+k}`, k > 1), each is written (`candidate-2.onnx`, …) and timed with the input in the same pass; the
 fastest median whose outputs agree becomes `optimized.onnx` if it is faster than the input beyond
 noise, else the input does (`report.json`: runtime.handed_back, and every candidate's predicted and
 measured speedup).
@@ -50,7 +51,8 @@ class OnnxExport:
             files += write_program(job.language, job.original, weights, job.folder / "input.onnx")
             original = job.folder / "input.onnx"
         candidates = [c for c in job.candidates if not same_terms(job.original, c.program)]  # the input is timed anyway
-        if unchanged and job.measured:  # your program as eqdsl writes it: the import's folding may pay alone
+        timed_as_written = unchanged and job.settings.runtime_check
+        if timed_as_written:  # your program as eqdsl writes it: the import's folding may pay alone
             candidates.insert(0, Candidate("written", job.optimized, 1.0))
         for c in candidates:
             files += write_program(job.language, c.program, weights, job.folder / f"{c.name}.onnx", interface)
@@ -58,21 +60,24 @@ class OnnxExport:
                                         "unchanged": unchanged})
         if unchanged:
             outcome.summary.append("the optimized program is the input program: " + (
-                "timed as eqdsl writes it (written.onnx) beside your model" if job.measured
-                else "optimized.onnx is your model, unchanged"))
+                "timed as eqdsl writes it (written.onnx) beside your model; handed back only if faster "
+                "beyond noise" if timed_as_written else "optimized.onnx is your model, unchanged"))
         if job.settings.runtime_check:
-            _check_at_runtime(job, original, candidates, outcome)
+            _check_at_runtime(job, original, candidates, outcome, unchanged)
         return outcome
 
 
 SMALL_GAIN = 1.01  # a predicted speedup below this must be measured, beyond noise, to be handed back
 
 
-def _check_at_runtime(job: ExportJob, original: Path, candidates: list[Candidate], outcome: ExportOutcome) -> None:
-    """ONNX Runtime runs the input, optimized.onnx and every candidate; with candidates the fastest
-    that agrees becomes optimized.onnx if it beats the input beyond noise; then the never-slower
-    guard holds what is handed back against the input."""
-    named = [("optimized", job.predicted_speedup)] + [(c.name, c.predicted_speedup) for c in candidates]
+def _check_at_runtime(job: ExportJob, original: Path, candidates: list[Candidate], outcome: ExportOutcome,
+                      unchanged: bool) -> None:
+    """ONNX Runtime runs the input, optimized.onnx (unless it is the input file itself) and every
+    candidate; with candidates the fastest that agrees becomes optimized.onnx if it beats the input
+    beyond noise; then the never-slower guard holds what is handed back against the input."""
+    named = [] if unchanged else [("optimized", job.predicted_speedup)]
+    named += [(c.name, c.predicted_speedup) for c in candidates]
+    measured = bool(candidates)  # candidates: the fastest is handed back, if it beats the input
     checks = _timed(job, original, [name for name, _ in named], outcome)
     if checks is None:
         return
@@ -85,21 +90,23 @@ def _check_at_runtime(job: ExportJob, original: Path, candidates: list[Candidate
     # alone came back 0.97×): with candidates, a program other than the input must be faster beyond noise
     # alike a rewrite the cost model prices at almost no gain: all risk (DETR: 0.002 % predicted,
     # re-timed 0.956× while a 20-run check could not tell it from 1)
-    must_win = job.measured or (fastest == 0 and not same_terms(job.original, job.optimized)
-                                and job.predicted_speedup < SMALL_GAIN)
+    must_win = measured or job.predicted_speedup < SMALL_GAIN
     input_wins = must_win and check.ok and check.ratio_interval[1] >= 1.0
-    copied = job.measured and fastest > 0 and not input_wins
-    if job.measured:
+    winner = named[fastest][0]
+    copied = winner != "optimized" and not input_wins
+    if measured:
         outcome.report["runtime"]["candidates"] = [{"name": name, **_report(c, p)}
                                                    for (name, p), c in zip(named, checks)]
         outcome.summary += _candidate_lines(named, checks, -1 if input_wins else fastest)
     if copied:
-        shutil.copyfile(job.folder / f"{named[fastest][0]}.onnx", job.folder / "optimized.onnx")
+        shutil.copyfile(job.folder / f"{winner}.onnx", job.folder / "optimized.onnx")
     replaced = check.ok and (check.slower or input_wins) and not job.settings.keep_if_slower
     if check.ok and (check.slower or input_wins):
-        outcome.summary.append(_kept(job, check, original, "not faster beyond noise" if input_wins else "slower"))
-    outcome.report["runtime"]["kept"] = "input" if replaced else "optimized"
-    outcome.report["runtime"]["handed_back"] = "input" if replaced else named[fastest][0] if copied else "optimized"
+        verdict = "not faster beyond noise" if input_wins else "slower"
+        outcome.summary.append(_kept(job, check, original, verdict, unchanged))
+    input_kept = replaced or (unchanged and not copied)  # an unchanged program's optimized.onnx is your file
+    outcome.report["runtime"]["kept"] = "input" if input_kept else "optimized"
+    outcome.report["runtime"]["handed_back"] = "input" if input_kept else winner if copied else "optimized"
 
 
 def _timed(job: ExportJob, original: Path, names: list[str], outcome: ExportOutcome) -> list[RuntimeCheck] | None:
@@ -132,11 +139,16 @@ def _candidate_lines(named: list[tuple[str, float]], checks: list[RuntimeCheck],
     return lines
 
 
-def _kept(job: ExportJob, check: RuntimeCheck, original: Path, verdict: str = "slower") -> str:
-    """The never-slower guard: the input model becomes `optimized.onnx`, unless told to keep it."""
+def _kept(job: ExportJob, check: RuntimeCheck, original: Path, verdict: str = "slower",
+          unchanged: bool = False) -> str:
+    """The never-slower guard: the input model becomes `optimized.onnx`, unless told to keep it
+    (`unchanged`: it is the input model already, and eqdsl's writing of it lost)."""
     low, high = check.ratio_interval
-    measured = (f"the optimized model is {verdict} with 1 thread ({check.original_ms[1]:.2f} → "
+    what = "eqdsl's writing of your model" if unchanged else "the optimized model"
+    measured = (f"{what} is {verdict} with 1 thread ({check.original_ms[1]:.2f} → "
                 f"{check.optimized_ms[1]:.2f} ms; its time ÷ the input's is in [{low:.3f}, {high:.3f}], 95 %)")
+    if unchanged:
+        return f"{measured}: optimized.onnx is your model, unchanged"
     if job.settings.keep_if_slower:
         return f"{measured}: kept anyway (export.keep_if_slower)"
     import onnx
