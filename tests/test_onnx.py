@@ -287,6 +287,66 @@ def test_hardswish_written_out_becomes_one_operator(tmp_path, run_cli, tensat, d
     assert "HardSwish" in ops and "Clip" not in ops and "Div" not in ops
 
 
+def affine_conv_model(bias: bool) -> onnx.ModelProto:
+    """PP-OCRv4's learnable affine block: Conv (with or without its bias), then `* s + c` with
+    0-d constants."""
+    rng = np.random.default_rng(0)
+    conv_inputs = ["x", "w"] + (["b"] if bias else [])
+    nodes = [helper.make_node("Conv", conv_inputs, ["c"], pads=[1, 1, 1, 1], kernel_shape=[3, 3]),
+             helper.make_node("Mul", ["s", "c"], ["m"]), helper.make_node("Add", ["m", "t"], ["y"])]
+    inits = [_init("w", rng.standard_normal((8, 4, 3, 3)) / 6), _init("s", np.float32(0.8125)),
+             _init("t", np.float32(-0.375))] + ([_init("b", rng.standard_normal(8))] if bias else [])
+    graph = helper.make_graph(nodes, "lab", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 4, 16, 16])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 8, 16, 16])], inits)
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
+
+
+def affine_before_pointwise_model() -> onnx.ModelProto:
+    """PP-OCRv4's other affine block: HardSwish, `* s + c`, then a 1×1 Conv with its bias."""
+    rng = np.random.default_rng(1)
+    nodes = [helper.make_node("HardSwish", ["x"], ["h"]), helper.make_node("Mul", ["h", "s"], ["m"]),
+             helper.make_node("Add", ["m", "t"], ["a"]),
+             helper.make_node("Conv", ["a", "w", "b"], ["y"], kernel_shape=[1, 1], strides=[2, 2])]
+    inits = [_init("w", rng.standard_normal((8, 4, 1, 1)) / 2), _init("b", rng.standard_normal(8)),
+             _init("s", np.float32(1.1875)), _init("t", np.float32(0.25))]
+    graph = helper.make_graph(nodes, "lab2", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 4, 16, 16])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 8, 8, 8])], inits)
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 14)])
+
+
+@pytest.mark.parametrize("model, ops", [(lambda: affine_conv_model(True), ["Conv"]),
+                                        (lambda: affine_conv_model(False), ["Conv"]),
+                                        (affine_before_pointwise_model, ["HardSwish", "Conv"])])
+def test_a_scale_and_shift_next_to_a_conv_fold_into_its_weights_and_bias(tmp_path, run_cli, model, ops):
+    """`fusions`' affine folds: after a convolution (conv-scale, biased-conv-scale,
+    shift-joins-bias) and before a 1×1 one (affine-into-pointwise-conv, biases-join), the Mul and
+    Add are gone, the Conv carries the scaled weights and one joined bias (a scalar shift broadcast
+    to its channels), and ONNX Runtime agrees with the input."""
+    from eqdsl.onnx.runtime import compare
+
+    onnx.save(model(), tmp_path / "m.onnx")
+    (tmp_path / "run.yaml").write_text(
+        "ruleset: fusions\ntarget: cpu\nprogram: {onnx: m.onnx}\nschedule: {iter_limit: 4, node_limit: 3000}\n"
+        "extract: {method: cpsat, time_limit_s: 10}\nvalidate: {samples: 1}\n"
+        "export: {format: onnx, runtime_check: false}\n")
+    code, out, err = run_cli("run", tmp_path / "run.yaml", "--output", tmp_path / "out", "--quiet")
+    assert code == 0, out + err
+    written = onnx.load(str(tmp_path / "out" / "optimized.onnx"))
+    assert [n.op_type for n in written.graph.node] == ops and len(written.graph.node[-1].input) == 3
+    assert compare(tmp_path / "m.onnx", tmp_path / "out" / "optimized.onnx", runs=1).ok
+
+
+def test_an_add_of_a_scalar_after_a_product_is_written_as_read(tmp_path, tensat):
+    """The writer's bias join looks at Conv → Add only: an Add of a 0-d constant after a Mul
+    (the affine block before any rewrite) is written back as it was read."""
+    from eqdsl.onnx.write import interface_of, write_program
+
+    onnx.save(affine_before_pointwise_model(), tmp_path / "m.onnx")
+    imported = read_onnx(tmp_path / "m.onnx", tensat)
+    write_program(tensat, imported.program, imported.weights, tmp_path / "w.onnx", interface_of(tmp_path / "m.onnx"))
+    assert [n.op_type for n in onnx.load(str(tmp_path / "w.onnx")).graph.node] == ["HardSwish", "Mul", "Add", "Conv"]
+
+
 def inception_block() -> onnx.ModelProto:
     """Three branches over one input, as an exporter writes an Inception block: Conv + Relu each
     (a 1×1 and two 3×3), then one Concat of the three."""

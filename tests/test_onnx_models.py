@@ -315,3 +315,37 @@ def test_a_weight_of_one_repeated_value_stays_constant_of_shape(tmp_path, tensat
     assert any(t.name.startswith("b") or t.dims == [8] or list(t.dims) == [1, 8, 1, 1]
                for t in out.graph.initializer)  # the bias, of different values, stays an initializer
     assert compare(tmp_path / "m.onnx", tmp_path / "out.onnx", runs=1).ok
+
+
+@pytest.mark.parametrize("device, message", [
+    ("gpu", "expected one of: cpu, cuda, got 'gpu'"),
+    ("cuda", "cuda needs onnxruntime-gpu and a CUDA GPU), got 'cuda'"),
+])
+def test_the_runtime_check_device_is_checked_before_the_run(tmp_path, run_cli, device, message):
+    """`export: {device: cuda}` times on ONNX Runtime's CUDA provider; without onnxruntime-gpu (CI,
+    this machine) the config is refused up front (exit 2), naming the YAML path."""
+    import onnxruntime as ort
+
+    if device == "cuda" and "CUDAExecutionProvider" in ort.get_available_providers():
+        pytest.skip("this ONNX Runtime has the CUDA provider")
+    code, _, text = _run(tmp_path, run_cli, operand_model(), "{onnx: m.onnx}", f"{{format: onnx, device: {device}}}")
+    assert code == 2 and "run.yaml: export.device: error" in text and message in text and "Traceback" not in text
+
+
+def test_a_bound_run_gives_the_outputs_a_plain_run_gives(tmp_path):
+    """The timing path off the CPU (inputs and outputs bound once, IOBinding), exercised on the CPU
+    device: it computes what `run` computes."""
+    from eqdsl.onnx.runtime import bound_run, random_feeds, session
+
+    onnx.save(operand_model(), tmp_path / "m.onnx")
+    s = session(tmp_path / "m.onnx", 1)
+    feeds = random_feeds(s, 0)
+    run = bound_run(s, feeds, "cpu")
+    run()
+    binding = s.io_binding()
+    for i in s.get_inputs():
+        binding.bind_cpu_input(i.name, feeds[i.name])
+    for o in s.get_outputs():
+        binding.bind_output(o.name, "cpu")
+    s.run_with_iobinding(binding)
+    assert all(np.array_equal(a, b) for a, b in zip(s.run(None, feeds), binding.copy_outputs_to_cpu()))

@@ -145,3 +145,14 @@ def test_bad_validate_key_names_the_yaml_path(tmp_path, run_cli):
     (tmp_path / "c.yaml").write_text("ruleset: arith\nprogram: x.eqr\nvalidate: {samples: 0}\n")
     code, _, err = run_cli("run", tmp_path / "c.yaml")
     assert code == 2 and "validate.samples" in err
+
+
+def test_a_rule_true_only_for_positive_scalars_fails(tmp_path, run_cli):
+    """relu(conv(x, w)) * s == relu(conv(x, w * s)) holds for s >= 0 only: Int variables are drawn
+    negative too (a scalar(n, d)'s sign), so the rule gets a counterexample with n < 0."""
+    (tmp_path / "bad.eqr").write_text(
+        "language badconv\ninclude tensat\n"
+        "rule relu-scale: ewmul(conv2d(?sh, ?sw, ?p, 2, ?x, ?w), scalar(?n, ?d))\n"
+        "    => conv2d(?sh, ?sw, ?p, 2, ?x, ewmul(?w, scalar(?n, ?d)))\n")
+    code, out, _ = run_cli("verify", tmp_path / "bad.eqr", "--rule", "relu-scale", "--examples", "30")
+    assert code == 1 and "FAIL    relu-scale" in out and "n = -" in out

@@ -24,6 +24,7 @@ class ExportSettings:
     runs: int = 20
     seed: int = 0
     keep_if_slower: bool = False  # keep the optimized model even when measured slower than the input
+    device: str = "cpu"  # where the runtime check runs: "cpu", or "cuda" (ONNX Runtime's CUDA provider)
 
 
 @dataclass(frozen=True)

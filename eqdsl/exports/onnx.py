@@ -84,8 +84,9 @@ def _check_at_runtime(job: ExportJob, original: Path, candidates: list[Candidate
     outcome.ok = all(c.ok for c in checks)
     fastest = min(range(len(checks)), key=lambda k: (not checks[k].ok, checks[k].optimized_ms[1]))
     check, predicted = checks[fastest], named[fastest][1]
-    outcome.report["runtime"] = _report(check, predicted)
-    outcome.summary += _summary(check, predicted)
+    device = job.settings.device
+    outcome.report["runtime"] = _report(check, predicted, device)
+    outcome.summary += _summary(check, predicted, device)
     # the fastest of several near-equal programs is partly the luckiest (re-timed, a pick by median
     # alone came back 0.97×): with candidates, a program other than the input must be faster beyond noise
     # alike a rewrite the cost model prices at almost no gain: all risk (DETR: 0.002 % predicted,
@@ -95,9 +96,9 @@ def _check_at_runtime(job: ExportJob, original: Path, candidates: list[Candidate
     winner = named[fastest][0]
     copied = winner != "optimized" and not input_wins
     if measured:
-        outcome.report["runtime"]["candidates"] = [{"name": name, **_report(c, p)}
+        outcome.report["runtime"]["candidates"] = [{"name": name, **_report(c, p, device)}
                                                    for (name, p), c in zip(named, checks)]
-        outcome.summary += _candidate_lines(named, checks, -1 if input_wins else fastest)
+        outcome.summary += _candidate_lines(named, checks, -1 if input_wins else fastest, device)
     if copied:
         shutil.copyfile(job.folder / f"{winner}.onnx", job.folder / "optimized.onnx")
     replaced = check.ok and (check.slower or input_wins) and not job.settings.keep_if_slower
@@ -115,21 +116,23 @@ def _timed(job: ExportJob, original: Path, names: list[str], outcome: ExportOutc
     inputs = {str(n.args[0]): list(cast(Sequence[int], n.args[1])) for n in job.original.nodes if n.op == "input"}
     try:
         return compare_many(original, [job.folder / f"{name}.onnx" for name in names], job.settings.runs,
-                            job.settings.seed, fixed=dict(job.fixed_inputs), shapes=inputs)
+                            job.settings.seed, fixed=dict(job.fixed_inputs), shapes=inputs, device=job.settings.device)
     except Exception as err:  # noqa: BLE001 - ONNX Runtime's error types derive from Exception only
         if not is_runtime_error(err):
             raise
         outcome.ok = False
-        outcome.report["runtime"] = {"runtime": "onnxruntime-cpu", "ok": False, "error": str(err).strip()[:2000]}
+        outcome.report["runtime"] = {"runtime": f"onnxruntime-{job.settings.device}", "ok": False,
+                                     "error": str(err).strip()[:2000]}
         outcome.summary.append(f"ONNX Runtime could not run the models: {str(err).strip().splitlines()[0][:300]}")
         return None
 
 
-def _candidate_lines(named: list[tuple[str, float]], checks: list[RuntimeCheck], fastest: int) -> list[str]:
+def _candidate_lines(named: list[tuple[str, float]], checks: list[RuntimeCheck], fastest: int,
+                     device: str) -> list[str]:
     """One line per program measured, the input first (`fastest` −1: the input is the fastest)."""
     arrow = "  ← the fastest: optimized.onnx"
     lines = [f"{len(named) + 1} programs measured (extract.candidates: the input and {len(named)}), "
-             "ORT CPU 1 thread, in one pass:",
+             f"{_where(device, 1)}, in one pass:",
              f"  input: predicted 1.000×, measured 1.000× ({checks[0].original_ms[1]:.2f} ms)"
              + (arrow if fastest < 0 else "")]
     for k, ((name, predicted), c) in enumerate(zip(named, checks)):
@@ -159,17 +162,21 @@ def _kept(job: ExportJob, check: RuntimeCheck, original: Path, verdict: str = "s
     return f"{measured}: optimized.onnx is the input model (`export: {{keep_if_slower: true}}` keeps the optimized one)"
 
 
-def _report(check: RuntimeCheck, predicted: float) -> dict:
-    return {"runtime": "onnxruntime-cpu", "ok": check.ok, "max_error": check.max_error, "runs": check.runs,
+def _report(check: RuntimeCheck, predicted: float, device: str) -> dict:
+    return {"runtime": f"onnxruntime-{device}", "ok": check.ok, "max_error": check.max_error, "runs": check.runs,
             "original_ms": check.original_ms, "optimized_ms": check.optimized_ms,
             "speedup": {t: check.speedup(t) for t in check.original_ms}, "predicted_speedup": predicted,
             "ratio_interval_1_thread": list(check.ratio_interval), "slower": check.slower}
 
 
-def _summary(check: RuntimeCheck, predicted: float) -> list[str]:
+def _where(device: str, threads: int) -> str:
+    return "ORT CUDA" if device == "cuda" else f"ORT CPU {threads} thread{'s' if threads > 1 else ''}"
+
+
+def _summary(check: RuntimeCheck, predicted: float, device: str) -> list[str]:
     lines = [check.message]
     for t in check.original_ms:
-        lines.append(f"ORT CPU ({t} thread{'s' if t > 1 else ''}): {check.original_ms[t]:.2f} ms → "
+        lines.append(f"{_where(device, t)}: {check.original_ms[t]:.2f} ms → "
                      f"{check.optimized_ms[t]:.2f} ms ({check.speedup(t):.2f}×; cost model predicted "
                      f"{predicted:.2f}×)")
     return lines

@@ -1,8 +1,9 @@
 """The exports by name, and the `export:` config section that selects one.
 
 Contract: `EXPORTS` maps a name to an `Export`; `read_export(data)` turns an `export:` value (a
-name, or `{format, runtime_check, runs, seed, keep_if_slower}`, or false) into `ExportSettings` or None, raising
-`EqdslError` that names the YAML path. Adding an export is one module and one line here.
+name, or `{format, runtime_check, runs, seed, keep_if_slower, device}`, or false) into `ExportSettings` or None,
+raising `EqdslError` that names the YAML path (also for `device: cuda` where this ONNX Runtime has no
+CUDA execution provider). Adding an export is one module and one line here.
 """
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ from typing import Any
 from eqdsl.exports.base import Export, ExportSettings
 from eqdsl.exports.onnx import OnnxExport
 from eqdsl.fields import Reader, fail, int_at_least, is_bool
+from eqdsl.onnx.runtime import PROVIDERS, missing_device
 
 EXPORTS: dict[str, Export] = {e.name: e for e in [OnnxExport()]}
 
@@ -29,5 +31,9 @@ def read_export(data: Any) -> ExportSettings | None:
     runs = r.get("runs", ExportSettings.runs, int_at_least(20), "an integer >= 20")
     seed = r.get("seed", ExportSettings.seed, int_at_least(0), "an integer >= 0")
     keep = r.get("keep_if_slower", False, is_bool, "true or false")
+    device = r.get("device", "cpu", lambda v: v in PROVIDERS, f"one of: {', '.join(PROVIDERS)}")
     r.finish()
-    return ExportSettings(fmt, check, runs, seed, keep)
+    if device != "cpu" and check and (instead := missing_device(device)) is not None:
+        raise fail("export.device", f"a device this ONNX Runtime runs on ({instead}; {device} needs "
+                   "onnxruntime-gpu and a CUDA GPU)", device)
+    return ExportSettings(fmt, check, runs, seed, keep, device)

@@ -1,4 +1,4 @@
-"""ONNX Runtime (CPU) runs two models on the same random inputs: do they agree, and how fast is each?
+"""ONNX Runtime runs two models on the same random inputs: do they agree, and how fast is each?
 
 Contract: `compare(original, optimized, runs, seed, thread_counts, fixed)` loads both models (bytes
 or a path), feeds the original's inputs (normal, seeded; scaled down where the original overflows
@@ -6,7 +6,9 @@ float32; `fixed` ones as given) to both, and returns a `RuntimeCheck`: `ok` when
 of the output's magnitude, and the median of `runs` timed runs (after `WARMUP` untimed ones) with
 each thread count (default: one intra-op thread, and all of them). The two models are timed
 alternately, run by run, so that load on a shared machine hits both alike. Outputs are matched by
-position.
+position. `device` "cuda" runs both on ONNX Runtime's CUDA execution provider instead (onnxruntime-gpu;
+`require_device` says whether this ONNX Runtime has it): inputs and outputs stay on the GPU while
+timed (IOBinding), one timing column (key 1: intra-op threads do not apply).
 """
 from __future__ import annotations
 
@@ -45,8 +47,11 @@ class RuntimeCheck:
         return self.ratio_interval[0] > 1.0
 
 
-def session(model: bytes | Path, threads: int):
-    """An ONNX Runtime CPU session with `threads` intra-op threads (one inter-op thread)."""
+PROVIDERS = {"cpu": "CPUExecutionProvider", "cuda": "CUDAExecutionProvider"}  # `device` → ONNX Runtime's
+
+
+def session(model: bytes | Path, threads: int, device: str = "cpu"):
+    """An ONNX Runtime session on `device` with `threads` intra-op threads (one inter-op thread)."""
     import onnxruntime as ort
 
     options = ort.SessionOptions()
@@ -54,7 +59,15 @@ def session(model: bytes | Path, threads: int):
     options.inter_op_num_threads = 1
     options.log_severity_level = 3
     source = str(model) if isinstance(model, Path) else model
-    return ort.InferenceSession(source, options, providers=["CPUExecutionProvider"])
+    return ort.InferenceSession(source, options, providers=[PROVIDERS[device]])
+
+
+def missing_device(device: str) -> str | None:
+    """None where this ONNX Runtime can run on `device`, else what it can run on instead."""
+    import onnxruntime as ort
+
+    available = ort.get_available_providers()
+    return None if PROVIDERS[device] in available else ", ".join(available)
 
 
 def is_runtime_error(err: BaseException) -> bool:
@@ -134,19 +147,36 @@ def _interval(timings: dict[int, list[list[float]]], seed: int) -> tuple[float, 
     return ratio_interval(original, optimized, seed)
 
 
-def timed_ms(sessions: list, feeds: dict[str, np.ndarray], runs: int) -> list[list[float]]:
+def timed_ms(sessions: list, feeds: dict[str, np.ndarray], runs: int, device: str = "cpu") -> list[list[float]]:
     """Per session, the milliseconds of each of `runs` runs after `WARMUP` untimed ones; the
-    sessions take turns run by run."""
-    for s in sessions:
+    sessions take turns run by run. Off the CPU, inputs and outputs stay on `device`."""
+    calls = [_on_host(s, feeds) if device == "cpu" else bound_run(s, feeds, device) for s in sessions]
+    for call in calls:
         for _ in range(WARMUP):
-            s.run(None, feeds)
+            call()
     times: list[list[float]] = [[] for _ in sessions]
     for _ in range(runs):
-        for k, s in enumerate(sessions):
+        for k, call in enumerate(calls):
             t0 = time.perf_counter()
-            s.run(None, feeds)
+            call()  # returns once the device's work is done (ONNX Runtime synchronizes its stream)
             times[k].append(1000 * (time.perf_counter() - t0))
     return times
+
+
+def _on_host(s, feeds: dict[str, np.ndarray]) -> Callable[[], object]:
+    return lambda: s.run(None, feeds)
+
+
+def bound_run(s, feeds: dict[str, np.ndarray], device: str) -> Callable[[], object]:
+    """A run of `s` with its inputs copied to `device` once and its outputs left there (IOBinding)."""
+    import onnxruntime as ort
+
+    binding = s.io_binding()
+    for i in s.get_inputs():
+        binding.bind_ortvalue_input(i.name, ort.OrtValue.ortvalue_from_numpy(feeds[i.name], device, 0))
+    for o in s.get_outputs():
+        binding.bind_output(o.name, device)
+    return lambda: s.run_with_iobinding(binding)
 
 
 def largest_error(want: Sequence[np.ndarray], got: Sequence[np.ndarray]) -> float:
@@ -162,8 +192,9 @@ def largest_error(want: Sequence[np.ndarray], got: Sequence[np.ndarray]) -> floa
 
 
 def compare(original: bytes | Path, optimized: bytes | Path, runs: int = 20, seed: int = 0,
-            thread_counts: list[int] | None = None, fixed: dict[str, np.ndarray] | None = None) -> RuntimeCheck:
-    return compare_many(original, [optimized], runs, seed, thread_counts, fixed)[0]
+            thread_counts: list[int] | None = None, fixed: dict[str, np.ndarray] | None = None,
+            device: str = "cpu") -> RuntimeCheck:
+    return compare_many(original, [optimized], runs, seed, thread_counts, fixed, device=device)[0]
 
 
 def _static_shapes(sessions: list) -> dict[str, list]:
@@ -182,15 +213,16 @@ def _static_shapes(sessions: list) -> dict[str, list]:
 
 def compare_many(original: bytes | Path, others: Sequence[bytes | Path], runs: int = 20, seed: int = 0,
                  thread_counts: list[int] | None = None, fixed: dict[str, np.ndarray] | None = None,
-                 shapes: dict[str, list[int]] | None = None) -> list[RuntimeCheck]:
+                 shapes: dict[str, list[int]] | None = None, device: str = "cpu") -> list[RuntimeCheck]:
     """`compare` of the original with each of `others`, all timed in one interleaved pass (the
     original's times are the same in every check). `shapes`: the inputs' dims where the models
     leave them dynamic (the static program eqdsl imported)."""
-    thread_counts = thread_counts or sorted({1, os.cpu_count() or 1})
-    first, rest = session(original, 1), [session(o, 1) for o in others]
+    thread_counts = thread_counts or sorted({1, os.cpu_count() or 1}) if device == "cpu" else [1]
+    first, rest = session(original, 1, device), [session(o, 1, device) for o in others]
     feeds, scale = finite_feeds(first, seed, {**_static_shapes(rest), **(shapes or {})}, fixed)
     want = first.run(None, feeds)
-    timings = {t: timed_ms([session(m, t) for m in (original, *others)], feeds, runs) for t in thread_counts}
+    timings = {t: timed_ms([first, *rest] if t == 1 else [session(m, t) for m in (original, *others)], feeds, runs,
+                           device) for t in thread_counts}
     scaled = f"; inputs scaled by {scale:g} to keep outputs finite)" if scale != 1.0 else ")"
     checks = []
     for k, other in enumerate(rest, start=1):

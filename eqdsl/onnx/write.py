@@ -225,8 +225,9 @@ def _graph_inputs(emitted: list[onnx.ValueInfoProto], interface: Interface | Non
 
 
 def _biased_convs(nodes: list[onnx.NodeProto], initializers: dict[str, onnx.TensorProto]) -> list[onnx.NodeProto]:
-    """Conv → Add(a [1, C, 1, 1] constant) as one Conv with its bias input, as models are written
-    (the import reads a Conv's bias as that Add): where the Add is the Conv's only reader."""
+    """Conv → Add(a [1, C, 1, 1] or one-element constant) as one Conv with its bias input, as
+    models are written (the import reads a Conv's bias as that Add; a scalar shift joins it in
+    `fusions`): where the Add is the Conv's only reader."""
     readers: dict[str, int] = {}
     for node in nodes:
         for name in node.input:
@@ -236,12 +237,14 @@ def _biased_convs(nodes: list[onnx.NodeProto], initializers: dict[str, onnx.Tens
     for node in nodes:
         conv = producer.get(node.input[0]) if node.op_type == "Add" else None
         bias = initializers.get(node.input[1]) if conv is not None else None
-        if conv is None or bias is None or conv.op_type != "Conv" or len(conv.input) != 2 \
-                or readers[conv.output[0]] != 1 or list(bias.dims) != [1, _channels(conv, initializers), 1, 1]:
+        channels = _channels(conv, initializers) if conv is not None and conv.op_type == "Conv" else -1
+        if conv is None or bias is None or len(conv.input) != 2 or readers[conv.output[0]] != 1 or channels < 0 \
+                or list(bias.dims) not in ([1, channels, 1, 1], [1] * len(bias.dims)) or len(bias.dims) > 4:
             continue
         name = f"{node.input[1]}.bias"
         if name not in initializers:
-            initializers[name] = numpy_helper.from_array(numpy_helper.to_array(bias).reshape(-1), name)
+            values = np.broadcast_to(numpy_helper.to_array(bias).reshape(-1), (channels,)).copy()
+            initializers[name] = numpy_helper.from_array(values, name)
         conv.input.append(name)
         conv.output[0] = node.output[0]
         dropped.add(id(node))

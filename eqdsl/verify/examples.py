@@ -22,6 +22,8 @@ from eqdsl.ir.exprs import refs, shape_key, subexprs, term_shape_key
 from eqdsl.verify.symbolic import CpBackend, Infeasible, NullBackend, SymEval
 
 INT_RANGE = (-1, 8)  # Int pattern variables: small, including one invalid value
+INT_SHIFT = 2  # an Int variable's hint h asks for h - 2: -1, 0 and 1 are drawn as often as sizes are
+# (a scalar(n, d)'s sign decides rules like relu(x) * s == relu(x * s); hints start at 1)
 SIZE_LIMIT = 64  # sizes stay near the hints (1..max_dim) unless a condition needs more (n >= 32)
 
 
@@ -147,8 +149,7 @@ class ExampleSpace:
         model = backend.model
         model.clear_hints()
         model.clear_assumptions()
-        for var, target, hint in zip(unknowns, targets, hints):
-            model.add_hint(var, hint)
+        for target, hint in zip(targets, hints):
             model.add_assumption(target[hint])  # the objective: sizes closest to the hints
         solver = cp_model.CpSolver()
         solver.parameters.num_workers = 1
@@ -181,13 +182,14 @@ class ExampleSpace:
                 unknowns += dims
                 sizes[v] = _with_lengths(r, dims)
             ints = {v: backend.int_var(*INT_RANGE) for v in self.int_vars if v not in self.pinned}
+            shifts = [0] * len(unknowns) + [INT_SHIFT] * len(ints)
             unknowns += list(ints.values())
             ints |= dict(zip(self.pinned, ranks[len(self.sized):]))
             self._requirements(SymEval(backend), self._env(sizes, ints))
             targets, distances = [], []
-            for u in unknowns:
-                t = backend.int_var(1, self.max_dim)
-                targets.append({v: backend.compare("eq", t, v) for v in range(1, self.max_dim + 1)})
+            for u, shift in zip(unknowns, shifts):
+                t = backend.int_var(1 - shift, self.max_dim - shift)
+                targets.append({h: backend.compare("eq", t, h - shift) for h in range(1, self.max_dim + 1)})
                 d = backend.int_var(0, 2 * SIZE_LIMIT)
                 backend.model.add(d >= u - t)
                 backend.model.add(d >= t - u)
