@@ -170,7 +170,7 @@ def _report(check: RuntimeCheck, predicted: float, device: str) -> dict:
 
 
 def _where(device: str, threads: int) -> str:
-    return "ORT CUDA" if device == "cuda" else f"ORT CPU {threads} thread{'s' if threads > 1 else ''}"
+    return "ORT CUDA" if device == "cuda" else f"ORT CPU ({threads} thread{'s' if threads > 1 else ''})"
 
 
 def _summary(check: RuntimeCheck, predicted: float, device: str) -> list[str]:
