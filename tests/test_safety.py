@@ -223,6 +223,13 @@ def test_mcts_search_is_held_to_the_memory_limit(tmp_path, run_cli):
     assert schedule["stop_reason"] == "memory limit" and schedule["iterations"] == []
 
 
+def _default_stop_signals() -> None:
+    """eqdsl keeps a stop signal it was started with ignored (`nohup`, a background job of a
+    script): the child gets the default handlers, whatever way the test suite itself was started."""
+    for s in (signal.SIGHUP, signal.SIGQUIT, signal.SIGINT, signal.SIGTERM):
+        signal.signal(s, signal.SIG_DFL)
+
+
 @pytest.mark.parametrize("sig", [signal.SIGKILL, signal.SIGHUP, signal.SIGQUIT])
 def test_killing_eqdsl_takes_the_worker_and_leaves_nothing(tmp_path, sig):
     config = tmp_path / "c.yaml"
@@ -231,7 +238,8 @@ def test_killing_eqdsl_takes_the_worker_and_leaves_nothing(tmp_path, sig):
     (tmp_path / "tmp").mkdir()
     env = {**os.environ, "TMPDIR": str(tmp_path / "tmp")}
     proc = subprocess.Popen(EQDSL + ["run", str(config), "--output", str(tmp_path / "out"), "--quiet"],
-                            cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+                            cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            preexec_fn=_default_stop_signals)
     deadline = time.monotonic() + 30.0  # start-up takes 1-3 s on this VM, more when it is loaded
     while not (family := descendants(proc.pid)) and time.monotonic() < deadline and proc.poll() is None:
         time.sleep(0.1)
