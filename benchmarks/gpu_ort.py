@@ -22,8 +22,8 @@ from __future__ import annotations
 
 import argparse
 import json
-import shutil
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -32,7 +32,6 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-DEVICE, PROVIDER = "cuda", "CUDAExecutionProvider"  # a test here sets "cpu", "CPUExecutionProvider"
 KEEP = 4096  # float initializers with more elements travel without their data
 TENSAT_NINE = "nasrnn,bert,resnext50,nasneta,squeezenet,vgg19,inceptionv3,resnet50,mobilenetv2"
 CORPUS = "zoo-squeezenet,zoo-inception_v1,ppocr-det-v4,ppocr-rec-v4,ppocr-cls-v2,torch-resnet50," \
@@ -69,14 +68,14 @@ def prepare_tensat(name: str, target: str, out: Path) -> dict:
                                   explore_limit=3600.0, extract_limit=60.0, acyclic="order")
     r = run_model(name, 1, "efficient", target, settings)
     weights = random_weights(r.program)
-    full = out / "full" / name
-    full.mkdir(parents=True, exist_ok=True)
-    write_program(r.language, r.program, weights, full / "input.onnx")
-    write_program(r.language, r.optimized_program(), weights, full / "optimized.onnx")
-    feeds = random_feeds(session(full / "input.onnx", 1), 0, 0.5)
     published = TENSAT_TABLE1.get(name)
-    return _pair(name, full / "input.onnx", full / "optimized.onnx", feeds, out,
-                 predicted=r.original_cost / r.best.cost, published=published[1] if published else None)
+    with tempfile.TemporaryDirectory() as scratch:  # the full-weight files; `_pair` keeps stripped copies
+        full = Path(scratch)
+        write_program(r.language, r.program, weights, full / "input.onnx")
+        write_program(r.language, r.optimized_program(), weights, full / "optimized.onnx")
+        feeds = random_feeds(session(full / "input.onnx", 1), 0, 0.5)
+        return _pair(name, full / "input.onnx", full / "optimized.onnx", feeds, out,
+                     predicted=r.original_cost / r.best.cost, published=published[1] if published else None)
 
 
 def prepare_corpus(name: str, target: str, out: Path) -> dict | None:
@@ -119,7 +118,6 @@ def prepare(out: Path, tensat: list[str], corpus: list[str], target: str) -> Non
             rows.append({**row, "source": "corpus"})
             print(f"{name}: predicted {row['predicted']:.3f}x, handed back {row['handed_back']}", flush=True)
     (out / "manifest.json").write_text(json.dumps({"target": target, "rows": rows}, indent=1))
-    shutil.rmtree(out / "full", ignore_errors=True)
 
 
 def filled(path: Path, seed: int) -> bytes:
@@ -136,53 +134,27 @@ def filled(path: Path, seed: int) -> bytes:
     return model.SerializeToString()
 
 
-def cuda_session(model: bytes):
-    import onnxruntime as ort
+def time_pair(folder: Path, runs: int, device: str = "cuda") -> tuple[float, float]:
+    """Median ms of the input and of the optimized program on `device`, taking turns run by run
+    (`eqdsl.onnx.runtime.timed_ms`: inputs and outputs bound on the device)."""
+    from eqdsl.onnx.runtime import session, timed_ms
 
-    options = ort.SessionOptions()
-    options.log_severity_level = 3
-    s = ort.InferenceSession(model, options, providers=[PROVIDER, "CPUExecutionProvider"])
-    if s.get_providers()[0] != PROVIDER:
-        raise RuntimeError(f"{PROVIDER} not loaded: {s.get_providers()}")
-    return s
-
-
-def bound(s, feeds: dict[str, np.ndarray]):
-    """An IOBinding with every input copied to the GPU once and every output left there."""
-    import onnxruntime as ort
-
-    binding = s.io_binding()
-    for i in s.get_inputs():
-        binding.bind_ortvalue_input(i.name, ort.OrtValue.ortvalue_from_numpy(feeds[i.name], DEVICE, 0))
-    for o in s.get_outputs():
-        binding.bind_output(o.name, DEVICE)
-    return binding
-
-
-def time_pair(folder: Path, runs: int) -> tuple[float, float]:
-    """Median ms of the input and of the optimized program, taking turns run by run."""
     feeds = dict(np.load(folder / "feeds.npz"))
-    paths = [folder / "input.onnx", folder / "optimized.onnx"]
-    sessions = [cuda_session(filled(p, 0)) for p in paths]
-    bindings = [bound(s, feeds) for s in sessions]
-    for s, b in zip(sessions, bindings):
-        for _ in range(10):
-            s.run_with_iobinding(b)
-    times: list[list[float]] = [[] for _ in sessions]
-    for _ in range(runs):
-        for k, (s, b) in enumerate(zip(sessions, bindings)):
-            t0 = time.perf_counter()
-            s.run_with_iobinding(b)  # returns once the GPU's work is done (ORT synchronizes the stream)
-            times[k].append(1e3 * (time.perf_counter() - t0))
-    return float(np.median(times[0])), float(np.median(times[1]))
+    sessions = [session(filled(folder / name, 0), 1, device) for name in ("input.onnx", "optimized.onnx")]
+    base, ours = timed_ms(sessions, feeds, runs, device)
+    return float(np.median(base)), float(np.median(ours))
 
 
 def time_all(out: Path, runs: int) -> None:
     import torch  # noqa: F401, I001  first: its CUDA 13 runtime, cuBLAS and cuDNN are what onnxruntime-gpu loads
     import onnxruntime as ort
 
+    from eqdsl.onnx.runtime import missing_device
+
     if hasattr(ort, "preload_dlls"):
         ort.preload_dlls()  # the same libraries from the nvidia packages, where torch did not load them
+    if (instead := missing_device("cuda")) is not None:
+        raise SystemExit(f"ONNX Runtime has no CUDA execution provider here (only {instead})")
 
     manifest = json.loads((out / "manifest.json").read_text())
     print(f"# onnxruntime {ort.__version__} CUDAExecutionProvider, {torch.cuda.get_device_name(0)}, target "

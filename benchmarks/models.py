@@ -130,10 +130,9 @@ def run_eqdsl(model: Model, path: Path, folder: Path, reuse: bool, candidates: i
         f"ruleset: {ruleset}\ntarget: {target}\nprogram: {{onnx: {path.resolve()}{shapes}}}\nschedule: {schedule}\n"
         f"extract: {{method: cpsat, time_limit_s: 30, compare: [], candidates: {candidates}}}\nvalidate: {{samples: 1}}\n"
         f"export: {export}\n")
-    subprocess.run(["rm", "-rf", str(out)], check=True)
     t0 = time.perf_counter()
     done = subprocess.run([sys.executable, "-m", "eqdsl", "run", str(folder / "run.yaml"), "--output", str(out),
-                           "--quiet"], capture_output=True, text=True, timeout=1800)
+                           "--quiet", "--force"], capture_output=True, text=True, timeout=1800)  # replaces its own
     lines = [ln for ln in done.stderr.splitlines() if ln.strip()]
     ran = {"exit": done.returncode, "seconds": time.perf_counter() - t0, "error": lines[0] if lines else "no report"}
     record.write_text(json.dumps(ran))

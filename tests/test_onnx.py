@@ -318,8 +318,8 @@ def affine_before_pointwise_model() -> onnx.ModelProto:
                                         (lambda: affine_conv_model(False), ["Conv"]),
                                         (affine_before_pointwise_model, ["HardSwish", "Conv"])])
 def test_a_scale_and_shift_next_to_a_conv_fold_into_its_weights_and_bias(tmp_path, run_cli, model, ops):
-    """`fusions`' affine folds: after a convolution (conv-scale, biased-conv-scale,
-    shift-joins-bias) and before a 1×1 one (affine-into-pointwise-conv, biases-join), the Mul and
+    """`fusions`' affine folds: after a convolution (conv-scale, biased-conv-scale, biases-join)
+    and before a 1×1 one (affine-into-pointwise-conv, biases-join), the Mul and
     Add are gone, the Conv carries the scaled weights and one joined bias (a scalar shift broadcast
     to its channels), and ONNX Runtime agrees with the input."""
     from eqdsl.onnx.runtime import compare

@@ -7,7 +7,7 @@ of the output's magnitude, and the median of `runs` timed runs (after `WARMUP` u
 each thread count (default: one intra-op thread, and all of them). The two models are timed
 alternately, run by run, so that load on a shared machine hits both alike. Outputs are matched by
 position. `device` "cuda" runs both on ONNX Runtime's CUDA execution provider instead (onnxruntime-gpu;
-`require_device` says whether this ONNX Runtime has it): inputs and outputs stay on the GPU while
+`missing_device` says whether this ONNX Runtime has it): inputs and outputs stay on the GPU while
 timed (IOBinding), one timing column (key 1: intra-op threads do not apply).
 """
 from __future__ import annotations

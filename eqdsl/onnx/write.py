@@ -239,7 +239,7 @@ def _biased_convs(nodes: list[onnx.NodeProto], initializers: dict[str, onnx.Tens
         bias = initializers.get(node.input[1]) if conv is not None else None
         channels = _channels(conv, initializers) if conv is not None and conv.op_type == "Conv" else -1
         if conv is None or bias is None or len(conv.input) != 2 or readers[conv.output[0]] != 1 or channels < 0 \
-                or list(bias.dims) not in ([1, channels, 1, 1], [1] * len(bias.dims)) or len(bias.dims) > 4:
+                or list(bias.dims) not in ([1, channels, 1, 1], [1] * len(bias.dims)):
             continue
         name = f"{node.input[1]}.bias"
         if name not in initializers:

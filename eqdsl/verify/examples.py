@@ -51,7 +51,7 @@ class ExampleSpace:
             _collect_vars(p, self.vars)
         self.sized = sorted(v for v, t in self.vars.items() if self._has_size(t))
         self.int_vars = sorted(v for v, t in self.vars.items() if t == ir.Prim.INT)
-        self._models: dict[tuple[int, ...], tuple[CpBackend, list, list[dict[int, Any]]]] = {}
+        self._models: dict[tuple[int, ...], tuple[CpBackend, list, list[dict[int, Any]], list[int]]] = {}
 
     def _has_size(self, t: ir.ValueType) -> bool:
         if isinstance(t, ir.SortType):
@@ -145,11 +145,12 @@ class ExampleSpace:
         return True
 
     def solve(self, ranks: tuple[Any, ...], hints: list[int]) -> Assignment | None:
-        backend, unknowns, targets = self._model(ranks)
+        backend, unknowns, targets, shifts = self._model(ranks)
         model = backend.model
         model.clear_hints()
         model.clear_assumptions()
-        for target, hint in zip(targets, hints):
+        for var, target, hint, shift in zip(unknowns, targets, hints, shifts):
+            model.add_hint(var, hint - shift)
             model.add_assumption(target[hint])  # the objective: sizes closest to the hints
         solver = cp_model.CpSolver()
         solver.parameters.num_workers = 1
@@ -168,7 +169,7 @@ class ExampleSpace:
     def hint_count(self, ranks: tuple[Any, ...]) -> int:
         return sum(_total(r) for r in ranks[:len(self.sized)]) + len(self.int_vars) - len(self.pinned)
 
-    def _model(self, ranks: tuple[Any, ...]) -> tuple[CpBackend, list, list]:
+    def _model(self, ranks: tuple[Any, ...]) -> tuple[CpBackend, list, list[dict[int, Any]], list[int]]:
         """The CP-SAT model of every requirement for these ranks (built once): the unknown
         sizes, and per unknown a target (fixed to the hint by `solve`) and |size - target| in
         the objective, so a hint that breaks a requirement still yields the nearest valid sizes.
@@ -195,7 +196,7 @@ class ExampleSpace:
                 backend.model.add(d >= t - u)
                 distances.append(d)
             backend.model.minimize(sum(distances))
-            self._models[ranks] = (backend, unknowns, targets)
+            self._models[ranks] = (backend, unknowns, targets, shifts)
         return self._models[ranks]
 
     def _env(self, sizes: dict[str, Any], ints: dict[str, Any]) -> dict[str, Any]:
