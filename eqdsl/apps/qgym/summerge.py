@@ -15,7 +15,9 @@ the kernels with the same c. When the largest group is the zero group, c = 0 and
 
 Contract: `summerge(lang, layer, shift=False)` returns a program of the `qgym` language with the
 same roots, in the same order, as `layer_expressions`; `merge_pairs(groups)` is the merging step
-alone; `start_program(lang, layer, start)` is the program a search with that `start` (layer.STARTS)
+alone; `level_groups(kernel, window, ids)` is a kernel's level groups and `shift_level(groups)`
+the level the shift drops (what studies of other merging orders start from);
+`start_program(lang, layer, start)` is the program a search with that `start` (layer.STARTS)
 begins from.
 """
 from __future__ import annotations
@@ -116,7 +118,7 @@ def summerge(lang: ir.Language, layer: QuantizedLayer, shift: bool = False) -> i
     for j in range(spec.tpr + 1):
         ids = [term_id[(r, s + j, c)] for (r, s, c) in window]
         for k in range(spec.K):
-            _plan_kernel(plan, (j, k), _level_groups(layer.weights[k], window, ids), shift)
+            _plan_kernel(plan, (j, k), level_groups(layer.weights[k], window, ids), shift)
         if any(jk[0] == j for jk in plan.shifts):
             plan.keys.append((j, WHOLE, 0))
             plan.groups.append(set(ids))
@@ -134,7 +136,7 @@ class _Plan:
     shifts: dict[tuple[int, int], int]  # (j, k) → c, for the kernels that add c · T_j
 
 
-def _level_groups(kernel: np.ndarray, window, ids: list[int]) -> dict[int, set[int]]:
+def level_groups(kernel: np.ndarray, window, ids: list[int]) -> dict[int, set[int]]:
     """Term ids of the window grouped by the kernel's weight there (zero weights under 0)."""
     groups: dict[int, set[int]] = {}
     for (r, s, c), term in zip(window, ids):
@@ -142,9 +144,14 @@ def _level_groups(kernel: np.ndarray, window, ids: list[int]) -> dict[int, set[i
     return groups
 
 
+def shift_level(groups: dict[int, set[int]]) -> int:
+    """The level c whose group the shift drops: the largest group's; ties go to 0 (no c · T), then
+    to the smallest level."""
+    return max(sorted(groups), key=lambda v: (len(groups[v]), v == 0))
+
+
 def _plan_kernel(plan: _Plan, jk: tuple[int, int], groups: dict[int, set[int]], shift: bool) -> None:
-    # the largest group's level; ties go to 0 (no c · T), then to the smallest level
-    c = max(sorted(groups), key=lambda v: (len(groups[v]), v == 0)) if shift else 0
+    c = shift_level(groups) if shift else 0
     if c != 0:
         plan.shifts[jk] = c
     for v in sorted(groups):
