@@ -17,6 +17,9 @@ way `count_ops` counts a built program (every distinct add and mul once):
   vector) — kernels in strips of h, the activations of a strip summed per class of equal level
   h-tuples, every level group a sum of class sums, those sums merged across all kernels; the best
   of h in STRIP_HEIGHTS;
+- `pilot`: the merge order searched — at every step each of the PILOT_BRANCH most frequent pairs is
+  merged and the rest finished by SumMerge's greedy merging, and the best of them is kept (the
+  pilot method; slow: meant for the small rows);
 - `rectangles`: rectangle covering (logic synthesis' alternative to pair merging) — repeatedly
   the largest common part (≥ RECT_MIN activations or terms) of two groups becomes one term,
   replaced in every group that holds it whole; then SumMerge's pair merging;
@@ -33,7 +36,10 @@ import argparse
 import json
 import sys
 import time
+from collections import Counter
 from collections.abc import Callable
+from functools import partial
+from itertools import combinations
 from pathlib import Path
 
 import numpy as np
@@ -45,9 +51,10 @@ from eqdsl.apps.qgym.summerge import level_groups, merge_pairs, shift_level  # n
 
 SIX = "1x1x32x32q2,1x1x32x32q12,3x3x16x16q4,3x3x16x16q12,7x7x8x8q4,3x3x32x32q4"
 GRID = [(1, 1, 32, 32), (3, 3, 16, 16), (3, 3, 32, 32), (3, 3, 64, 64), (5, 5, 16, 16), (7, 7, 8, 8)]
-FAMILIES = ["ties", "c-local", "products", "strips", "rectangles", "nearest", "adds", "floor"]
+FAMILIES = ["ties", "c-local", "pilot", "products", "strips", "rectangles", "nearest", "adds", "floor"]
 STRIP_HEIGHTS = (2, 3, 4, 6, 8)
 RECT_MIN = 8
+PILOT_BRANCH = 8
 
 Groups = list[dict[int, set[int]]]  # per kernel: level → the window positions with that weight
 
@@ -131,15 +138,35 @@ def rectangles_flops(groups: Groups, drops: list[int], n: int) -> int:
         terms, adds = terms + 1, adds + len(part) - 1
 
 
+def pilot_flops(groups: Groups, drops: list[int], n: int) -> int:
+    sets = [frozenset(m) for k, g in enumerate(groups) for v, m in g.items() if v != drops[k]]
+    sets += [frozenset(range(n))] if set(drops) - {0} else []
+    terms, done = n, 0
+    while top := [pair for pair, count in _pair_counts(sets).most_common(PILOT_BRANCH) if count >= 2]:
+        sets = _merge(sets, min(top, key=partial(_finished, sets, terms)), terms)
+        terms, done = terms + 1, done + 1
+    return done + sum(len(g) - 1 for g in sets) + product_side(groups, drops)
+
+
+def _finished(sets: list[frozenset[int]], terms: int, pair: tuple[int, int]) -> int:
+    """Adds of the greedy merging after `pair` is merged first."""
+    return merged_adds([set(g) for g in _merge(sets, pair, terms)], terms + 1)
+
+
+def _pair_counts(sets: list[frozenset[int]]) -> Counter:
+    return Counter(pair for g in sets for pair in combinations(sorted(g), 2))
+
+
+def _merge(sets: list[frozenset[int]], pair: tuple[int, int], term: int) -> list[frozenset[int]]:
+    a, b = pair
+    return [g - {a, b} | {term} if a in g and b in g else g for g in sets]
+
+
 def ties_flops(groups: Groups, drops: list[int], n: int, tries: int) -> int:
     rng = np.random.default_rng(1)
-    best = None
-    for _ in range(tries):
-        perm = rng.permutation(n)
-        relabelled = [{v: {int(perm[i]) for i in m} for v, m in g.items()} for g in groups]
-        cost = flops(relabelled, drops, n)
-        best = cost if best is None else min(best, cost)
-    return best
+    orders = [rng.permutation(n) for _ in range(tries)]
+    return min(flops([{v: {int(perm[i]) for i in m} for v, m in g.items()} for g in groups], drops, n)
+               for perm in orders)
 
 
 def local_flops(groups: Groups, drops: list[int], n: int) -> int:
@@ -175,7 +202,7 @@ def family_costs(tries: int) -> dict[str, Callable[[Groups, list[int], int], flo
     return {"ties": lambda g, d, n: ties_flops(g, d, n, tries), "c-local": local_flops,
             "products": lambda g, d, n: min(products_flops(g, d, n), products_flops(g, [0] * len(g), n)),
             "strips": lambda g, d, n: min(strips_flops(g, d, n, h) for h in STRIP_HEIGHTS),
-            "rectangles": rectangles_flops, "nearest": nearest_ratio, "adds": group_adds, "floor": floor}
+            "pilot": pilot_flops, "rectangles": rectangles_flops, "nearest": nearest_ratio, "adds": group_adds, "floor": floor}
 
 
 def layer_row(spec: LayerSpec, families: list[str], tries: int) -> dict:
@@ -212,7 +239,7 @@ def main() -> None:
     if unknown := set(families) - set(FAMILIES):
         parser.error(f"unknown families {sorted(unknown)}; expected some of {','.join(FAMILIES)}")
     specs = ([LayerSpec(*dims, q) for dims in GRID for q in (2, 3, 4, 8, 12)] if args.rows == "all" else
-             [LayerSpec(*map(int, r.split("q")[0].split("x")), int(r.split("q")[1])) for r in args.rows.split(",")])
+             [_spec(r) for r in args.rows.split(",")])
     print("| layer (R,S,C,K) | Q | plain | shifted SumMerge | " + " | ".join(families) + " | s |")
     print("|---|---|---|---|" + "---|" * len(families) + "---|")
     rows = []
@@ -224,6 +251,12 @@ def main() -> None:
     _averages(rows, families)
     if args.json:
         args.json.write_text(json.dumps(rows, indent=1))
+
+
+def _spec(row: str) -> LayerSpec:
+    dims, q = row.split("q")
+    r, s, c, k = (int(d) for d in dims.split("x"))
+    return LayerSpec(r, s, c, k, int(q))
 
 
 def _averages(rows: list[dict], families: list[str]) -> None:
