@@ -144,34 +144,6 @@ def test_cpu_kernel_matches_direct_convolution(tpr):
         assert np.array_equal(got.astype(np.int64), direct_conv(x.astype(np.int64), layer.weights))
 
 
-_FORK_AFTER_KERNEL = """
-import os, sys
-import numpy as np
-from eqdsl.apps.qgym.kernels import cpu_kernel
-from eqdsl.apps.qgym.layer import LayerSpec, QuantizedLayer, synthetic_weights
-from eqdsl.apps.qgym.summerge import summerge
-from eqdsl.frontend import load_language
-spec = LayerSpec(3, 3, 3, 4, 3)
-layer = QuantizedLayer(spec, synthetic_weights(spec, 0))
-kernel = cpu_kernel(summerge(load_language("qgym"), layer), spec)
-x = np.ones((3, 9, 40), dtype=np.float32)
-first = kernel(x)
-pid = os.fork()
-if pid == 0:
-    os._exit(0 if np.array_equal(kernel(x), first) else 3)
-_, status = os.waitpid(pid, 0)
-sys.exit(os.waitstatus_to_exitcode(status))
-"""
-
-
-@pytest.mark.skipif(not hasattr(os, "fork"), reason="needs fork")
-def test_a_kernel_runs_in_a_child_forked_after_the_parent_ran_one():
-    # eqdsl forks workers and guards; a fresh interpreter, so no earlier import picked the layer
-    done = subprocess.run([sys.executable, "-c", _FORK_AFTER_KERNEL], cwd=ROOT, capture_output=True, text=True,
-                          timeout=300)
-    assert done.returncode == 0, done.stderr[-2000:]
-
-
 def test_small_programs_keep_llvms_lanes_and_large_ones_get_eight_or_four():
     small = summerge(LANG, _layer(C=3, K=4, Q=3))
     large = summerge(LANG, _layer(R=5, S=5, C=16, K=16, Q=2))

@@ -13,14 +13,15 @@ import time
 from typing import Any, Callable
 
 import numpy as np
-from numba import njit, prange
+from numba import config, njit, prange
 
 from eqdsl.kernels import layout
 from eqdsl.kernels.shapes import spatial
-from eqdsl.kernels.threads import fork_safe
 from eqdsl.languages.tensor.ops import OPS, fixed
 
-fork_safe()
+# eqdsl forks (the worker, the per-iteration memory guard): GNU OpenMP aborts a forked child that
+# runs a parallel region, so the parallel kernels use Numba's fork-safe workqueue layer.
+config.THREADING_LAYER = "workqueue"  # type: ignore[attr-defined]
 
 
 @njit(cache=True)

@@ -35,7 +35,6 @@ from eqdsl import ir
 from eqdsl.apps.qgym.baselines import reachable_nodes
 from eqdsl.apps.qgym.layer import LayerSpec
 from eqdsl.apps.qgym.tiles import Tile, Tiling
-from eqdsl.kernels.threads import fork_safe
 
 Conv = Callable[[np.ndarray], np.ndarray]
 
@@ -336,7 +335,6 @@ def _without_forced_width_remarks() -> Iterator[None]:
 def _compile_cpu(source: str, vector_width: int) -> Callable:
     from numba import njit, prange
 
-    fork_safe()
     _allow_grouped_alias_checks()
     # an explicit signature compiles here, inside the forced width, not on the first call
     with _without_forced_width_remarks(), _forced_vector_width(vector_width):
