@@ -69,6 +69,13 @@ def merged_adds(sets: list[set[int]], num_terms: int) -> int:
     return len(merged.merges) + sum(len(g) - 1 for g in merged.groups)
 
 
+def kept_sets(groups: Groups, drops: list[int], n: int, whole: bool = True) -> list[set[int]]:
+    """The groups SumMerge sums: every kernel's level groups but the dropped one, and (`whole`,
+    where any kernel shifts) the window's T."""
+    sets = [set(m) for k, g in enumerate(groups) for v, m in g.items() if v != drops[k]]
+    return sets + ([set(range(n))] if whole and set(drops) - {0} else [])
+
+
 def product_side(groups: Groups, drops: list[int]) -> int:
     """Every kernel's products (one per kept level group) and the adds that combine them, plus the
     distinct c · T products of the shifted kernels."""
@@ -79,9 +86,7 @@ def product_side(groups: Groups, drops: list[int]) -> int:
 
 def flops(groups: Groups, drops: list[int], n: int) -> int:
     """The shifted SumMerge family: kernel k drops the group of level drops[k] (0: no shift)."""
-    sets = [members for k, g in enumerate(groups) for v, members in g.items() if v != drops[k]]
-    whole = [set(range(n))] if set(drops) - {0} else []
-    return merged_adds(sets + whole, n) + product_side(groups, drops)
+    return merged_adds(kept_sets(groups, drops, n), n) + product_side(groups, drops)
 
 
 def products_flops(groups: Groups, drops: list[int], n: int) -> int:
@@ -118,8 +123,7 @@ def strips_flops(groups: Groups, drops: list[int], n: int, h: int) -> int:
 
 
 def rectangles_flops(groups: Groups, drops: list[int], n: int) -> int:
-    sets = [set(m) for k, g in enumerate(groups) for v, m in g.items() if v != drops[k]]
-    sets += [set(range(n))] if set(drops) - {0} else []
+    sets = kept_sets(groups, drops, n)
     terms, adds = n, 0
     while True:
         member = np.zeros((len(sets), terms), dtype=np.int32)
@@ -139,8 +143,7 @@ def rectangles_flops(groups: Groups, drops: list[int], n: int) -> int:
 
 
 def pilot_flops(groups: Groups, drops: list[int], n: int) -> int:
-    sets = [frozenset(m) for k, g in enumerate(groups) for v, m in g.items() if v != drops[k]]
-    sets += [frozenset(range(n))] if set(drops) - {0} else []
+    sets = [frozenset(g) for g in kept_sets(groups, drops, n)]
     terms, done = n, 0
     while top := [pair for pair, count in _pair_counts(sets).most_common(PILOT_BRANCH) if count >= 2]:
         sets = _merge(sets, min(top, key=partial(_finished, sets, terms)), terms)
@@ -181,8 +184,8 @@ def local_flops(groups: Groups, drops: list[int], n: int) -> int:
 
 def nearest_ratio(groups: Groups, drops: list[int], n: int) -> float:
     """Mean over the kept groups G of min over the other groups B of |G Δ B| / |G|."""
-    member = np.array([[i in m for i in range(n)] for k, g in enumerate(groups)
-                       for v, m in g.items() if v != drops[k]], dtype=np.int32)
+    member = np.array([[i in m for i in range(n)] for m in kept_sets(groups, drops, n, whole=False)],
+                      dtype=np.int32)
     sizes = member.sum(axis=1)
     apart = sizes[:, None] + sizes[None, :] - 2 * (member @ member.T)
     np.fill_diagonal(apart, np.iinfo(np.int32).max)
@@ -194,7 +197,7 @@ def group_adds(groups: Groups, drops: list[int], n: int) -> int:
 
 
 def floor(groups: Groups, drops: list[int], n: int) -> int:
-    distinct = {frozenset(m) for k, g in enumerate(groups) for v, m in g.items() if v != drops[k] and len(m) >= 2}
+    distinct = {frozenset(m) for m in kept_sets(groups, drops, n, whole=False) if len(m) >= 2}
     return product_side(groups, drops) + len(distinct) + 1
 
 

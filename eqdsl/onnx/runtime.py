@@ -217,7 +217,9 @@ def compare_many(original: bytes | Path, others: Sequence[bytes | Path], runs: i
     """`compare` of the original with each of `others`, all timed in one interleaved pass (the
     original's times are the same in every check). `shapes`: the inputs' dims where the models
     leave them dynamic (the static program eqdsl imported)."""
-    thread_counts = thread_counts or sorted({1, os.cpu_count() or 1}) if device == "cpu" else [1]
+    if device != "cpu":
+        thread_counts = [1]  # intra-op threads do not apply off the CPU: one timing column
+    thread_counts = thread_counts or sorted({1, os.cpu_count() or 1})
     first, rest = session(original, 1, device), [session(o, 1, device) for o in others]
     feeds, scale = finite_feeds(first, seed, {**_static_shapes(rest), **(shapes or {})}, fixed)
     want = first.run(None, feeds)
