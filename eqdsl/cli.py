@@ -45,9 +45,12 @@ class Work:
 def cmd_check(args: argparse.Namespace) -> int:
     from eqdsl.diagnostics import Diagnostic
     from eqdsl.frontend import load_language
+    from eqdsl.frontend.check.lints import guard_warnings
     from eqdsl.verify.shape_probe import shape_changing_rules
 
     lang = load_language(args.file)
+    for warning in guard_warnings(lang):
+        print(warning.render(), file=sys.stderr)
     unsound = shape_changing_rules(lang)
     if unsound:
         raise EqdslError([Diagnostic(f"rule {rule.name} unions terms of different shapes: {example}; "
@@ -289,8 +292,8 @@ def _extract(args: argparse.Namespace, scratch: FileScratch | None) -> int:
     print(f"extractor {e.method}: cost {e.cost:g}, status {e.status.value}, bound {bound}, "
           f"gap {gap}, {e.seconds:.3f} s" + (f" ({e.note})" if e.note else ""))
     if scratch is not None:
-        scratch.write_text(json.dumps(extraction_json(e, problem), indent=2) + "\n")
-        print(f"choices written to {args.out}")
+        written = scratch.write_text(json.dumps(extraction_json(e, problem), indent=2) + "\n")
+        print(f"choices written to {_published(written, args.out)}")
     return 0
 
 
@@ -313,9 +316,9 @@ def _import_tensat(args: argparse.Namespace, scratch: FileScratch) -> int:
     # check before writing: a file that does not check is never written
     modules = load_modules(resolve_ruleset("tensor"))
     lang = check_modules(modules + [parse_text(text, str(out))])
-    scratch.write_text(text)
+    written = scratch.write_text(text)
     imported = [r for r in lang.rules if r.span.file == str(out)]  # not the included languages' own
-    print(f"wrote {out}: {sum(not r.is_multi for r in imported)} single-pattern and "
+    print(f"wrote {_published(written, out)}: {sum(not r.is_multi for r in imported)} single-pattern and "
           f"{sum(r.is_multi for r in imported)} multi-pattern rules")
     return 0
 
@@ -341,8 +344,9 @@ def _import_onnx(args: argparse.Namespace, scratch: FileScratch | None) -> int:
     if scratch is None:
         print(text, end="")
     else:
-        scratch.write_text(text)
-        print(f"wrote {args.output}: program {imported.program.name}, {len(imported.weights)} weights; {summary}")
+        written = scratch.write_text(text)
+        print(f"wrote {_published(written, args.output)}: program {imported.program.name}, "
+              f"{len(imported.weights)} weights; {summary}")
     return 0
 
 
@@ -362,10 +366,20 @@ def _export(args: argparse.Namespace, scratch: FileScratch) -> int:
     program = _export_program(args, lang)
     weights = _weights_from(Path(args.weights), lang) if args.weights else random_weights(program, args.seed)
     files = write_program(lang, program, weights, scratch.file)
-    scratch.publish(files)  # a weights file is checked like the model: never over a file not to replace
+    written = scratch.publish(files)  # a weights file is checked like the model: never over a file not to replace
     source = f"weights from {args.weights}" if args.weights else "random weights (seeded)"
-    print(f"wrote {', '.join(files)}: program {program.name}, {len(program.nodes)} nodes, {source}")
+    shown = [_published(written, args.output), *files[1:]]
+    print(f"wrote {', '.join(shown)}: program {program.name}, {len(program.nodes)} nodes, {source}")
     return 0
+
+
+def _published(written: Path, wanted: str | Path) -> str:
+    """Where an output file went; a warning on stderr when a file that appeared at `wanted`
+    during the work sent it to a free name beside it (`FileScratch.publish`)."""
+    if Path(written).name != Path(wanted).name:
+        stderr.print(f"warning: {wanted} appeared while eqdsl ran; it was left alone and the result "
+                     f"was written to {written}", markup=False)
+    return str(written)
 
 
 def _export_program(args: argparse.Namespace, lang):

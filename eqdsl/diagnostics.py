@@ -38,10 +38,11 @@ class Diagnostic:
     span: Span | None = None
     path: str | None = None  # a YAML/JSON path such as `schedule.k_multi`
     notes: tuple[str, ...] = ()
+    level: str = "error"  # or "warning": reported, but the input is accepted
 
     def render(self, sources: dict[str, str] | None = None) -> str:
-        head = f"{self.span}: error: {self.message}" if self.span else (
-            f"{self.path}: error: {self.message}" if self.path else f"error: {self.message}")
+        where = f"{self.span}: " if self.span else (f"{self.path}: " if self.path else "")
+        head = f"{where}{self.level}: {self.message}"
         lines = [head]
         if self.span and self.span.line > 0:
             lines.extend(_caret_lines(self.span, sources or {}))

@@ -7,7 +7,12 @@ Contract:
   or `pyproject.toml`) or one containing it; a filesystem root, a mount point, a home folder
   (any user's) or a folder containing one; a folder holding an input file; an existing file;
   and, without `force`, a folder holding files eqdsl did not write (they are listed).
-- eqdsl's folders carry the marker `.eqdsl-output`, which lists the files eqdsl wrote there.
+- eqdsl's folders carry the marker `.eqdsl-output`, which lists the files eqdsl wrote there,
+  each with its size and modification time: a listed name counts as eqdsl's only while the file
+  still has them (a name added to the marker by hand, or a file replaced since, is the user's).
+- A result name is one of `RESULT_FILES` or matches `RESULT_PATTERNS` (`candidate-2.onnx`,
+  `written.onnx`, …): every name a stage may write. A user's file with such a name is never
+  overwritten, even with `force`.
 - `Scratch(folder, force)` is a new hidden sibling folder where results are written
   (`scratch.new`); `publish()` renames them into place:
   - a missing folder, or one eqdsl made (its marker) holding only eqdsl's files: the whole folder
@@ -25,7 +30,10 @@ Contract:
   folder's creation made.
 - `FileScratch(path, force, flag)`, for commands that write one file (and companions such as an
   ONNX weights file): refuses an existing file without `force` before any work, gives a hidden
-  sibling folder to write into, `publish(names)` renames each file into place.
+  sibling folder to write into, `publish(names)` moves each file into place without ever
+  replacing a file that appeared there during the work (with `force`, only a file that was there
+  before the work is replaced): a single file then goes to a free sibling name (`out-1.json`,
+  returned), several are refused with an error and the target left alone.
 Both kinds of scratch are made by the supervisor before the worker starts, so an interrupted
 or killed run leaves nothing behind: the supervisor (or its janitor) removes them.
 """
@@ -33,18 +41,26 @@ from __future__ import annotations
 
 import os
 import pwd
+import re
 import shutil
 import tempfile
 from pathlib import Path
 from typing import Callable, Iterable
 
 from eqdsl.diagnostics import EqdslError
-from eqdsl.worker import supervisor_gone
+from eqdsl.worker import hold_lock, is_abandoned, supervisor_gone, sweep_abandoned
 
 MARKER = ".eqdsl-output"
 MARKER_HEADER = "written by eqdsl; `eqdsl run` may replace this folder. Files eqdsl wrote here:"
 EXPORT_FILES = frozenset(f"{model}.onnx{data}" for model in ("input", "optimized") for data in ("", ".data"))
 RESULT_FILES = frozenset({MARKER, "report.json", "optimized.eqr", "egraph.json", "report.html"}) | EXPORT_FILES
+# names a stage writes that vary with the run (`exports/onnx.py`: extract.candidates, the written input)
+RESULT_PATTERNS = (re.compile(r"candidate-\d+\.onnx(\.data)?"), re.compile(r"written\.onnx(\.data)?"))
+
+
+def is_result_name(name: str) -> bool:
+    """A name some stage of `eqdsl run` may write into its output folder."""
+    return name in RESULT_FILES or any(p.fullmatch(name) for p in RESULT_PATTERNS)
 
 
 def _refuse(folder: Path, why: str) -> EqdslError:
@@ -97,7 +113,8 @@ def check_output(folder: Path, inputs: Iterable[Path] = (), force: bool = False)
             raise _refuse(folder, f"it contains the input {path}")
     if out.exists() and not out.is_dir():
         raise EqdslError.one(f"expected a folder for the results, found a file: {folder}", path="output")
-    if (clash := [n for n in RESULT_FILES if (out / n).is_dir() or (out / n).is_symlink()]):
+    entries = [p for p in out.iterdir() if is_result_name(p.name)] if out.is_dir() else []
+    if (clash := [p.name for p in entries if p.is_dir() or p.is_symlink()]):
         raise EqdslError.one(f"output folder {folder} holds {', '.join(sorted(clash))}, which is not a "
                              "file eqdsl wrote; expected a folder without it", path="output")
     foreign = foreign_files(out)
@@ -106,7 +123,7 @@ def check_output(folder: Path, inputs: Iterable[Path] = (), force: bool = False)
             f"output folder {folder} holds files eqdsl did not write ({_listed(foreign)}); expected an "
             "empty folder or one an earlier `eqdsl run` made. Choose another folder, move the files, or "
             "pass --force to write the results into it beside them (they are kept)", path="output")
-    if clash := sorted(set(foreign) & RESULT_FILES):
+    if clash := sorted(n for n in foreign if is_result_name(n)):
         raise EqdslError.one(
             f"output folder {folder} holds {_listed(clash)}, which eqdsl did not write and would replace; "
             "--force never overwrites a file eqdsl did not write. Move or rename it, or choose another "
@@ -115,14 +132,28 @@ def check_output(folder: Path, inputs: Iterable[Path] = (), force: bool = False)
 
 
 def eqdsl_files(folder: Path) -> frozenset[str]:
-    """The names eqdsl wrote in `folder`, read from its marker (none without a marker; a marker
-    that lists nothing, written before markers listed files: the result file names)."""
+    """The files of `folder` eqdsl wrote: those its marker lists with the size and modification
+    time they still have (none without a marker; a listed name without them, or whose file has
+    changed, is not eqdsl's)."""
     try:
         lines = (folder / MARKER).read_text().splitlines()
     except (OSError, UnicodeDecodeError):
         return frozenset()
-    listed = frozenset(line.strip() for line in lines[1:] if line.strip() and "/" not in line)
-    return (listed or RESULT_FILES) | {MARKER}
+    ours = {MARKER}
+    for line in lines[1:]:
+        name, _, stamp = line.partition("\t")
+        if name and "/" not in name and stamp and stamp == _stamp(folder / name):
+            ours.add(name)
+    return frozenset(ours)
+
+
+def _stamp(path: Path) -> str | None:
+    """`size<TAB>mtime_ns` of a regular file (not a link), or None."""
+    try:
+        st = path.lstat()
+    except OSError:
+        return None
+    return f"{st.st_size}\t{st.st_mtime_ns}" if path.is_file() and not path.is_symlink() else None
 
 
 def foreign_files(folder: Path) -> list[str]:
@@ -143,17 +174,33 @@ class _Sibling:
     def __init__(self, target: Path) -> None:
         self.made_parents = _missing_parents(target.parent)
         target.parent.mkdir(parents=True, exist_ok=True)
+        _sweep_dead_siblings(target)
         self.path = Path(tempfile.mkdtemp(prefix=f".{target.name}.eqdsl-", dir=target.parent))
         (self.path / MARKER).touch()
+        self._lock: int | None = hold_lock(self.path)
 
     def remove(self) -> None:
         if (self.path / MARKER).exists():
             shutil.rmtree(self.path, ignore_errors=True)
+        if self._lock is not None:
+            os.close(self._lock)
+            self._lock = None
         for folder in self.made_parents:  # deepest first; never one that holds anything now
             try:
                 folder.rmdir()
             except OSError:
                 break
+
+
+def _sweep_dead_siblings(target: Path) -> None:
+    """Remove the scratch folders of dead runs beside `target` (`worker.sweep_abandoned`),
+    first putting back an output folder a killed publish had moved aside."""
+    dead = [p for p in target.parent.glob(f".{target.name}.eqdsl-*")
+            if p.is_dir() and not p.is_symlink() and (p / MARKER).is_file() and is_abandoned(p)]
+    for folder in dead:
+        if (folder / "old").is_dir() and not (target.exists() or target.is_symlink()):
+            os.rename(folder / "old", target)
+    sweep_abandoned(dead)
 
 
 def _missing_parents(folder: Path) -> list[Path]:
@@ -179,9 +226,10 @@ class Scratch:
     def publish(self) -> Path:
         """Put the results in place; returns where they went."""
         _stop_if_abandoned()
-        _write_marker(self.new, sorted(p.name for p in self.new.iterdir()))
+        written = sorted(p.name for p in self.new.iterdir())
+        _write_marker(self.new, written)
         foreign = foreign_files(self.folder)
-        if foreign and (not self.force or set(foreign) & RESULT_FILES):
+        if foreign and (not self.force or any(is_result_name(n) or n in written for n in foreign)):
             return self._beside()
         if foreign or (self.folder.exists() and not (self.folder / MARKER).is_file()):
             self._merge(foreign)  # a folder eqdsl did not make stays; only files are put into it
@@ -234,16 +282,18 @@ def add_result_file(folder: Path, name: str, text: str) -> Path:
     if (target.exists() or target.is_symlink()) and (name not in ours or not target.is_file()):
         raise EqdslError.one(f"{target} is not a file eqdsl wrote; eqdsl never replaces it. Move or rename it")
     write_file_atomically(target, text)
-    write_file_atomically(folder / MARKER, _marker_text(sorted(ours - {MARKER} | {name})))
+    write_file_atomically(folder / MARKER, _marker_text(folder, sorted(ours - {MARKER} | {name})))
     return target
 
 
-def _marker_text(names: list[str]) -> str:
-    return "\n".join([MARKER_HEADER, *names]) + "\n"
+def _marker_text(folder: Path, names: list[str]) -> str:
+    """The marker's lines for the files `names` of `folder` (the marker itself is not listed)."""
+    listed = [f"{n}\t{stamp}" for n in names if n != MARKER and (stamp := _stamp(folder / n)) is not None]
+    return "\n".join([MARKER_HEADER, *listed]) + "\n"
 
 
 def _write_marker(folder: Path, names: list[str]) -> None:
-    (folder / MARKER).write_text(_marker_text(names))
+    (folder / MARKER).write_text(_marker_text(folder, names))
 
 
 def _free_sibling(folder: Path) -> Path:
@@ -271,6 +321,8 @@ class FileScratch:
     def __init__(self, path: Path, force: bool, flag: str) -> None:
         check_new_file(path, force, flag)
         self.target, self.force, self.flag = path, force, flag
+        # what --force may replace: the files there now (a companion's name is known only at the end)
+        self._replaceable = {p.name for p in path.parent.iterdir()} if force else set()
         self._sibling = _Sibling(path)
         self.folder = self._sibling.path
 
@@ -279,23 +331,69 @@ class FileScratch:
         """Where to write the output file itself."""
         return self.folder / self.target.name
 
-    def write_text(self, text: str) -> None:
+    def write_text(self, text: str) -> Path:
         self.file.write_text(text)
-        self.publish([self.target.name])
+        return self.publish([self.target.name])
 
-    def publish(self, names: Iterable[str]) -> None:
-        """Rename each written file into the target's folder (companions checked like it)."""
+    def publish(self, names: Iterable[str]) -> Path:
+        """Move each written file into the target's folder (companions checked like it); returns
+        where the first one went: the target, or a free sibling name if a file appeared there."""
         names = list(names)
         for name in names[1:]:
             check_new_file(self.target.parent / name, self.force, f"{self.flag} (its file {name})")
         _stop_if_abandoned()
+        places = [self.target.parent / name for name in names]
         for name in names:
-            written = self.folder / name
-            os.chmod(written, 0o666 & ~_umask())
-            os.replace(written, self.target.parent / name)
+            os.chmod(self.folder / name, 0o666 & ~_umask())
+        if len(names) == 1:
+            if not self._move(names[0], places[0]):  # one file: to a free name beside the target
+                places[0] = _free_file_sibling(self.target)
+                _move_without_replacing(self.folder / names[0], places[0])
+            return places[0]
+        # files that belong together (a model and its weights): all of them or none
+        blocked = [place for name, place in zip(names, places)
+                   if (place.exists() or place.is_symlink()) and not self._replaceable_at(name, place)]
+        for name, place in zip(names, places):
+            if blocked or not self._move(name, place):
+                raise EqdslError.one(f"{self.flag}: {(blocked or [place])[0]} appeared while eqdsl ran; it was "
+                                     f"left alone. Run again with a free name")
+        return places[0]
+
+    def _replaceable_at(self, name: str, place: Path) -> bool:
+        return self.force and name in self._replaceable and place.is_file() and not place.is_symlink()
+
+    def _move(self, name: str, place: Path) -> bool:
+        """Move a written file to `place`; False (nothing moved) where a file there may not be replaced."""
+        if self._replaceable_at(name, place):
+            os.replace(self.folder / name, place)
+            return True
+        return _move_without_replacing(self.folder / name, place)
 
     def discard(self) -> None:
         self._sibling.remove()
+
+
+def _move_without_replacing(source: Path, place: Path) -> bool:
+    """Rename `source` to `place` unless something is there, atomically where the file system has
+    hard links (a link to an existing name fails); False if something was there."""
+    try:
+        os.link(source, place)
+    except FileExistsError:
+        return False
+    except OSError:  # no hard links here: check, then rename (a narrow window, the best on offer)
+        if place.exists() or place.is_symlink():
+            return False
+        os.rename(source, place)
+        return True
+    source.unlink()
+    return True
+
+
+def _free_file_sibling(path: Path) -> Path:
+    n = 1
+    while (candidate := path.with_name(f"{path.stem}-{n}{path.suffix}")).exists() or candidate.is_symlink():
+        n += 1
+    return candidate
 
 
 def write_file_atomically(path: Path, text: str) -> None:

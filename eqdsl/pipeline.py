@@ -32,6 +32,7 @@ from eqdsl.execute.executor import ExecutionCheck
 from eqdsl.exports.base import Candidate, ExportOutcome
 from eqdsl.extract.candidates import next_programs
 from eqdsl.extract.egraph import cost_by_op, dag_cost
+from eqdsl.extract.greedy import OutOfTime
 from eqdsl.extract.registry import ExtractConfig, make_extractor
 from eqdsl.extract.result import ExtractBudget, Extraction, Extractor
 from eqdsl.frontend import load_language, load_modules, resolve_ruleset
@@ -225,7 +226,12 @@ def _explore_and_extract(result: RunResult, schedule: LimitsConfig, progress: Pr
     extract = result.extract
     for method in [extract.method] + [m for m in extract.compare if m != extract.method]:
         with _stage(result, f"extract:{method}"):
-            result.extractions[method] = make_extractor(method, extract).extract(result.live.problem)
+            try:
+                result.extractions[method] = make_extractor(method, extract).extract(result.live.problem)
+            except OutOfTime as late:
+                if method == extract.method:
+                    raise
+                result.notes += (f"extract.compare: {late.diagnostics[0].message}; left out of the comparison",)
     if extract.candidates > 1:
         with _stage(result, "extract:candidates"):
             result.candidates = tuple(_next_programs(result))

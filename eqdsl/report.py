@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import shutil
+import sys
 from pathlib import Path
 
 from rich.console import Console
@@ -117,9 +118,7 @@ def write_outputs(result: RunResult, scratch: Scratch) -> Path:
     report = report_json(result)
     (scratch.new / "report.json").write_text(json.dumps(report, indent=2) + "\n")
     if result.config is not None and result.config.report_html:
-        from eqdsl.report_page import page
-
-        (scratch.new / "report.html").write_text(page(report))
+        _write_page(report, scratch.new / "report.html")
     (scratch.new / "optimized.eqr").write_text(result.optimized_text)
     (scratch.new / "egraph.json").write_text(json.dumps(problem_json(_finished(result)[1])) + "\n")
     if result.stage_folder is not None:
@@ -131,6 +130,18 @@ def write_outputs(result: RunResult, scratch: Scratch) -> Path:
                 shutil.move(folder / name, scratch.new / name)
         result.stage_folder.cleanup()
     return scratch.publish()
+
+
+def _write_page(report: dict, path: Path) -> None:
+    """The report page; a page that cannot be made never costs the run its results: the rest is
+    published and the failure said (`eqdsl report FOLDER` can retry it)."""
+    from eqdsl.report_page import page
+
+    try:
+        path.write_text(page(report))
+    except Exception as err:  # noqa: BLE001 - any failure of the page alone; the results stand
+        print(f"warning: report.html not written ({type(err).__name__}: {err}); the results are "
+              "published without it", file=sys.stderr)
 
 
 SHOWN_LINES = 40

@@ -43,7 +43,12 @@ def write_page(folder: Path) -> Path:
         raise EqdslError.one(f"{source}: expected the report.json of an `eqdsl run` (no best_cost)")
     from eqdsl.output import add_result_file
 
-    return add_result_file(folder, "report.html", page(report))
+    try:
+        text = page(report)
+    except (TypeError, ValueError, KeyError, IndexError, AttributeError) as err:  # an edited report.json
+        raise EqdslError.one(f"{source}: a field is not as `eqdsl run` writes it ({type(err).__name__}: "
+                             f"{err}); expected the report.json of an `eqdsl run`") from None
+    return add_result_file(folder, "report.html", text)
 
 
 def page(report: dict[str, Any]) -> str:
@@ -90,20 +95,59 @@ def _summary(r: dict) -> str:
     return line + _table(["stage", "seconds"], [[_e(k), f"{v:.3f}"] for k, v in stages.items()])
 
 
-def _terms(program: dict) -> list[tuple]:
-    """Each node's term as a hashable value: equal terms, equal keys (across programs too)."""
-    keys: list[tuple] = []
+def _terms(program: dict, table: dict[tuple, int]) -> list[int]:
+    """Each node's term as a number from `table` (hash-consing): equal terms, equal numbers, across
+    the programs that share `table`. Flat keys: linear in the program, at any depth."""
+    keys: list[int] = []
     for node in program["nodes"]:
         args = tuple(keys[a["node"]] if isinstance(a, dict) else json.dumps(a) for a in node["args"])
-        keys.append((node["op"], args))
+        keys.append(table.setdefault((node["op"], args), len(table)))
     return keys
 
 
+def checked_programs(report: dict) -> dict[str, dict]:
+    """The report's `programs`, each a DAG as `eqdsl run` writes it: `nodes` (each an `op` and
+    `args`, a child written `{"node": i}` with i an earlier node) and `roots`; `EqdslError` naming
+    the first part that is not (an edited report.json)."""
+    programs = report.get("programs") or {}
+    if not isinstance(programs, dict):
+        raise _malformed("programs", "an object of programs", programs)
+    for name, program in programs.items():
+        where = f"programs.{name}"
+        nodes = program.get("nodes") if isinstance(program, dict) else None
+        if not isinstance(nodes, list) or not isinstance(program.get("roots"), list):
+            raise _malformed(where, "an object with lists `nodes` and `roots`", program)
+        for i, node in enumerate(nodes):
+            _check_node(node, i, f"{where}.nodes[{i}]")
+        for k, root in enumerate(program["roots"]):
+            if not (isinstance(root, int) and 0 <= root < len(nodes)):
+                raise _malformed(f"{where}.roots[{k}]", f"a node index below {len(nodes)}", root)
+    return programs
+
+
+def _check_node(node: Any, index: int, where: str) -> None:
+    if not (isinstance(node, dict) and isinstance(node.get("op"), str) and isinstance(node.get("args"), list)):
+        raise _malformed(where, "an object with `op` (a string) and `args` (a list)", node)
+    for k, arg in enumerate(node["args"]):
+        if isinstance(arg, dict) and not (isinstance(arg.get("node"), int) and 0 <= arg["node"] < index):
+            raise _malformed(f"{where}.args[{k}]", f"a child {{\"node\": i}} with 0 <= i < {index} (an "
+                                                   "earlier node: a program is a DAG)", arg)
+
+
+def _malformed(where: str, expected: str, found: Any) -> EqdslError:
+    shown = json.dumps(found)
+    shown = shown if len(shown) <= 60 else shown[:57] + "..."
+    return EqdslError.one(f"expected {expected}, found {shown}", path=f"report.json: {where}")
+
+
 def _graphs(r: dict) -> str:
-    programs = r.get("programs")
+    programs = checked_programs(r)
     if not programs:
         return ""
-    terms = {name: _terms(p) for name, p in programs.items()}
+    table: dict[tuple, int] = {}
+    terms = {name: _terms(p, table) for name, p in programs.items()}
+    if not {"input", "optimized"} <= set(terms):
+        return ""
     shared = set(terms["input"]) & set(terms["optimized"])
     key = (f"<p class=key>nodes:<span style='background:{SAME}'></span>in both programs"
            f"<span style='background:{GONE}'></span>only in the input<span style='background:{NEW}'></span>"

@@ -20,6 +20,7 @@ associative-commutative sum grew to 9.8 GB and ignored Ctrl-C for 40 s). So:
 """
 from __future__ import annotations
 
+import fcntl
 import os
 import shutil
 import signal
@@ -30,6 +31,7 @@ import traceback
 from contextlib import contextmanager
 from dataclasses import dataclass
 from enum import Enum
+from pathlib import Path
 from typing import Any, Callable, Generic, Iterable, Iterator, TypeVar
 
 T = TypeVar("T")
@@ -239,6 +241,43 @@ def reap_quietly(pid: int) -> int | None:
         return None
 
 
+# ---- scratch of dead runs ----------------------------------------------------------------------
+
+LOCK_NAME = ".eqdsl-lock"
+
+
+def hold_lock(folder: Path) -> int:
+    """Lock `folder` as in use (an flock on a file inside) until the returned descriptor is
+    closed in this process and in every process forked meanwhile (the worker, the janitor):
+    once the whole run is gone, even by SIGKILL, the kernel drops the lock."""
+    fd = os.open(folder / LOCK_NAME, os.O_WRONLY | os.O_CREAT, 0o600)
+    fcntl.flock(fd, fcntl.LOCK_EX)
+    return fd
+
+
+def is_abandoned(folder: Path) -> bool:
+    """`folder` holds eqdsl's lock file and no live process holds the lock."""
+    try:
+        fd = os.open(folder / LOCK_NAME, os.O_WRONLY)
+    except OSError:
+        return False
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        return False
+    finally:
+        os.close(fd)  # closing drops the lock just taken
+    return True
+
+
+def sweep_abandoned(folders: Iterable[Path]) -> None:
+    """Remove each folder a dead eqdsl run left (its lock file unheld): scratch the kill of a
+    whole process group, janitor included, could not clean."""
+    for folder in folders:
+        if folder.is_dir() and not folder.is_symlink() and is_abandoned(folder):
+            shutil.rmtree(folder, ignore_errors=True)
+
+
 # ---- the supervisor ----------------------------------------------------------------------------
 
 STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT)
@@ -268,11 +307,14 @@ def supervise(work: Callable[[], int], cleanup: Callable[[], None] = lambda: Non
             return work()
         finally:
             cleanup()
+    sweep_abandoned(Path(tempfile.gettempdir()).glob("eqdsl-*"))
     private_tmp = tempfile.mkdtemp(prefix="eqdsl-")
+    lock = hold_lock(Path(private_tmp))
 
     def clean_all() -> None:
         cleanup()
         shutil.rmtree(private_tmp, ignore_errors=True)  # eqdsl's own temporary folder
+        os.close(lock)
 
     sys.stdout.flush()
     sys.stderr.flush()
@@ -287,6 +329,7 @@ def supervise(work: Callable[[], int], cleanup: Callable[[], None] = lambda: Non
         os.close(lifeline_w)
         os.close(status_r)
         _worker_main(work, status_w, lifeline_r, private_tmp, unblocked)
+    _own_group(pid)  # here too: a stop signal right after the fork must find the group to kill
     os.close(status_w)
     os.close(lifeline_r)
     os.write(janitor_fd, f"{pid}\n".encode())
@@ -312,6 +355,7 @@ def _start_janitor(cleanup: Callable[[], None], unblocked: Iterable[int]) -> tup
         os.close(control_r)
         return control_w, janitor
     os.close(control_w)
+    _own_group(0)  # out of eqdsl's group: `kill -9 -PGID` of the command must not take the janitor too
     for s in STOP_SIGNALS:
         signal.signal(s, signal.SIG_IGN)
     signal.pthread_sigmask(signal.SIG_SETMASK, unblocked)
@@ -328,7 +372,7 @@ def _start_janitor(cleanup: Callable[[], None], unblocked: Iterable[int]) -> tup
 def _worker_main(work: Callable[[], int], status_w: int, lifeline_r: int, private_tmp: str,
                  unblocked: Iterable[int]) -> None:
     global _in_worker, _status_fd, _lifeline_fd
-    os.setpgid(0, 0)  # its own group: the supervisor kills every process of the lineage at once
+    _own_group(0)  # its own group: the supervisor kills every process of the lineage at once
     for s in STOP_SIGNALS:
         signal.signal(s, signal.SIG_IGN if s == signal.SIGINT else signal.SIG_DFL)  # the supervisor decides
     signal.pthread_sigmask(signal.SIG_SETMASK, unblocked)
@@ -343,7 +387,10 @@ def _worker_main(work: Callable[[], int], status_w: int, lifeline_r: int, privat
         traceback.print_exc()
     finally:
         _flush_quietly()
-        os.write(status_w, f"{code}\n".encode())
+        try:
+            os.write(status_w, f"{code}\n".encode())
+        except OSError:  # the supervisor is gone (killed): nobody is left to tell
+            pass
         os._exit(code)
 
 
@@ -429,6 +476,15 @@ def _say(line: str) -> None:
     try:
         print(line, file=sys.stderr, flush=True)
     except OSError:  # the terminal is gone (SIGHUP): the exit code says it
+        pass
+
+
+def _own_group(pid: int) -> None:
+    """Put the child `pid` in a process group of its own (both parent and child call it, so
+    the group exists whichever runs first)."""
+    try:
+        os.setpgid(pid, pid)
+    except OSError:  # the child already did it, or has ended
         pass
 
 

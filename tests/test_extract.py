@@ -292,6 +292,11 @@ def test_chain_of_100000_classes_extracts_without_recursion():
     ('{"nodes": {"a": {"op": "x", "eclass": "c", "cost": 1e308}, "b": {"op": "y", "eclass": "c", "cost": 1e308}},'
      ' "root_eclasses": ["c"]}', "the costs' sum overflows float64"),
     ("[" * 100_000 + "]" * 100_000, "JSON nested too deeply"),
+    # issue 60 item 9: a duplicated node id was last-wins, a duplicated root counted twice
+    ('{"nodes": {"a": {"op": "x", "eclass": "c"}, "a": {"op": "y", "eclass": "c"}}, "root_eclasses": ["c"]}',
+     "the key 'a' appears twice"),
+    ('{"nodes": {"a": {"op": "x", "eclass": "c"}}, "root_eclasses": ["c", "c"]}',
+     "root_eclasses[1]: error: root e-class 'c' is listed twice"),
 ])
 def test_cli_extract_hostile_json_is_one_clear_error(tmp_path, run_cli, text, expected):
     """Issue 46 item 2: an integer cost past float64 (was OverflowError), costs whose sum overflows

@@ -67,3 +67,51 @@ def test_a_headless_browser_draws_the_page(tmp_path, run_cli):
                        stderr=subprocess.DEVNULL, timeout=120)
     dom = dom_file.read_text()
     assert dom.count("<rect ") == (out / "report.html").read_text().count("<rect ")  # the browser parsed every node
+
+
+def _chain(length: int) -> dict:
+    nodes = [{"op": "var", "args": ["a"]}] + [{"op": "shl", "args": [{"node": i}, 0]} for i in range(length)]
+    return {"nodes": nodes, "roots": [length]}
+
+
+def test_a_3000_deep_program_publishes_its_results_and_its_page(tmp_path, run_cli):
+    """The page's term keys were nested tuples: RecursionError past ~1,000 levels, and the run
+    published nothing."""
+    lines = ["program deep:", '  let t0 = var("a")'] + [f"  let t{i} = shl(t{i - 1}, 0)" for i in range(1, 3001)]
+    (tmp_path / "deep.eqr").write_text("\n".join(lines + ["  root t3000"]) + "\n")
+    (tmp_path / "c.yaml").write_text("ruleset: arith\nprogram: deep.eqr\nschedule: {iter_limit: 2}\n"
+                                     "extract: {method: greedy}\nreport: html\noutput: out\n")
+    code, _, err = run_cli("run", tmp_path / "c.yaml", "--quiet")
+    assert code == 0, err
+    page = (tmp_path / "out" / "report.html").read_text()
+    assert "not drawn: 3001 nodes" in page
+
+
+def test_the_page_of_a_100000_node_program_is_made(tmp_path):
+    """Term keys hashed in time quadratic in depth: 24.7 s at 20,000 nodes (benchmarks/trust.py times 100,000)."""
+    from eqdsl.report_page import page
+
+    text = page({"best_cost": 0, "programs": {"input": _chain(100_000), "optimized": _chain(99_999)}})
+    assert "not drawn: 100001 nodes" in text
+
+
+@pytest.mark.parametrize("programs, where", [
+    ({"input": {"nodes": [{"op": "x", "args": [{"node": 5}]}], "roots": [0]}}, "programs.input.nodes[0].args[0]"),
+    ({"input": {"nodes": [{"op": "x", "args": [{"node": 0}]}], "roots": [0]}}, "programs.input.nodes[0].args[0]"),
+    ({"input": {"nodes": [{"op": 3, "args": []}], "roots": [0]}}, "programs.input.nodes[0]"),
+    ({"input": {"nodes": [{"op": "x", "args": []}], "roots": [4]}}, "programs.input.roots[0]"),
+    ({"input": {"nodes": "many", "roots": []}}, "programs.input"),
+    ([1, 2], "programs"),
+])
+def test_eqdsl_report_on_an_edited_report_json_says_what_is_wrong(tmp_path, run_cli, programs, where):
+    """Dangling, cyclic and mistyped nodes ended in IndexError / ValueError tracebacks."""
+    out = _run(tmp_path, run_cli)
+    report = json.loads((out / "report.json").read_text())
+    report["programs"] = programs
+    (out / "report.json").write_text(json.dumps(report))
+    code, _, err = run_cli("report", out)
+    assert code == 2 and where in err and "Traceback" not in err
+    report["programs"], report["schedule"] = {}, "not an object"
+    (out / "report.json").write_text(json.dumps(report))
+    code, _, err = run_cli("report", out)
+    assert code == 2 and "not as `eqdsl run` writes it" in err and "Traceback" not in err

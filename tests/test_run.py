@@ -53,7 +53,7 @@ def test_a_run_leaves_the_garbage_collector_as_it_found_it(tmp_path):
     before = gc.get_threshold()
     run_pipeline(load_config(EXAMPLES / "sharing" / "config.yaml"))
     assert gc.get_threshold() == before
-    (tmp_path / "c.yaml").write_text("ruleset: arith\nprogram: {text: 'program p: root num(1)'}\n"
+    (tmp_path / "c.yaml").write_text("ruleset: arith\nprogram: {text: 'program p: root mul(num(1), num(2))'}\n"
                                      "schedule: {node_limit: 1}\n")
     with pytest.raises(EqdslError):
         run_pipeline(load_config(tmp_path / "c.yaml"))

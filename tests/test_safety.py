@@ -258,6 +258,46 @@ def test_killing_eqdsl_takes_the_worker_and_leaves_nothing(tmp_path, sig):
         assert proc.returncode == 130 and b"Traceback" not in proc.stderr.read()
 
 
+def test_killing_eqdsls_whole_group_leaves_no_process_and_the_next_run_sweeps_its_scratch(tmp_path):
+    """`kill -9 -PGID` (a shell's `kill -9 %1`) took the janitor too: the worker ran on and ended
+    in a BrokenPipeError traceback, and its scratch stayed. The janitor now has a group of its own,
+    and a scratch folder whose run is dead is swept by the next run."""
+    config = tmp_path / "c.yaml"
+    config.write_text((EXAMPLES / "acsum" / "config.yaml").read_text()
+                      .replace("ruleset: acsum.eqr", f"ruleset: {EXAMPLES / 'acsum' / 'acsum.eqr'}"))
+    (tmp_path / "tmp").mkdir()
+    env = {**os.environ, "TMPDIR": str(tmp_path / "tmp")}
+    argv = EQDSL + ["run", str(config), "--output", str(tmp_path / "out"), "--quiet"]
+    proc = subprocess.Popen(argv, cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            start_new_session=True)
+    deadline = time.monotonic() + 30.0
+    while len(descendants(proc.pid)) < 2 and time.monotonic() < deadline and proc.poll() is None:
+        time.sleep(0.1)
+    time.sleep(1.0)
+    family = descendants(proc.pid)
+    os.killpg(proc.pid, signal.SIGKILL)
+    proc.wait(timeout=10)
+    deadline = time.monotonic() + 5.0
+    while alive(family) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not alive(family)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["c.yaml", "tmp"]
+    assert list((tmp_path / "tmp").iterdir()) == []
+    # a dead run's scratch, as a kill of every process would leave it: swept by the next run
+    stale = tmp_path / ".out.eqdsl-dead"
+    stale.mkdir()
+    (stale / ".eqdsl-output").touch()
+    (stale / ".eqdsl-lock").touch()
+    (tmp_path / "tmp" / "eqdsl-dead").mkdir()
+    (tmp_path / "tmp" / "eqdsl-dead" / ".eqdsl-lock").touch()
+    (tmp_path / "tmp" / "eqdsl-notours").mkdir()  # no lock file: not eqdsl's scratch, kept
+    config.write_text(config.read_text().replace("validate: true", "validate: false").replace("iter_limit: 30", "iter_limit: 2"))
+    done = subprocess.run(EQDSL + ["run", str(config), "--output", str(tmp_path / "out"), "--quiet"],
+                          cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    assert not stale.exists() and sorted(p.name for p in (tmp_path / "tmp").iterdir()) == ["eqdsl-notours"]
+
+
 @pytest.mark.parametrize("argv, mid_run", [
     (["verify", "tensat", "--examples", "100000"], None),
     # the export's own temporary file marks it mid-write (a fixed delay raced it: 3 s in all here)
@@ -280,3 +320,80 @@ def test_interrupted_commands_leave_no_temporary_files(tmp_path, argv, mid_run):
     assert proc.wait(timeout=10) == 130
     assert sorted(p.name for p in tmp_path.iterdir()) == ["tmp"]
     assert list((tmp_path / "tmp").iterdir()) == []
+
+
+@pytest.mark.parametrize("name", ["candidate-2.onnx", "candidate-3.onnx.data", "written.onnx", "report.html"])
+def test_force_refuses_a_users_file_with_any_name_a_stage_may_write(tmp_path, run_cli, name):
+    """The check knew only the fixed result names: --force overwrote a user's candidate-N.onnx
+    and written.onnx, and its "kept" note left them out."""
+    config = _arith(tmp_path)
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / name).write_text("mine\n")
+    code, _, err = run_cli("run", config, "--output", out, "--force", "--quiet")
+    assert code == 2 and name in err and "never overwrites" in err
+    assert (out / name).read_text() == "mine\n"
+
+
+@pytest.mark.parametrize("name", ["written.onnx", "candidate-2.onnx", "report.json"])
+def test_force_publishes_beside_a_folder_where_a_result_name_appeared_during_the_run(tmp_path, name):
+    from eqdsl.output import Scratch, check_output
+
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "notes.txt").write_text("mine\n")
+    scratch = Scratch(check_output(out, force=True), force=True)
+    (scratch.new / "report.json").write_text("{}")
+    (scratch.new / name).write_text("eqdsl's")
+    (out / name).write_text("mine\n")  # arrives while the run works
+    try:
+        written = scratch.publish()
+    finally:
+        scratch.discard()
+    assert written == tmp_path / "out-1" and (out / name).read_text() == "mine\n"
+    assert (written / name).read_text() == "eqdsl's"
+
+
+def test_a_name_added_to_the_marker_by_hand_is_not_eqdsls(tmp_path, run_cli):
+    """The marker listed names only: one appended by hand (or a copied old folder's) was
+    deleted on a plain re-run. Now each name carries its file's size and modification time."""
+    config = _arith(tmp_path)
+    out = tmp_path / "out"
+    code, _, err = run_cli("run", config, "--output", out, "--quiet")
+    assert code == 0, err
+    (out / "notes.txt").write_text("mine\n")
+    with open(out / ".eqdsl-output", "a") as marker:
+        marker.write("notes.txt\n")
+    (out / "optimized.eqr").write_text("edited by hand\n")  # listed, but no longer what eqdsl wrote
+    code, _, err = run_cli("run", config, "--output", out, "--quiet")
+    assert code == 2 and "notes.txt" in err and "optimized.eqr" in err
+    assert (out / "notes.txt").read_text() == "mine\n"
+    assert (out / "optimized.eqr").read_text() == "edited by hand\n"
+
+
+def test_a_file_command_never_replaces_a_file_that_appeared_during_its_work(tmp_path):
+    """`extract --out`, `import -o`, `export -o` checked the target only before the work."""
+    from eqdsl.diagnostics import EqdslError
+    from eqdsl.output import FileScratch
+
+    target = tmp_path / "choice.json"
+    scratch = FileScratch(target, force=False, flag="--out")
+    target.write_text("mine\n")  # arrives while the command works
+    written = scratch.write_text("eqdsl's\n")
+    scratch.discard()
+    assert target.read_text() == "mine\n" and written == tmp_path / "choice-1.json"
+    assert written.read_text() == "eqdsl's\n"
+    # with --force, a file that was there before the work is replaced, one that arrived is not
+    (tmp_path / "old.json").write_text("old\n")
+    scratch = FileScratch(tmp_path / "old.json", force=True, flag="--out")
+    assert scratch.write_text("new\n") == tmp_path / "old.json"
+    scratch.discard()
+    assert (tmp_path / "old.json").read_text() == "new\n"
+    scratch = FileScratch(tmp_path / "m.onnx", force=True, flag="-o")
+    for name in ("m.onnx", "m.onnx.data"):
+        (scratch.folder / name).write_text("eqdsl's\n")
+    (tmp_path / "m.onnx.data").write_text("mine\n")
+    with pytest.raises(EqdslError, match="appeared while eqdsl ran"):
+        scratch.publish(["m.onnx", "m.onnx.data"])
+    scratch.discard()
+    assert (tmp_path / "m.onnx.data").read_text() == "mine\n" and not (tmp_path / "m.onnx").exists()

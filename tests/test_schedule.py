@@ -58,7 +58,7 @@ def test_node_limit_is_hard(node_limit):
 
 @pytest.mark.parametrize("margin", [0, runner.PUSH_MARGIN])
 @pytest.mark.parametrize("cycle_filter, node_limit", [("none", 20), ("none", 40), ("none", 100),
-                                                     ("efficient", 14), ("vanilla", 14)])
+                                                     ("efficient", 12), ("vanilla", 12)])
 def test_node_limit_rollback_gives_the_e_graph_of_the_kept_iterations(monkeypatch, margin, cycle_filter, node_limit):
     """An overshooting iteration is undone exactly: by its own push/pop, or (margin 0: no push
     after the first iteration) by popping to the first push and replaying the steps since."""

@@ -41,7 +41,7 @@ from eqdsl.extract.bound import dag_lower_bound
 from eqdsl.extract.dag import best_greedy
 from eqdsl.extract.decompose import Parts, split
 from eqdsl.extract.egraph import ExtractionProblem, Selection, dag_cost, restrict, tree_cost
-from eqdsl.extract.greedy import tree_greedy, unreachable_roots_error
+from eqdsl.extract.greedy import CHECK_EVERY, OutOfTime, tree_greedy, unreachable_roots_error
 from eqdsl.extract.hitting import hitting_set, meets_bound
 from eqdsl.extract.prune import Pruned, apply_filter, prune, usable_nodes
 from eqdsl.extract.result import Extraction, ExtractStatus
@@ -74,6 +74,7 @@ class _Search:
     parts: int = 0  # solved as this many independent parts (0: as a whole)
     hs_cores: int = 0  # the hs search: cores found
     switched: bool = False  # auto: lp proved nothing in its share of the time, core searched the parts
+    unbuilt: bool = False  # the time limit ended while a model was being written (a huge e-graph)
     choice: Selection | None = None  # the last program taken, before `restrict` (parts build on it)
     started: float = field(default_factory=time.perf_counter)
     trace: list[tuple[float, float, float]] = field(default_factory=list)  # (seconds, cost, bound) per round
@@ -127,8 +128,8 @@ class CpSatOptions:
                               "none and cycles remain), lp, core, or hs (implicit hitting sets, costs ≥ 0)")
 
 
-def all_nodes(problem: ExtractionProblem) -> dict[int, list[int]]:
-    _, best = tree_greedy(problem)
+def all_nodes(problem: ExtractionProblem, deadline: float | None = None) -> dict[int, list[int]]:
+    _, best = tree_greedy(problem, deadline)
     if any(math.isinf(best[r]) for r in problem.roots):
         raise unreachable_roots_error(problem, best)
     return {c: [i for i in nodes if problem.allowed(i)] for c, nodes in enumerate(problem.class_nodes)}
@@ -142,11 +143,13 @@ def _scale(costs: list[float]) -> float:
 
 
 def _build(problem: ExtractionProblem, class_nodes: dict[int, list[int]], acyclic: str,
-           plain: bool = False, cycle_free: bool = False, required: frozenset[int] = frozenset()) -> _Model:
+           plain: bool = False, cycle_free: bool = False, required: frozenset[int] = frozenset(),
+           deadline: float | None = None) -> _Model:
     """`cycle_free`: the class graph of `class_nodes` is known to have no cycle (no order
     variables or cycle cuts are needed, whatever `acyclic` says). `required`: classes besides the
     roots that pick exactly one node. A child class outside `class_nodes` is taken as present
-    (a part of a split problem: `eqdsl.extract.decompose`)."""
+    (a part of a split problem: `eqdsl.extract.decompose`). `OutOfTime` past `deadline`
+    (`time.perf_counter()`): a model of a million nodes takes tens of seconds to write."""
     m = cp_model.CpModel()
     x = {i: m.new_bool_var(f"n{i}") for nodes in class_nodes.values() for i in nodes}
     for c, nodes in class_nodes.items():
@@ -154,7 +157,9 @@ def _build(problem: ExtractionProblem, class_nodes: dict[int, list[int]], acycli
             m.add_exactly_one([x[i] for i in nodes])
         else:
             m.add_at_most_one([x[i] for i in nodes])
-    for i, var in x.items():
+    for k, (i, var) in enumerate(x.items()):
+        if deadline is not None and k % CHECK_EVERY == 0 and time.perf_counter() > deadline:
+            raise OutOfTime("cpsat", f"its model written for {k} of {len(x)} nodes")
         _require_children(m, problem.nodes[i].children, class_nodes, x, var)
     if problem.has_negative_costs:
         _only_needed(m, problem, class_nodes, x)
@@ -334,8 +339,22 @@ class CpSatExtractor:
     def extract(self, problem: ExtractionProblem) -> Extraction:
         t0 = time.perf_counter()
         deadline = t0 + self.time_limit_s
-        warm = self._warm(problem)
-        pruned = self._nodes(problem, warm.cost, time.monotonic() + PRUNE_SHARE * self.time_limit_s)
+        warm = self._warm(problem, deadline)
+        try:
+            return self._improve(problem, warm, t0, deadline)
+        except OutOfTime:  # pruning or the model's construction outlasted the limit on a huge e-graph
+            return replace(self._result(problem, warm.selection, warm.cost, -math.inf, False,
+                                        time.perf_counter() - t0, 0, 0, ""),
+                           note=f"the time limit ended before CP-SAT could search: the {warm.method} warm start")
+
+    def _improve(self, problem: ExtractionProblem, warm: Extraction, t0: float, deadline: float) -> Extraction:
+        """Prune, bound and solve from the warm start; `OutOfTime` where the deadline passes
+        before the solver has a model."""
+        if time.perf_counter() >= deadline:
+            raise OutOfTime(self.name, "the warm start took it all")
+        monotonic_deadline = deadline - time.perf_counter() + time.monotonic()
+        prune_by = min(monotonic_deadline, time.monotonic() + PRUNE_SHARE * self.time_limit_s)
+        pruned = self._nodes(problem, warm.cost, prune_by, monotonic_deadline)
         class_nodes, pruning = pruned.class_nodes, pruned.summary() if pruned.steps else ""
         filtered = 0
         if self.acyclic == "filter-list":
@@ -373,6 +392,8 @@ class CpSatExtractor:
             notes.append(f"solved as {search.parts} independent parts")
         if search.overran:
             notes.append("CP-SAT overran its time limit and was stopped")
+        if search.unbuilt:
+            notes.append("the time limit ended while the CP-SAT model was being written")
         if self.acyclic == "filter-list":
             notes.append(f"filtered {filtered} node(s): optimal within the filtered e-graph")
         return notes
@@ -428,7 +449,11 @@ class CpSatExtractor:
             if parts is not None and parts.solvable and self._search_parts(problem, parts, conflicts, s,
                                                                            (acyclic, search), deadline):
                 return s
-        built = _build(problem, class_nodes, self.acyclic, self.plain, pruned.acyclic)
+        try:
+            built = _build(problem, class_nodes, self.acyclic, self.plain, pruned.acyclic, deadline=deadline)
+        except OutOfTime:  # a huge model: the search so far (or the warm start) is the answer
+            s.unbuilt = True
+            return s
         _constrain(built, problem, conflicts, search)
         return self._search(problem, built, (acyclic, search), s, (time.perf_counter(), deadline))
 
@@ -511,14 +536,15 @@ class CpSatExtractor:
         s.rounds, s.cuts, s.overran, s.parts = s.rounds + rounds, s.cuts + cuts, s.overran or overran, len(bounds)
         return True
 
-    def _nodes(self, problem: ExtractionProblem, incumbent: float, deadline: float) -> Pruned:
+    def _nodes(self, problem: ExtractionProblem, incumbent: float, prune_by: float, deadline: float) -> Pruned:
         """The model's classes and nodes, what pruning removed (no steps: not pruned), cycle
-        conflicts, and whether the class graph is known to be acyclic."""
+        conflicts, and whether the class graph is known to be acyclic. The optional steps stop at
+        `prune_by`; `OutOfTime` if the needed ones outlast `deadline` (`time.monotonic()` values)."""
         if self.plain:
-            return Pruned(all_nodes(problem), (), True)
+            return Pruned(all_nodes(problem, deadline), (), True)
         if not self.prune:
-            return Pruned(usable_nodes(problem), (), True)
-        return prune(problem, incumbent, deadline)
+            return Pruned(usable_nodes(problem, deadline), (), True)
+        return prune(problem, incumbent, prune_by, deadline)
 
     def _floor(self, problem: ExtractionProblem, class_nodes: dict[int, list[int]], warm: Extraction,
                cyclic: bool) -> float:
@@ -537,10 +563,11 @@ class CpSatExtractor:
             return 0.0
         return dag_lower_bound(problem, class_nodes)
 
-    def _warm(self, problem: ExtractionProblem) -> Extraction:
+    def _warm(self, problem: ExtractionProblem, deadline: float) -> Extraction:
         """A valid start whatever the costs' signs (the greedy extractors' own checks refuse
-        negative costs; as a start their choice is still valid), or a known program if cheaper."""
-        return cheapest_known(problem, self.warm_start(problem))
+        negative costs; as a start their choice is still valid), or a known program if cheaper.
+        `greedy.OutOfTime` if not even the start is done by the deadline: there is no program."""
+        return cheapest_known(problem, self.warm_start(problem, deadline - time.perf_counter() + time.monotonic()))
 
     def _solver(self, seconds: float, search: str) -> cp_model.CpSolver:
         solver = cp_model.CpSolver()

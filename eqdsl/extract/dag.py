@@ -12,7 +12,7 @@ from __future__ import annotations
 import time
 
 from eqdsl.extract.egraph import CyclicSelection, ExtractionProblem, Selection, dag_cost, restrict
-from eqdsl.extract.greedy import knuth_order, require_nonnegative, tree_selection
+from eqdsl.extract.greedy import OutOfTime, deadline_after, knuth_order, require_nonnegative, tree_selection
 from eqdsl.extract.result import Extraction, ExtractStatus
 
 SET_BUDGET = 20_000_000
@@ -22,8 +22,9 @@ class SetBudgetExceeded(Exception):
     pass
 
 
-def dag_greedy(problem: ExtractionProblem, budget: int = SET_BUDGET) -> Selection:
-    """Raises SetBudgetExceeded when the term sets would pass `budget` entries in all."""
+def dag_greedy(problem: ExtractionProblem, budget: int = SET_BUDGET, deadline: float | None = None) -> Selection:
+    """Raises SetBudgetExceeded when the term sets would pass `budget` entries in all, `OutOfTime`
+    past `deadline`."""
     node_sets: dict[int, dict[int, float]] = {}  # node → {class: cost} of the term it roots
     held = 0
 
@@ -39,7 +40,7 @@ def dag_greedy(problem: ExtractionProblem, budget: int = SET_BUDGET) -> Selectio
         node_sets[i] = merged
         return sum(merged.values())
 
-    choice, _ = knuth_order(problem, price)
+    choice, _ = knuth_order(problem, price, deadline, "greedy-dag")
     return choice
 
 
@@ -63,24 +64,31 @@ def _merge(own: int, own_cost: float, child_sets: list[dict[int, float]]) -> dic
 class GreedyDagExtractor:
     name = "greedy-dag"
 
+    def __init__(self, time_limit_s: float | None = None) -> None:
+        self.time_limit_s = time_limit_s
+
     def extract(self, problem: ExtractionProblem) -> Extraction:
         require_nonnegative(problem, self.name)
-        return best_greedy(problem, self.name)
+        return best_greedy(problem, deadline_after(self.time_limit_s), self.name)
 
 
-def best_greedy(problem: ExtractionProblem, name: str = GreedyDagExtractor.name) -> Extraction:
+def best_greedy(problem: ExtractionProblem, deadline: float | None = None,
+                name: str = GreedyDagExtractor.name) -> Extraction:
     """The sharing-aware choice, or tree greedy's where that is cheaper as a DAG (never worse).
-    Any costs (the cpsat warm start uses it on negative ones too: then it is just a valid start)."""
+    Any costs (the cpsat warm start uses it on negative ones too: then it is just a valid start).
+    Past `deadline`: tree greedy's choice, labelled, if that was done (else `OutOfTime`)."""
     t0 = time.perf_counter()
-    selection = tree_selection(problem)
+    selection = tree_selection(problem, deadline, name)
     cost, note = dag_cost(problem, selection), "tree greedy was cheaper"
     try:
-        choice = dag_greedy(problem)
+        choice = dag_greedy(problem, deadline=deadline)
         candidate = restrict(problem, choice) if all(r in choice for r in problem.roots) else None
     except CyclicSelection:
         candidate = None  # per-class choices made at different times can disagree
     except SetBudgetExceeded:
         candidate, note = None, f"term sets passed {SET_BUDGET} entries (a deep e-graph): tree greedy's choice"
+    except OutOfTime:
+        candidate, note = None, "the time limit ended the sharing-aware pass: tree greedy's choice"
     if candidate is not None and dag_cost(problem, candidate) <= cost:
         selection, cost, note = candidate, dag_cost(problem, candidate), ""
     return Extraction(name, selection, cost, ExtractStatus.HEURISTIC, time.perf_counter() - t0, note=note)

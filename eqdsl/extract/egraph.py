@@ -128,13 +128,33 @@ def _prefixed(d, source: str):
     return replace(d, path=f"{source}: {d.path}" if d.path else source)
 
 
+class DuplicateKey(ValueError):
+    def __init__(self, key: str) -> None:
+        super().__init__(key)
+        self.key = key
+
+
+def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    found: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in found:
+            raise DuplicateKey(key)
+        found[key] = value
+    return found
+
+
 def _json_roots(data: dict, classes: set[str]) -> list[str]:
     roots = data.get("root_eclasses")
     if not isinstance(roots, list) or not roots:
         raise EqdslError.one("no root: expected a non-empty list of e-class ids", path="root_eclasses")
+    seen: dict[str, int] = {}
     for i, r in enumerate(roots):
         if str(r) not in classes:
             raise EqdslError.one(f"root e-class {r!r} has no nodes", path=f"root_eclasses[{i}]")
+        if str(r) in seen:
+            raise EqdslError.one(f"root e-class {r!r} is listed twice (also at root_eclasses[{seen[str(r)]}]); "
+                                 "expected each root once", path=f"root_eclasses[{i}]")
+        seen[str(r)] = i
     return [str(r) for r in roots]
 
 
@@ -142,7 +162,10 @@ def read_problem(path: Path) -> ExtractionProblem:
     try:
         if path.exists() and not path.is_file():
             raise EqdslError.one(f"cannot read e-graph {path}: not a regular file (a directory or a device)")
-        data = json.loads(path.read_text())
+        data = json.loads(path.read_text(), object_pairs_hook=_unique_keys)
+    except DuplicateKey as err:
+        raise EqdslError.one(f"{path}: the key {err.key!r} appears twice in one object (JSON would keep the "
+                             "last silently); expected each node id, and each field, once") from None
     except (OSError, UnicodeDecodeError) as err:
         raise EqdslError.one(f"cannot read e-graph {path}: {err}") from None
     except json.JSONDecodeError as err:

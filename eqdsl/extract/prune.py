@@ -62,9 +62,9 @@ class Pruned:
         return f"pruned {text}; {len(self.conflicts)} cycle conflict(s)" + stopped
 
 
-def prune(problem: ExtractionProblem, incumbent: float, deadline: float) -> Pruned:
+def prune(problem: ExtractionProblem, incumbent: float, deadline: float, hard_deadline: float | None = None) -> Pruned:
     total = sum(1 for i in range(len(problem.nodes)) if problem.allowed(i))
-    class_nodes = usable_nodes(problem)
+    class_nodes = usable_nodes(problem, hard_deadline)
     steps, blocked = [("usable", total - _count(class_nodes))], set(problem.blocked)
 
     def remove(name: str, found: set[int], keeps_classes_usable: bool = False) -> None:
@@ -82,7 +82,7 @@ def prune(problem: ExtractionProblem, incumbent: float, deadline: float) -> Prun
 
     if not problem.has_negative_costs:
         # a dominated node's class keeps its dominating node, usable on fewer children
-        remove("dominated", _dominated(problem, class_nodes), keeps_classes_usable=True)
+        remove("dominated", _dominated(problem, class_nodes, deadline), keeps_classes_usable=True)
         remove("above-incumbent", _above(problem, class_nodes, incumbent))
     closing, conflicts, complete, acyclic = _closing(problem, class_nodes, deadline)
     remove("cycle-closing", closing)
@@ -91,14 +91,15 @@ def prune(problem: ExtractionProblem, incumbent: float, deadline: float) -> Prun
     return Pruned(class_nodes, tuple(steps), complete, tuple(sorted(conflicts)), acyclic)
 
 
-def usable_nodes(problem: ExtractionProblem) -> dict[int, list[int]]:
-    """Per class reachable from the roots, the nodes that can be part of an acyclic program."""
+def usable_nodes(problem: ExtractionProblem, deadline: float | None = None) -> dict[int, list[int]]:
+    """Per class reachable from the roots, the nodes that can be part of an acyclic program
+    (`greedy.OutOfTime` past `deadline`)."""
     candidates = [i for i, n in enumerate(problem.nodes)
                   if problem.allowed(i) and n.eclass not in n.children]
     blocked = problem.blocked | (set(range(len(problem.nodes))) - set(candidates))
     pruned = ExtractionProblem(problem.class_ids, problem.nodes, problem.class_nodes,
                                problem.roots, frozenset(blocked))
-    _, best = tree_greedy(pruned)
+    _, best = tree_greedy(pruned, deadline)
     if any(math.isinf(best[r]) for r in problem.roots):
         raise unreachable_roots_error(problem, best)
     ok = [i for i in candidates if all(not math.isinf(best[c]) for c in problem.nodes[i].children)]
@@ -145,14 +146,46 @@ def _blocking(problem: ExtractionProblem, blocked: set[int]) -> ExtractionProble
                              frozenset(blocked))
 
 
-def _dominated(problem: ExtractionProblem, class_nodes: ClassNodes) -> set[int]:
-    found = set()
-    for nodes in class_nodes.values():
-        keyed = [(problem.nodes[i].cost, frozenset(problem.nodes[i].children), i) for i in nodes]
-        for cost, kids, i in keyed:
-            if any(j != i and c <= cost and k <= kids and (c < cost or k < kids or j < i) for c, k, j in keyed):
-                found.add(i)
+def _dominated(problem: ExtractionProblem, class_nodes: ClassNodes, deadline: float) -> set[int]:
+    """Nodes another node of their class dominates: no dearer, over a subset of their children
+    (ties: the lower index stays). Per node, only the cheapest node of each subset of its children
+    can dominate it, so the subsets are looked up (linear in the class, not quadratic: a class of
+    acsum's million-node e-graph holds thousands of nodes). Past `deadline`, what was found so far
+    (each is dominated: removing fewer is sound)."""
+    found: set[int] = set()
+    for checked, nodes in enumerate(class_nodes.values()):
+        if checked % 1024 == 0 and time.monotonic() > deadline:
+            break
+        if len(nodes) > 1:
+            found |= _dominated_in_class(problem, nodes)
     return found
+
+
+SUBSETS_UP_TO = 10  # children; a node with more is compared with each node of its class instead
+
+
+def _dominated_in_class(problem: ExtractionProblem, nodes: list[int]) -> set[int]:
+    keyed = [(problem.nodes[i].cost, frozenset(problem.nodes[i].children), i) for i in nodes]
+    cheapest: dict[frozenset[int], tuple[float, int]] = {}
+    for cost, kids, i in keyed:
+        if kids not in cheapest or (cost, i) < cheapest[kids]:
+            cheapest[kids] = (cost, i)
+    found = set()
+    for cost, kids, i in keyed:
+        if len(kids) <= SUBSETS_UP_TO:
+            witnesses = (cheapest[k] + (k,) for k in _subsets(kids) if k in cheapest)
+        else:
+            witnesses = ((c, j, k) for c, k, j in keyed)
+        if any(j != i and c <= cost and k <= kids and (c < cost or k < kids or j < i) for c, j, k in witnesses):
+            found.add(i)
+    return found
+
+
+def _subsets(items: frozenset[int]) -> list[frozenset[int]]:
+    subsets: list[frozenset[int]] = [frozenset()]
+    for item in items:
+        subsets += [s | {item} for s in subsets]
+    return subsets
 
 
 def _above(problem: ExtractionProblem, class_nodes: ClassNodes, incumbent: float) -> set[int]:

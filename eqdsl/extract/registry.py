@@ -96,7 +96,8 @@ class ExtractConfig:
                                       lambda: "a list of extractors from " + names(extractor_names)(), tuple,
                                       flag=None)
     time_limit_s: float = option(60.0, positive_number, "a number > 0", float, flag="--time-limit",
-                                 help="seconds an exact extractor may search before it returns its best program")
+                                 help="seconds an extractor may take: an exact one then returns its best program, "
+                                      "a greedy one (no partial program) fails")
     # CP-SAT threads: two full-LP searches (plain, symmetry-folded), the rest neighbourhood search
     workers: int = option(DEFAULT_WORKERS, int_at_least(1), "an int ≥ 1", help="threads an extractor may use")
     deterministic: bool = option(False, is_bool, "true or false",
@@ -141,10 +142,10 @@ def _cpsat(options: CpSatOptions, budget: ExtractBudget) -> CpSatExtractor:
                           search=options.search)
 
 
-register_extractor(ExtractorKind("greedy", lambda options, budget: GreedyExtractor(),
+register_extractor(ExtractorKind("greedy", lambda options, budget: GreedyExtractor(budget.time_s),
                                  "egg's bottom-up extractor: cheapest node per class by tree cost", dag_cost=False,
                                  start=tree_start))
-register_extractor(ExtractorKind("greedy-dag", lambda options, budget: GreedyDagExtractor(),
+register_extractor(ExtractorKind("greedy-dag", lambda options, budget: GreedyDagExtractor(budget.time_s),
                                  "bottom-up with node sets: shared subterms counted once (DAG cost)",
                                  start=best_greedy))
 register_extractor(ExtractorKind("greedy-ocf", lambda options, budget: GreedyOcfExtractor(),

@@ -1,7 +1,9 @@
 """Warm starts: a fast, valid program that an exact extractor starts from and falls back to.
 
-Contract: `STARTS` maps a name to a `Start`, `problem -> Extraction`, whose selection is complete
-and acyclic for any costs' signs (on negative costs it is just a valid start, with no claim). An
+Contract: `STARTS` maps a name to a `Start`, `(problem, deadline) -> Extraction`, whose selection
+is complete and acyclic for any costs' signs (on negative costs it is just a valid start, with no
+claim); past `deadline` (`time.monotonic()`, None: none) it raises `greedy.OutOfTime` if it has
+no program yet. An
 extractor kind registered with a `start` (`eqdsl.extract.registry.ExtractorKind.start`) adds it
 here, so `extract.warm_start` accepts it.
 """
@@ -15,13 +17,13 @@ from eqdsl.extract.egraph import ExtractionProblem, dag_cost, restrict
 from eqdsl.extract.greedy import tree_selection
 from eqdsl.extract.result import Extraction, ExtractStatus
 
-Start = Callable[[ExtractionProblem], Extraction]
+Start = Callable[[ExtractionProblem, float | None], Extraction]  # (problem, deadline) → a start
 
 
-def tree_start(problem: ExtractionProblem) -> Extraction:
+def tree_start(problem: ExtractionProblem, deadline: float | None = None) -> Extraction:
     """Tree greedy's choice, priced as a DAG."""
     t0 = time.perf_counter()
-    selection = tree_selection(problem)
+    selection = tree_selection(problem, deadline)
     return Extraction("greedy", selection, dag_cost(problem, selection), ExtractStatus.HEURISTIC,
                       time.perf_counter() - t0)
 

@@ -195,11 +195,13 @@ class ExprCond:
 
 @dataclass(frozen=True)
 class ClassCond:
-    """`?x == t` / `?x != t`: e-class (in)equality."""
+    """`?x == t` / `?x != t`: e-class (in)equality. `==` holds only of equal values (sound rules
+    union only those); `!=` is "not known equal now" and says nothing about values."""
 
     equal: bool
     left: Pattern
     right: Pattern
+    span: Span | None = None
 
 
 Cond = ExprCond | ClassCond

@@ -1,4 +1,4 @@
-"""An `ir.Program` as `.eqr` text: what `eqdsl import onnx` writes.
+"""IR as `.eqr` text: a program (what `eqdsl import onnx` writes) and a rule pattern.
 
 Contract: `program_text(program)` is a `program NAME:` block that `load_program_text` reads back to
 the same nodes: every operator node that has operator children, or is used more than once,
@@ -7,6 +7,7 @@ becomes a `let tN`; leaves and other single-use nodes are written inline.
 from __future__ import annotations
 
 import json
+from typing import assert_never
 
 from eqdsl import ir
 
@@ -21,6 +22,21 @@ def literal(value: int | str | bool | tuple[int, ...]) -> str:
             return "[" + ", ".join(str(v) for v in value) + "]"
         case _:
             return str(value)
+
+
+def pattern_text(p: ir.Pattern) -> str:
+    """A pattern as it is written in a rule: `div(?x, num(0))`."""
+    match p:
+        case ir.PVar(name=name):
+            return "?" + name
+        case ir.PBound(name=name):
+            return name
+        case ir.PLit(value=value):
+            return literal(value)
+        case ir.PApp(op=op, args=args):
+            return f"{op}({', '.join(pattern_text(a) for a in args)})"
+        case _:
+            assert_never(p)
 
 
 def program_text(program: ir.Program) -> str:

@@ -176,14 +176,17 @@ class ExampleSpace:
         A target is fixed by assuming one of its `target == v` literals (the model is not rebuilt)."""
         if ranks not in self._models:
             backend = CpBackend()
-            sizes, unknowns = {}, []
+            sizes, unknowns, shifts = {}, [], []
             for v, r in zip(self.sized, ranks):
-                lo, hi = (1, SIZE_LIMIT) if isinstance(self.vars[v], ir.SortType) else INT_RANGE
+                is_shape = isinstance(self.vars[v], ir.SortType)
+                lo, hi = (1, SIZE_LIMIT) if is_shape else INT_RANGE
                 dims = [backend.int_var(lo, hi) for _ in range(_total(r))]
                 unknowns += dims
+                # an [Int]'s items are values (a permutation, axes): its hints reach 0 and -1 too
+                shifts += [0 if is_shape else INT_SHIFT] * len(dims)
                 sizes[v] = _with_lengths(r, dims)
             ints = {v: backend.int_var(*INT_RANGE) for v in self.int_vars if v not in self.pinned}
-            shifts = [0] * len(unknowns) + [INT_SHIFT] * len(ints)
+            shifts += [INT_SHIFT] * len(ints)
             unknowns += list(ints.values())
             ints |= dict(zip(self.pinned, ranks[len(self.sized):]))
             self._requirements(SymEval(backend), self._env(sizes, ints))

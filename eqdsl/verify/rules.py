@@ -21,6 +21,7 @@ from hypothesis import strategies as st
 from hypothesis.errors import Unsatisfiable
 
 from eqdsl import ir
+from eqdsl.ir.text import pattern_text
 from eqdsl.languages.base import External, Split, value_shape
 from eqdsl.verify.examples import Assignment, Concrete, ExampleSpace
 from eqdsl.verify.semantics import (
@@ -128,7 +129,8 @@ def _check_example(space: ExampleSpace, sem, a: Assignment, c: Concrete, rng: np
         if isinstance(left, SemanticsError) or isinstance(right, SemanticsError):
             err = left if isinstance(left, SemanticsError) else right
             which = "left" if err is left else "right"
-            _fail(a, c, float("nan"), f"only the {which} side is undefined here: {err}", env)
+            _fail(a, c, float("nan"), f"only the {which} side is undefined here: {err}"
+                  + _disequality_notes(rule, sem, env, memo), env)
     for p, value in memo.items():
         want = c.shape_of(p) if isinstance(p, ir.PApp) else None
         if isinstance(p, ir.PApp) and want is not None and not isinstance(value, tuple) \
@@ -144,7 +146,8 @@ def _check_example(space: ExampleSpace, sem, a: Assignment, c: Concrete, rng: np
             if not isinstance(left, tuple) and value_shape(left) != value_shape(right):
                 _fail(a, c, float("inf"), f"left and right sides have different shapes{where}: "
                                           f"{list(value_shape(left))} vs {list(value_shape(right))}", env)
-            _fail(a, c, largest_difference(left, right), f"left and right sides differ{where}", env)
+            _fail(a, c, largest_difference(left, right), f"left and right sides differ{where}"
+                  + _disequality_notes(rule, sem, env, memo), env)
 
 
 def _side(pattern: ir.Pattern, sem, env, memo) -> Any:
@@ -198,12 +201,33 @@ def _draw(rng: np.random.Generator, shape: tuple[int, ...], earlier: Any) -> np.
 
 
 def _class_conditions_hold(rule: ir.Rule, sem, env, memo) -> bool:
+    """The guards between terms as egglog applies them. `==` means "in one e-class", which sound
+    rules only ever make of equal values: an example whose two sides differ is not a match.
+    `!=` means "not known equal *now*" and guarantees nothing about values: it filters nothing,
+    so a rule guarded by it must hold where the two sides are equal too."""
     for cond in rule.conds:
-        if isinstance(cond, ir.ClassCond):
+        if isinstance(cond, ir.ClassCond) and cond.equal:
             same = agree(evaluate_pattern(cond.left, sem, env, memo), evaluate_pattern(cond.right, sem, env, memo))
-            if same != cond.equal:
+            if not same:
                 return False
     return True
+
+
+def _disequality_notes(rule: ir.Rule, sem, env, memo) -> str:
+    """Why a `!=` guard did not stop this failing example: its two sides are equal here."""
+    notes = []
+    for cond in rule.conds:
+        if isinstance(cond, ir.ClassCond) and not cond.equal:
+            try:
+                same = agree(evaluate_pattern(cond.left, sem, env, memo),
+                             evaluate_pattern(cond.right, sem, env, memo))
+            except SemanticsError:
+                continue
+            if same:
+                notes.append(f"`{pattern_text(cond.left)} != {pattern_text(cond.right)}` is e-class "
+                             "disequality (not known equal now), not value inequality: here both sides "
+                             "are equal")
+    return "".join(f"; {n}" for n in notes)
 
 
 def operator_rules(lang: ir.Language, sem: dict[str, OpSemantics]) -> list[ir.Rule]:

@@ -17,6 +17,7 @@ from __future__ import annotations
 import importlib
 import importlib.util
 import zlib
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, assert_never
 
@@ -114,28 +115,50 @@ def evaluate_pattern(p: ir.Pattern, sem: dict[str, OpSemantics], env: dict[str, 
     return value
 
 
+@dataclass
+class SharedTerms:
+    """Values of terms already evaluated for one seed, by term (hash-consed): programs evaluated
+    with the same `SharedTerms` compute each term they have in common once."""
+
+    ids: dict[tuple, int] = field(default_factory=dict)
+    values: dict[int, Any] = field(default_factory=dict)
+
+
 def evaluate_program(program: ir.Program, sem: dict[str, OpSemantics], seed: int,
-                     known: Callable[[ir.TermNode], Any] | None = None) -> list[Any]:
+                     known: Callable[[ir.TermNode], Any] | None = None,
+                     shared: SharedTerms | None = None,
+                     progress: Callable[[int, int], None] = lambda done, total: None) -> list[Any]:
     """The values of a program's roots. Each leaf's value depends only on `seed` and the leaf's
     own operator and arguments, so two programs over the same inputs see the same values whatever
     their node order. Leaves are normal with variance 1 / fan-in (prod(shape) / shape[0], as for
     [in, out] and [out, in, kh, kw] weights), so deep real models stay finite; `known(leaf)`, when
-    given and not None, is the leaf's value instead (real weights)."""
-    values: list[Any] = []
-    for node in program.nodes:
-        args = [values[a.index] if isinstance(a, ir.Child) else a for a in node.args]
-        fn = sem[node.op]
-        given = known(node) if known is not None and isinstance(fn, Leaf) else None
-        if given is not None:
-            values.append(given)
-        elif isinstance(fn, Leaf):
-            key = zlib.crc32(repr((node.op, node.args)).encode())
-            shape = fn.shape(*args)
-            fan_in = max(1, int(np.prod(shape[1:]))) if len(shape) > 1 else 1
-            values.append(draw(np.random.default_rng([seed, key]), shape) / np.sqrt(fan_in))
-        else:
-            values.append(apply(sem, node.op, args))
-    return [values[r] for r in program.roots]
+    given and not None, is the leaf's value instead (real weights). `shared`: terms evaluated
+    before with the same seed are not computed again. `progress(done, total)` after each node."""
+    shared = shared if shared is not None else SharedTerms()
+    term_ids: list[int] = []
+    for i, node in enumerate(program.nodes):
+        term = (node.op, tuple(("#", term_ids[a.index]) if isinstance(a, ir.Child) else a for a in node.args))
+        term_id = shared.ids.setdefault(term, len(shared.ids))
+        term_ids.append(term_id)
+        if term_id not in shared.values:
+            args = [shared.values[term_ids[a.index]] if isinstance(a, ir.Child) else a for a in node.args]
+            shared.values[term_id] = _node_value(node, args, sem, seed, known)
+        progress(i + 1, len(program.nodes))
+    return [shared.values[term_ids[r]] for r in program.roots]
+
+
+def _node_value(node: ir.TermNode, args: list[Any], sem: dict[str, OpSemantics], seed: int,
+                known: Callable[[ir.TermNode], Any] | None) -> Any:
+    fn = sem[node.op]
+    given = known(node) if known is not None and isinstance(fn, Leaf) else None
+    if given is not None:
+        return given
+    if isinstance(fn, Leaf):
+        key = zlib.crc32(repr((node.op, node.args)).encode())
+        shape = fn.shape(*args)
+        fan_in = max(1, int(np.prod(shape[1:]))) if len(shape) > 1 else 1
+        return draw(np.random.default_rng([seed, key]), shape) / np.sqrt(fan_in)
+    return apply(sem, node.op, args)
 
 
 def draw(rng: np.random.Generator, shape: tuple[int, ...]) -> Any:

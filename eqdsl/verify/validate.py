@@ -14,8 +14,15 @@ from typing import Mapping, cast
 
 import numpy as np
 
-from eqdsl import ir
-from eqdsl.verify.semantics import SemanticsError, evaluate_program, largest_difference, load_semantics, magnitude
+from eqdsl import ir, status
+from eqdsl.verify.semantics import (
+    SemanticsError,
+    SharedTerms,
+    evaluate_program,
+    largest_difference,
+    load_semantics,
+    magnitude,
+)
 
 RTOL = 1e-6
 
@@ -34,6 +41,12 @@ def _model_weight(weights: Mapping[str, np.ndarray], leaf: ir.TermNode) -> np.nd
     return np.asarray(weights[str(leaf.args[0])], dtype=np.float64).reshape(tuple(cast(tuple, leaf.args[1])))
 
 
+def _progress(sample: int, samples: int, which: str):
+    def say(done: int, total: int) -> None:
+        status.update(note=f"sample {sample + 1}/{samples}, {which} program: node {done}/{total}")
+    return say
+
+
 def validate(lang: ir.Language, original: ir.Program, optimized: ir.Program,
              samples: int, seed: int, run_ref: bool = True,
              weights: Mapping[str, np.ndarray] | None = None) -> Validation:
@@ -43,9 +56,10 @@ def validate(lang: ir.Language, original: ir.Program, optimized: ir.Program,
     known = None if not weights else partial(_model_weight, weights)
     worst, where = 0.0, ""
     for k in range(samples):
+        shared = SharedTerms()  # what both programs compute alike is computed once
         try:
-            want = evaluate_program(original, sem, seed + k, known)
-            got = evaluate_program(optimized, sem, seed + k, known)
+            want = evaluate_program(original, sem, seed + k, known, shared, _progress(k, samples, "input"))
+            got = evaluate_program(optimized, sem, seed + k, known, shared, _progress(k, samples, "extracted"))
         except SemanticsError as err:
             return Validation(k, float("nan"), False, f"sample {k}: {err}")
         if len(want) != len(got):

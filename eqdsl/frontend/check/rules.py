@@ -229,7 +229,7 @@ def _condition(c: ast.Expr, scope: Scope, ctx: _PatternContext) -> ir.Cond | Non
             lp = _pattern(left, want, ctx)
             rp = _pattern(right, want, ctx) if lp is None else _pattern(
                 right, pattern_sort(lp, ctx.ops), ctx)
-            return None if lp is None or rp is None else ir.ClassCond(op == "==", lp, rp)
+            return None if lp is None or rp is None else ir.ClassCond(op == "==", lp, rp, c.span)
         case _:
             expr = resolve(c, scope, ctx.sink)
             if expr is not None and expr.type != Prim.BOOL:

