@@ -57,10 +57,13 @@ def _sandbox(root: Path) -> tuple[Path, Path]:
                                       "schedule: {iter_limit: 5}\nextract: {method: greedy-dag}\n")
     (proj / "keep" / "notes.txt").write_text("precious\n")
     (proj / "keep" / "report.json").write_text('{"mine": true}\n')
+    for name in USER_RESULT_NAMES:  # every name some stage writes (issue 60: --force overwrote these)
+        (proj / "keep" / name).write_text(f"the user's own {name}\n")
     (proj / "link").symlink_to(proj / "keep")
     _onnx_model(proj / "model")
     (proj / "onnx.yaml").write_text("ruleset: tensat\nprogram: {onnx: model/m.onnx}\ntarget: t4\n"
-                                    "schedule: {iter_limit: 2}\nextract: {method: greedy-dag}\n")
+                                    "schedule: {iter_limit: 2}\nextract: {method: greedy-dag, candidates: 3}\n"
+                                    "report: html\n")
     subprocess.run(EQDSL + ["run", "config.yaml", "--output", "earlier", "--quiet"], cwd=proj, check=True,
                    env={**os.environ, "HOME": str(home)}, capture_output=True)
     return home, proj
@@ -76,6 +79,7 @@ def _hashes(root: Path) -> dict[str, str]:
             for p in root.rglob("*") if p.is_file() and not p.is_symlink()}
 
 
+USER_RESULT_NAMES = ("report.html", "candidate-2.onnx", "candidate-3.onnx", "written.onnx", "optimized.onnx")
 OUTPUTS = ["new-results", "nested/a/b", "earlier", "keep", "link", "common", "tgt", "model", ".", "..",
            "input.eqr", "~", "~/x", "~/docs", "{home}", "{root}"]
 SYSTEM = ["/", "/proc", "/dev", "/sys"]
@@ -85,7 +89,7 @@ def files_part() -> list[dict]:
     rows = []
     for output in OUTPUTS + SYSTEM:
         for force in (False, True):
-            for config in ("config.yaml", "onnx.yaml") if output in ("model", "new-results") else ("config.yaml",):
+            for config in ("config.yaml", "onnx.yaml") if output in ("model", "new-results", "keep") else ("config.yaml",):
                 rows.append(_one_output(output, force, config))
                 print(json.dumps(rows[-1]), flush=True)
     return rows
@@ -103,7 +107,7 @@ def _one_output(output: str, force: bool, config: str) -> dict:
         ours = {k for k in before if k.startswith("proj/earlier/")}  # eqdsl's own results
         lost = sorted(k for k, h in before.items() if k not in ours and after.get(k) != h)
         return {"output": output, "force": force, "config": config, "code": done.returncode, "lost": lost,
-                "replaced_by_name": [k for k in lost if Path(k).name in ("report.json",)],
+                "replaced_by_name": [k for k in lost if Path(k).name in ("report.json", *USER_RESULT_NAMES)],
                 "message": done.stderr.strip().splitlines()[-1][:160] if done.stderr.strip() else ""}
 
 

@@ -573,8 +573,11 @@ def _file_commands(sub) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
+    from eqdsl import worker
     from eqdsl.worker import Interrupted, stop_signals, stop_signals_interrupt, supervise
 
+    if status.suspend not in worker.BEFORE_FORK:
+        worker.BEFORE_FORK.append(status.suspend)
     in_process = os.environ.get("EQDSL_IN_PROCESS") == "1"  # for debuggers and profilers
     outcome: int | Work | None = None
     try:

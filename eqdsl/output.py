@@ -94,9 +94,18 @@ def protected_reason(out: Path) -> str | None:
     return None
 
 
+def resolved(path: Path, what: str) -> Path:
+    """`path` with `~` expanded and links followed; `EqdslError` naming `what` on a symlink loop."""
+    try:
+        return path.expanduser().resolve()
+    except (RuntimeError, OSError) as err:  # Python raises RuntimeError for a symlink loop
+        raise EqdslError.one(f"cannot follow {path}: {err}; expected a path without a symlink loop",
+                             path=what) from None
+
+
 def check_output(folder: Path, inputs: Iterable[Path] = (), force: bool = False) -> Path:
     """The resolved output folder, if eqdsl may write its results there (see the contract)."""
-    out = folder.expanduser().resolve()
+    out = resolved(folder, "output")
     if (why := protected_reason(out)) is not None:
         raise _refuse(folder, why)
     cwd = Path.cwd().resolve()
@@ -108,7 +117,7 @@ def check_output(folder: Path, inputs: Iterable[Path] = (), force: bool = False)
     if root is not None and (out == root or out in root.parents):
         raise _refuse(folder, f"it is (or contains) the project root {root}")
     for path in inputs:
-        p = path.expanduser().resolve()
+        p = resolved(path, "output")
         if out == p or out in p.parents:
             raise _refuse(folder, f"it contains the input {path}")
     if out.exists() and not out.is_dir():
@@ -215,7 +224,7 @@ class Scratch:
     """Where a run's results are written before they are published (see the contract)."""
 
     def __init__(self, folder: Path, force: bool = False) -> None:
-        self.folder, self.force = folder.expanduser().resolve(), force
+        self.folder, self.force = resolved(folder, "output"), force
         self._sibling = _Sibling(self.folder)
         self.path = self._sibling.path
         self.new = self.path / "new"

@@ -15,7 +15,7 @@ import os
 import threading
 import time
 from contextlib import contextmanager
-from typing import Any, Iterator
+from typing import Any, Callable, Iterator
 
 from rich.console import Console
 from rich.live import Live
@@ -96,6 +96,26 @@ def line() -> str:
 class _Line:
     def __rich__(self) -> Text:
         return Text("⏳ " + line(), style="dim")
+
+
+def suspend() -> Callable[[], None]:
+    """Stop drawing now (the redraw thread ends: a fork must not copy a thread that may hold the
+    console's lock); returns the call that draws again, in this process only."""
+    global _live
+    pid = os.getpid()
+    if _live is None or _live_pid != pid:
+        return lambda: None
+    redraws = getattr(_live, "_refresh_thread", None)  # rich's: told to stop, not joined
+    _live.stop()
+    _live = None
+    if redraws is not None:
+        redraws.join()
+
+    def resume() -> None:
+        if os.getpid() == pid and _stage is not None:
+            _start_live()
+
+    return resume
 
 
 def _start_live() -> None:

@@ -81,6 +81,12 @@ def default_memory_bytes() -> int:
     return total // 2
 
 
+# Each stops a thread of this process before a fork (`status.suspend`: the status line's redraw
+# thread) and returns the call that starts it again: eqdsl forks only single-threaded processes
+# (native pools excepted that stop themselves at a fork: OpenBLAS's). Set by the CLI.
+BEFORE_FORK: list[Callable[[], Callable[[], None]]] = []
+
+
 def guarding() -> bool:
     return _in_worker and hasattr(os, "fork")
 
@@ -93,10 +99,13 @@ def guarded(step: Callable[[], T], budget: Budget) -> Done[T] | Stopped:
     release_r, release_w = os.pipe()
     sys.stdout.flush()
     sys.stderr.flush()
+    resumes = [quiet() for quiet in BEFORE_FORK]
     child = os.fork()
     if child == 0:
         os.close(release_w)
         return _snapshot(parent, release_r, budget)
+    for resume in resumes:
+        resume()
     os.close(release_r)
     try:
         value = step()

@@ -378,3 +378,26 @@ def test_merged_branches_feed_the_concat_without_a_split_on_the_cpu(tmp_path, ru
     assert len(next(n for n in nodes if n.op_type == "Concat").input) == 2
     kernels = sorted(tuple(a.ints) for n in nodes if n.op_type == "Conv" for a in n.attribute if a.name == "kernel_shape")
     assert kernels == [(1, 1), (3, 3)]
+
+
+def _relu_model(dims: list) -> onnx.ModelProto:
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, dims)
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, dims)
+    graph = helper.make_graph([helper.make_node("Relu", ["x"], ["y"])], "g", [x], [y])
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+
+
+@pytest.mark.parametrize("dims, flag, expected", [
+    ([10 ** 7] * 3, None, "1e+21 elements; expected at most 2,147,483,648"),
+    ([2 ** 63 - 1, 2], None, "expected at most 2,147,483,648"),
+    ([-5, 4], None, "static shape [-5, 4], with a dimension below 1"),
+    ([0, 4], None, "static shape [0, 4], with a dimension below 1"),
+    (["N", 16], "x=99999999999999999999,16", "given for 'x' holds 1.6e+21 elements"),
+])
+def test_impossible_input_sizes_are_refused_at_import(tmp_path, run_cli, dims, flag, expected):
+    """Issue 60 items 7 and 10: such a model imported and then `run` ended in "ValueError: array
+    is too big"; a too large --shape blamed the model; a static -5 or 0 was called dynamic."""
+    onnx.save(_relu_model(dims), str(tmp_path / "m.onnx"))
+    code, _, err = run_cli("import", "onnx", tmp_path / "m.onnx", *(["--shape", flag] if flag else []))
+    assert code == 2 and expected in err and "Traceback" not in err
+    assert "dynamic" not in err and "not a valid ONNX model" not in err

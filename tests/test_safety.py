@@ -397,3 +397,41 @@ def test_a_file_command_never_replaces_a_file_that_appeared_during_its_work(tmp_
         scratch.publish(["m.onnx", "m.onnx.data"])
     scratch.discard()
     assert (tmp_path / "m.onnx.data").read_text() == "mine\n" and not (tmp_path / "m.onnx").exists()
+
+
+def test_eqdsl_forks_only_single_threaded_processes_on_a_terminal(tmp_path):
+    """Python warns when it forks a multi-threaded process (a thread holding a lock at the fork
+    leaves it locked forever in the child). The status line's redraw thread ran through every
+    guarded step's fork; it is now stopped and joined first. Run as users run it: on a terminal."""
+    import pty
+    import select
+
+    config = tmp_path / "c.yaml"
+    config.write_text((EXAMPLES / "acsum" / "config.yaml").read_text()
+                      .replace("ruleset: acsum.eqr", f"ruleset: {EXAMPLES / 'acsum' / 'acsum.eqr'}")
+                      .replace("iter_limit: 30", "iter_limit: 4").replace("validate: true", "validate: false"))
+    leader, follower = pty.openpty()
+    env = {**os.environ, "PYTHONWARNINGS": "always::DeprecationWarning"}
+    proc = subprocess.Popen(EQDSL + ["run", str(config), "--output", str(tmp_path / "out")],
+                            stdin=follower, stdout=follower, stderr=follower, env=env, cwd=tmp_path)
+    os.close(follower)
+    seen = b""
+    while proc.poll() is None or select.select([leader], [], [], 0.2)[0]:
+        if select.select([leader], [], [], 0.2)[0]:
+            try:
+                seen += os.read(leader, 65536)
+            except OSError:  # the terminal closed with the process
+                break
+    os.close(leader)
+    assert proc.wait(timeout=60) == 0, seen.decode(errors="replace")[-2000:]
+    assert b"iteration 4" in seen and b"multi-threaded" not in seen
+
+
+def test_an_output_through_a_symlink_loop_is_a_clear_error(tmp_path, run_cli):
+    """It was a RuntimeError traceback."""
+    config = _arith(tmp_path)
+    (tmp_path / "loop1").symlink_to(tmp_path / "loop2")
+    (tmp_path / "loop2").symlink_to(tmp_path / "loop1")
+    for output in ("loop1", "loop1/inner"):
+        code, _, err = run_cli("run", config, "--output", tmp_path / output, "--quiet")
+        assert code == 2 and "symlink loop" in err and "Traceback" not in err

@@ -48,7 +48,10 @@ def load_modules(path: Path) -> list[ast.Module]:
 
 def _load(path: Path, out: list[ast.Module], seen: set[Path], stack: list[Path],
           span: Span | None = None) -> None:
-    path = path.resolve()
+    try:
+        path = path.resolve()
+    except (RuntimeError, OSError) as err:  # a symlink loop
+        raise EqdslError.one(f"cannot follow {path}: {err}", span) from None
     if path in stack:
         cycle = " -> ".join(p.name for p in [*stack, path])
         raise EqdslError.one(f"include cycle: {cycle}", span)

@@ -17,6 +17,7 @@ reciprocal for Div) get names `<name>.<how>`.
 """
 from __future__ import annotations
 
+import math
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -123,9 +124,14 @@ def _fix_shapes(path: Path, model: onnx.ModelProto, shapes: Shapes, fixed: set[s
             given = "shape" if name in shapes else "constant"
             raise EqdslError.one(f"{path}: {given} given for {name!r}, which is not an input of the model; "
                                  f"expected one of: {', '.join(inputs)}")
+    for name, dims in shapes.items():
+        _check_given_dims(path, name, dims)
+    for name, info in inputs.items():
+        if name not in shapes and name not in fixed:
+            _check_static_dims(path, info)
     dynamic = [info for name, info in inputs.items()
                if name not in shapes and name not in fixed
-               and not all(d.dim_value > 0 for d in info.type.tensor_type.shape.dim)]
+               and not all(d.HasField("dim_value") for d in info.type.tensor_type.shape.dim)]
     if dynamic:
         listed = ", ".join(f"{info.name} {_dims_text(info)}" for info in dynamic)
         first = dynamic[0]
@@ -146,6 +152,33 @@ def _fix_shapes(path: Path, model: onnx.ModelProto, shapes: Shapes, fixed: set[s
     del graph.value_info[:]
     for out in graph.output:
         out.type.tensor_type.ClearField("shape")
+
+
+MAX_ELEMENTS = 2 ** 31  # per input tensor: validation draws it as float64 (16 GiB), ONNX Runtime as float32
+
+
+def _check_given_dims(path: Path, name: str, dims: tuple[int, ...]) -> None:
+    """A shape the user gave (`--shape`, `shapes:`): sizes ≥ 1, at most `MAX_ELEMENTS` in all."""
+    if any(d < 1 for d in dims):
+        raise EqdslError.one(f"shape {list(dims)} given for {name!r}: expected every dimension ≥ 1")
+    if math.prod(dims) > MAX_ELEMENTS:
+        raise EqdslError.one(f"shape {list(dims)} given for {name!r} holds {math.prod(dims):.3g} elements; "
+                             f"expected at most {MAX_ELEMENTS:,} (2^31)")
+
+
+def _check_static_dims(path: Path, info: onnx.ValueInfoProto) -> None:
+    """The model's own static dimensions of an input: ≥ 1 each, at most `MAX_ELEMENTS` in all
+    (a dimension written as a number is static: -5 or 0 is a broken model, not a dynamic one)."""
+    dims = info.type.tensor_type.shape.dim
+    static = [d.dim_value for d in dims if d.HasField("dim_value")]
+    if any(v < 1 for v in static):
+        raise EqdslError.one(f"{path}: input {info.name!r} has the static shape {_dims_text(info)}, with a "
+                             "dimension below 1; expected sizes ≥ 1 (give its shape with --shape "
+                             f"{info.name}=D1,D2,... or `shapes:` to override)")
+    if len(static) == len(dims) and math.prod(static) > MAX_ELEMENTS:
+        raise EqdslError.one(f"{path}: input {info.name!r} has the shape {_dims_text(info)}: "
+                             f"{math.prod(static):.3g} elements; expected at most {MAX_ELEMENTS:,} (2^31) "
+                             f"(give a smaller shape with --shape {info.name}=D1,D2,... or `shapes:`)")
 
 
 def _dims_text(info: onnx.ValueInfoProto) -> str:

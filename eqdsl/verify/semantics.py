@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import importlib
 import importlib.util
+import math
 import zlib
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -156,9 +157,15 @@ def _node_value(node: ir.TermNode, args: list[Any], sem: dict[str, OpSemantics],
     if isinstance(fn, Leaf):
         key = zlib.crc32(repr((node.op, node.args)).encode())
         shape = fn.shape(*args)
+        if math.prod(shape) > MAX_DRAWN:
+            raise SemanticsError(f"{node.op}{tuple(node.args)!r} holds {math.prod(shape):.3g} values; at most "
+                                 f"{MAX_DRAWN:,} can be drawn to evaluate it")
         fan_in = max(1, int(np.prod(shape[1:]))) if len(shape) > 1 else 1
         return draw(np.random.default_rng([seed, key]), shape) / np.sqrt(fan_in)
     return apply(sem, node.op, args)
+
+
+MAX_DRAWN = 2 ** 31  # values in one random leaf (16 GiB as float64)
 
 
 def draw(rng: np.random.Generator, shape: tuple[int, ...]) -> Any:
