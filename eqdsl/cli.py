@@ -457,6 +457,7 @@ def _number(kind: type, low: float, expected: str) -> Callable[[str], float]:
 
 AT_LEAST_ONE = _number(int, 1, "an integer ≥ 1")
 AT_LEAST_ZERO = _number(int, 0, "an integer ≥ 0")
+POSITIVE = _number(float, 1e-9, "a number > 0")
 
 
 NO_REF_HELP = ("never run the ruleset's <name>_ref.py (reference semantics are Python: running an "
@@ -467,6 +468,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="eqdsl", description="Equality saturation for tensor programs.")
     sub = p.add_subparsers(dest="command", required=True)
     _language_commands(sub)
+    _synthesis_commands(sub)
     _run_commands(sub)
     _file_commands(sub)
     return p
@@ -495,6 +497,42 @@ def _language_commands(sub) -> None:
     c.add_argument("--target", help=TARGET_HELP)
     c.add_argument("--no-ref", action="store_true", help=NO_REF_HELP)
     c.set_defaults(fn=in_worker(cmd_verify))
+
+
+def _synthesis_commands(sub) -> None:
+    c = sub.add_parser("derive", help="which rules of B the rules of A prove by equality saturation")
+    c.add_argument("a", help="the rules that prove (a .eqr path or a shipped ruleset name)")
+    c.add_argument("b", help="the rules to prove: those written in this file (not the ones it includes)")
+    c.add_argument("--iter-limit", type=AT_LEAST_ONE, default=8, help="iterations per rule (default 8)")
+    c.add_argument("--node-limit", type=AT_LEAST_ONE, default=20_000, help="e-nodes per rule (default 20000)")
+    c.add_argument("--time-limit", type=POSITIVE, default=10.0, help="seconds per rule (default 10)")
+    c.add_argument("--k-multi", type=AT_LEAST_ZERO, default=1,
+                   help="iterations with A's multi-pattern rules (default 1, as TENSAT)")
+    c.add_argument("--all", action="store_true", help="print every rule's verdict, not only those not derived")
+    c.set_defaults(fn=in_worker(cmd_derive))
+
+
+def cmd_derive(args: argparse.Namespace) -> int:
+    from eqdsl.frontend import load_language
+    from eqdsl.schedule.runner import Limits
+    from eqdsl.synth.derive import Verdict, derive, own_rules
+
+    a, b = load_language(args.a), load_language(args.b)
+    limits = Limits(args.iter_limit, args.node_limit, args.time_limit)
+
+    def progress(done: int, total: int, d) -> None:
+        status.update(step=f"{done}/{total}", note=d.rule)
+        if args.all or d.verdict is not Verdict.DERIVED:
+            why = f" ({d.why})" if d.why else ""
+            stdout.print(f"{d.verdict.value:16} {d.rule}{why}", markup=False)
+
+    status.show(stderr)
+    with status.stage("derive"):
+        found = derive(a, own_rules(b), limits, args.k_multi, progress)
+    derived = sum(d.verdict is Verdict.DERIVED for d in found)
+    share = 100.0 * derived / len(found) if found else 0.0
+    stdout.print(f"derived {derived} of {len(found)} rules ({share:.1f} %)", markup=False)
+    return 0
 
 
 def _run_options(c, validate_help: str) -> None:

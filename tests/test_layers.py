@@ -25,7 +25,7 @@ LAYERS: list[set[str]] = [
     {"cost"},
     {"egglog", "verify", "importers", "onnx", "kernels"},
     {"schedule", "execute"},
-    {"sources", "exports"},
+    {"sources", "exports", "synth"},
     {"config"},
     {"stages"},
     {"pipeline"},

@@ -19,7 +19,7 @@ from eqdsl import ir
 from eqdsl.cost.model import CostModel, RuleCosts
 from eqdsl.diagnostics import EqdslError
 from eqdsl.egglog.live import LiveEGraph, live_problem
-from eqdsl.egglog.lower import SAMPLE_GENERATION, Lowered, load_program, union_text
+from eqdsl.egglog.lower import SAMPLE_GENERATION, Lowered, load_program, root_rel, union_text
 from eqdsl.egglog.readback import program_selection, selection_program
 from eqdsl.egglog.table import node_table
 from eqdsl.extract.result import Extraction, Extractor
@@ -88,6 +88,21 @@ class EGraphSession:
         self._execute(load_program(program, self.lowered), f"loading program '{program.name}'")
         self.saturate_analysis()
         self.loaded += (program,)
+
+    def roots_joined(self, pairs: list[tuple[int, int]], sorts: list[str]) -> bool:
+        """Whether, for each pair (k, j) of the loaded program's root numbers, roots k and j are
+        one e-class now (`sorts`: each pair's sort). A query: the e-graph does not change."""
+        facts = " ".join(f"({root_rel(s)} ?r{n} {k}) ({root_rel(s)} ?r{n} {j})"
+                         for n, ((k, j), s) in enumerate(zip(pairs, sorts)))
+        try:
+            self._egraph.parse_and_run_program(f"(check {facts})")
+        except (KeyboardInterrupt, SystemExit):
+            raise
+        except BaseException as err:  # noqa: BLE001 - EggSmolError: a failed check, or a real failure
+            if "Check failed" in str(err):
+                return False
+            raise EqdslError.one(f"egglog failed while comparing roots: {_first_lines(str(err))}") from None
+        return True
 
     def union_alternatives(self, program: ir.Program, alternatives: tuple[ir.Program, ...]) -> None:
         """Add programs equal to the loaded `program` root by root, each root unioned with its."""

@@ -567,7 +567,11 @@ class CpSatExtractor:
         """A valid start whatever the costs' signs (the greedy extractors' own checks refuse
         negative costs; as a start their choice is still valid), or a known program if cheaper.
         `greedy.OutOfTime` if not even the start is done by the deadline: there is no program."""
-        return cheapest_known(problem, self.warm_start(problem, deadline - time.perf_counter() + time.monotonic()))
+        try:
+            start = self.warm_start(problem, deadline - time.perf_counter() + time.monotonic())
+        except OutOfTime as late:
+            raise OutOfTime(self.name, f"its {late.method} warm start unfinished: no program yet") from None
+        return cheapest_known(problem, start)
 
     def _solver(self, seconds: float, search: str) -> cp_model.CpSolver:
         solver = cp_model.CpSolver()

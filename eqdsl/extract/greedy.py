@@ -14,14 +14,6 @@ from eqdsl.extract.egraph import ExtractionProblem, Selection, dag_cost, restric
 from eqdsl.extract.result import Extraction, ExtractStatus
 
 
-def parents_of(problem: ExtractionProblem) -> list[list[int]]:
-    parents: list[list[int]] = [[] for _ in range(problem.num_classes)]
-    for i, node in enumerate(problem.nodes):
-        for child in set(node.children):
-            parents[child].append(i)
-    return parents
-
-
 class OutOfTime(EqdslError):
     """An extraction step reached its deadline before it had a program (a greedy extractor has no
     partial one); an exact extractor that has a start catches it and returns the start."""
@@ -37,6 +29,16 @@ class OutOfTime(EqdslError):
 CHECK_EVERY = 4096  # heap pops between two looks at the clock
 
 
+def parents_of(problem: ExtractionProblem, deadline: float | None = None, method: str = "greedy") -> list[list[int]]:
+    parents: list[list[int]] = [[] for _ in range(problem.num_classes)]
+    for i, node in enumerate(problem.nodes):
+        if deadline is not None and i % (16 * CHECK_EVERY) == 16 * CHECK_EVERY - 1 and time.monotonic() > deadline:
+            raise OutOfTime(method, "reading the e-graph's edges")
+        for child in set(node.children):
+            parents[child].append(i)
+    return parents
+
+
 def knuth_order(problem: ExtractionProblem, node_cost, deadline: float | None = None,
                 method: str = "greedy") -> tuple[Selection, list[float]]:
     """Knuth's generalisation of Dijkstra: classes are settled cheapest first; a node is priced
@@ -48,9 +50,11 @@ def knuth_order(problem: ExtractionProblem, node_cost, deadline: float | None = 
     best = [math.inf] * problem.num_classes
     choice: Selection = {}
     waiting = [len(set(n.children)) for n in problem.nodes]
-    parents = parents_of(problem)
+    parents = parents_of(problem, deadline, method)
     heap: list[tuple[float, int]] = []
     for i, n in enumerate(problem.nodes):
+        if deadline is not None and i % (16 * CHECK_EVERY) == 16 * CHECK_EVERY - 1 and time.monotonic() > deadline:
+            raise OutOfTime(method, "pricing the leaves")
         if not n.children and problem.allowed(i):
             cost = node_cost(i, best, choice)
             if cost is not None:
