@@ -402,6 +402,13 @@ def _export_program(args: argparse.Namespace, lang):
     return programs[name]
 
 
+def _int_list(text: str) -> list[int]:
+    try:
+        return [int(v) for v in text.split(",") if v.strip()]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected integers separated by commas, got {text!r}") from None
+
+
 def _param(text: str) -> tuple[str, int]:
     key, _, value = text.partition("=")
     if not value.isdigit():
@@ -510,6 +517,61 @@ def _synthesis_commands(sub) -> None:
                    help="iterations with A's multi-pattern rules (default 1, as TENSAT)")
     c.add_argument("--all", action="store_true", help="print every rule's verdict, not only those not derived")
     c.set_defaults(fn=in_worker(cmd_derive))
+    c = sub.add_parser("synthesize", help="infer a small verified rule set from a language's reference semantics")
+    c.add_argument("language", help="a .eqr path or a shipped ruleset name (its operators and semantics)")
+    c.add_argument("-o", "--output", required=True, help="the .eqr file to write (a new file)")
+    c.add_argument("--ops", type=lambda t: [o for o in t.split(",") if o], help="operators to use (default: all)")
+    c.add_argument("--size", type=AT_LEAST_ONE, default=2, help="operators per term, at most (default 2)")
+    c.add_argument("--vars", type=AT_LEAST_ONE, default=3, help="variables per sort (default 3)")
+    c.add_argument("--ints", type=_int_list, default=[0, 1, 2], help="Int literals to try (default 0,1,2)")
+    c.add_argument("--examples", type=AT_LEAST_ONE, default=100, help="verify's examples per rule (default 100)")
+    c.add_argument("--time-limit", type=POSITIVE, default=600.0, help="seconds in all (default 600)")
+    c.add_argument("--seed", type=AT_LEAST_ZERO, default=0, help="seed of the fingerprint inputs (default 0)")
+    c.add_argument("--no-ref", action="store_true", help=NO_REF_HELP)
+    c.add_argument("--force", action="store_true", help="replace --output if it exists")
+    c.set_defaults(fn=cmd_synthesize)
+
+
+def cmd_synthesize(args: argparse.Namespace) -> Work:
+    return _writing(args, "output", "--output", lambda scratch: _synthesize(args, cast(FileScratch, scratch)))
+
+
+def _synthesize(args: argparse.Namespace, scratch: FileScratch) -> int:
+    import time
+
+    from eqdsl.frontend import check_modules, load_language, load_modules, resolve_ruleset
+    from eqdsl.frontend.parse import parse_text
+    from eqdsl.schedule.runner import Limits
+    from eqdsl.synth.enumerate import Space
+    from eqdsl.synth.synthesize import declarations, rules_text, semantics_companion, synthesize
+    from eqdsl.verify.semantics import load_semantics
+
+    lang = load_language(args.language)
+    space = Space(args.size, args.vars, tuple(args.ints), tuple(args.ops or ()), seed=args.seed)
+    status.show(stderr)
+    with status.stage("synthesize"):
+        found = synthesize(lang, load_semantics(lang, run_ref=not args.no_ref), space, Limits(8, 20_000, 5),
+                           args.examples, time.monotonic() + args.time_limit, lambda note: status.update(note=note))
+    header = (f"Synthesized by `eqdsl synthesize {args.language} --size {args.size} --vars {args.vars} --ints "
+              f"{','.join(map(str, args.ints))}`{' --ops ' + ','.join(args.ops) if args.ops else ''} from the "
+              f"reference semantics of {lang.name}:\n{found.terms} terms in {found.classes} fingerprint classes, "
+              f"{found.candidates} candidate rules; {len(found.kept)} kept, each passing `eqdsl verify` "
+              f"({args.examples} examples), none derivable from the others; {found.rejected} failed `verify`."
+              + ("" if found.complete else "\nSTOPPED at --time-limit: the rules verified so far."))
+    text = rules_text(lang, found, header, declarations(lang, lang.name))
+    base = [] if f"include {lang.name}" not in text else load_modules(resolve_ruleset(lang.name))
+    check_modules([*base, parse_text(text, str(args.output))])  # never write a file that does not check
+    scratch.file.write_text(text)
+    files = [scratch.target.name]
+    if (companion := semantics_companion(lang)) is not None:  # a user's semantics: found from beside the file
+        files.append(scratch.target.stem + "_ref.py")
+        (scratch.folder / files[-1]).write_text(companion)
+    written = scratch.publish(files)
+    also = f" (and {files[1]}, which finds {lang.name}'s semantics)" if len(files) > 1 else ""
+    stdout.print(f"wrote {_published(written, args.output)}{also}: {len(found.kept)} rules ({found.rejected} candidates "
+                 f"failed verify) in {found.seconds:.1f} s" + ("" if found.complete else "; stopped at --time-limit"),
+                 markup=False)
+    return 0
 
 
 def cmd_derive(args: argparse.Namespace) -> int:

@@ -31,7 +31,7 @@ def test_sweep_runs_every_task_records_failures_and_skips_finished_ones(tmp_path
         rows = list(csv.DictReader(f))
     assert [(r["schedule"].split(",")[0], r["seed"], r["status"]) for r in rows] == [
         ("kind=saturate", "", "ok"), ("kind=mcts", "0", "ok"), ("kind=mcts", "1", "ok"), ("kind=saturate", "", "failed")]
-    assert "expected a node limit of at least the input program's 5 e-nodes" in rows[3]["error"]
+    assert "expected a node limit of at least the input program's 4 e-nodes" in rows[3]["error"]
     assert float(rows[0]["speedup_pct"]) > 0 and (tmp_path / "out" / "results.md").read_text().count("\n") == 6
     task = json.loads((tmp_path / "out" / "tasks" / f"{rows[1]['task']}.json").read_text())
     assert task["ok"] and task["rule_matches"] and task["config"]["schedule"]["seed"] == 0

@@ -50,3 +50,35 @@ def test_derive_prints_what_it_could_not_derive_and_the_share_last(tmp_path, run
     lines = out.strip().splitlines()
     assert lines[-1] == "derived 1 of 2 rules (50.0 %)" and any("wrong" in line for line in lines)
     assert not any("twice" in line for line in lines)
+
+
+def test_synthesized_arith_rules_verify_and_derive_every_shipped_arith_rule(tmp_path, run_cli):
+    """Issue 61's first goal, at the default settings but fewer examples per candidate."""
+    out = tmp_path / "arith-synth.eqr"
+    code, printed, err = run_cli("synthesize", "arith", "-o", out, "--examples", "40")
+    assert code == 0, err
+    text = out.read_text()
+    assert "include" not in text and "rule mul-two" not in text  # arith's own rules are left out
+    rules = [line for line in text.splitlines() if line.startswith("rule syn-")]
+    assert 10 <= len(rules) and all("# size" in line for line in rules)
+    code, printed, err = run_cli("derive", out, "arith")
+    assert code == 0 and printed.strip().splitlines()[-1] == "derived 5 of 5 rules (100.0 %)", printed + err
+    code, printed, _ = run_cli("verify", out, "--examples", "50")
+    assert code == 0, printed
+    code, _, err = run_cli("synthesize", "arith", "-o", out)
+    assert code == 2 and "already exists" in err
+
+
+def test_synthesis_names_rules_stably_and_renames_variables():
+    from eqdsl.frontend import load_language
+    from eqdsl.synth.enumerate import Space, enumerate_terms
+    from eqdsl.synth.synthesize import rule_candidates
+    from eqdsl.verify.semantics import load_semantics
+
+    lang = load_language("arith")
+    pool = rule_candidates(enumerate_terms(lang, load_semantics(lang), Space(size=1, variables=2)))
+    texts = [c.text for c in pool]
+    assert "mul(?a, ?b) => mul(?b, ?a)" in texts and "mul(?b, ?a) => mul(?a, ?b)" not in texts
+    again = rule_candidates(enumerate_terms(lang, load_semantics(lang), Space(size=1, variables=2)))
+    assert [c.rule.name for c in again] == [c.rule.name for c in pool]
+    assert all(c.rule.name.startswith("syn-") for c in pool)

@@ -45,7 +45,7 @@ from eqdsl.extract.greedy import CHECK_EVERY, OutOfTime, tree_greedy, unreachabl
 from eqdsl.extract.hitting import hitting_set, meets_bound
 from eqdsl.extract.prune import Pruned, apply_filter, prune, usable_nodes
 from eqdsl.extract.result import Extraction, ExtractStatus
-from eqdsl.extract.starts import Start, cheapest_known, start_names
+from eqdsl.extract.starts import Start, cheapest_known, run_start, start_names
 from eqdsl.fields import is_bool, one_of, option
 from eqdsl.worker import Budget, Stopped, guarded
 
@@ -568,7 +568,7 @@ class CpSatExtractor:
         negative costs; as a start their choice is still valid), or a known program if cheaper.
         `greedy.OutOfTime` if not even the start is done by the deadline: there is no program."""
         try:
-            start = self.warm_start(problem, deadline - time.perf_counter() + time.monotonic())
+            start = run_start(self.warm_start, problem, deadline - time.perf_counter() + time.monotonic())
         except OutOfTime as late:
             raise OutOfTime(self.name, f"its {late.method} warm start unfinished: no program yet") from None
         return cheapest_known(problem, start)

@@ -1,14 +1,15 @@
 """Warm starts: a fast, valid program that an exact extractor starts from and falls back to.
 
-Contract: `STARTS` maps a name to a `Start`, `(problem, deadline) -> Extraction`, whose selection
-is complete and acyclic for any costs' signs (on negative costs it is just a valid start, with no
-claim); past `deadline` (`time.monotonic()`, None: none) it raises `greedy.OutOfTime` if it has
-no program yet. An
+Contract: `STARTS` maps a name to a `Start`, `problem -> Extraction`, whose selection is complete
+and acyclic for any costs' signs (on negative costs it is just a valid start, with no claim). A
+start that takes a `deadline` keyword (`time.monotonic()`, None: none) raises `greedy.OutOfTime`
+past it if it has no program yet; `run_start` passes it to those that do. An
 extractor kind registered with a `start` (`eqdsl.extract.registry.ExtractorKind.start`) adds it
 here, so `extract.warm_start` accepts it.
 """
 from __future__ import annotations
 
+import inspect
 import time
 from typing import Callable
 
@@ -17,7 +18,14 @@ from eqdsl.extract.egraph import ExtractionProblem, dag_cost, restrict
 from eqdsl.extract.greedy import tree_selection
 from eqdsl.extract.result import Extraction, ExtractStatus
 
-Start = Callable[[ExtractionProblem, float | None], Extraction]  # (problem, deadline) → a start
+Start = Callable[..., Extraction]  # (problem) or (problem, deadline=...) → a start
+
+
+def run_start(start: Start, problem: ExtractionProblem, deadline: float | None) -> Extraction:
+    """`start(problem)`, with `deadline=` where it takes one (a plugin's start may not)."""
+    if "deadline" in inspect.signature(start).parameters:
+        return start(problem, deadline=deadline)
+    return start(problem)
 
 
 def tree_start(problem: ExtractionProblem, deadline: float | None = None) -> Extraction:

@@ -62,18 +62,31 @@ def own_rules(lang: ir.Language) -> ir.Language:
     return replace(lang, rules=tuple(r for r in lang.rules if own is None or r.span.file == own))
 
 
+class Prover:
+    """An e-graph of `a`'s rules, declared once, in which rules are derived one after another
+    (each in its own egglog push, undone after)."""
+
+    def __init__(self, a: ir.Language, limits: Limits, k_multi: int = 1) -> None:
+        self.a, self.limits, self.k_multi = a, limits, k_multi
+        self.session = EGraphSession(lower_language(a), _UnitCosts())  # 0.7 s for TASO's rules
+
+    def prove(self, b: ir.Language, rule: ir.Rule) -> Derivation:
+        """`rule` (of language `b`) derived with `a`'s rules, or why not."""
+        base = self.session.depth
+        self.session.push()
+        try:
+            return derive_rule(self.a, b, rule, self.session, self.limits, self.k_multi)
+        finally:
+            while self.session.depth > base:  # this rule's e-graph, and the loop's own pushes, undone
+                self.session.pop()
+
+
 def derive(a: ir.Language, b: ir.Language, limits: Limits, k_multi: int = 1,
            progress: Callable[[int, int, Derivation], None] = lambda done, total, d: None) -> list[Derivation]:
-    session = EGraphSession(lower_language(a), _UnitCosts())  # declared once (0.7 s for TASO's rules)
+    prover = Prover(a, limits, k_multi)
     found = []
     for k, rule in enumerate(b.rules):
-        base = session.depth
-        session.push()
-        try:
-            found.append(derive_rule(a, b, rule, session, limits, k_multi))
-        finally:
-            while session.depth > base:  # this rule's e-graph, and the loop's own pushes, undone
-                session.pop()
+        found.append(prover.prove(b, rule))
         progress(k + 1, len(b.rules), found[-1])
     return found
 

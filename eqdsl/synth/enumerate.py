@@ -10,22 +10,26 @@ undefined where an operator raised. Children are the first term of each fingerpr
 representative, as Ruler enumerates over e-classes), so the enumeration grows with the number of
 distinct values, not of terms. `candidates(terms)` pairs each later term with its class's
 representative: equal on every sample, so perhaps equal (`eqdsl verify` decides).
-Only sorts without a shape analysis are enumerated (scalar languages such as `arith`): tensor
-languages need concrete shapes per sort, which this module does not choose yet.
+Sorts with a shape analysis (tensors): every variable has the shape `space.shape` (one shape
+instance per run, as TASO enumerates over fixed input shapes); an application is kept only where
+its shape rule accepts its operands, and a term's shape is what the rule gives. An `[Int]`
+parameter takes every permutation of its first operand's axes (a transpose's `perm`); an
+operator with a `Str` parameter is not enumerated. Two-field sorts are refused.
 """
 from __future__ import annotations
 
 import itertools
 import math
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterator
+from typing import Any, Callable, Iterator, cast
 
 import numpy as np
 
 from eqdsl import ir
 from eqdsl.diagnostics import NO_SPAN, EqdslError
-from eqdsl.languages.base import Leaf
-from eqdsl.verify.rules import EDGE_VALUES
+from eqdsl.ir.evaluate import EvalError, ShapeViolation, applied_shape
+from eqdsl.languages.base import Leaf, Split
+from eqdsl.verify.rules import EDGE_VALUES, draw_leaf
 from eqdsl.verify.semantics import SemanticsError, apply
 
 DIGITS = 9
@@ -41,8 +45,9 @@ class Space:
     variables: int = 3
     ints: tuple[int, ...] = (0, 1, 2)
     ops: tuple[str, ...] = ()  # empty: every computed operator with an operand
-    samples: int = 24
+    samples: int = 64
     seed: int = 0
+    shape: tuple[int, ...] = (3, 3)  # every variable of a sort with a shape analysis
 
 
 @dataclass(frozen=True)
@@ -52,6 +57,7 @@ class Term:
     sort: str
     values: tuple[Any, ...]  # per sample; UNDEFINED where an operator raised
     fingerprint: tuple
+    shape: Any = None  # its sort's analysis value (the shape rule's), None for sorts without one
 
     @property
     def defined_somewhere(self) -> bool:
@@ -78,15 +84,15 @@ def enumerate_terms(lang: ir.Language, sem: dict[str, Any], space: Space,
     sorts = sorted({op.result for op in ops} | {p.type.name for op in ops for p in op.params
                                                 if isinstance(p.type, ir.SortType)})
     for sort in sorts:
-        if lang.sorts[sort].shape_type is not None:
-            raise EqdslError.one(f"synthesize: sort {sort} has a shape analysis; only sorts without one are "
-                                 "enumerated so far (scalar languages such as arith)")
+        if lang.sorts[sort].fields:
+            raise EqdslError.one(f"synthesize: sort {sort} has a two-field analysis value; expected sorts "
+                                 "with a plain shape or none")
     found = Enumeration()
     for term in _leaves(lang, sem, space, sorts):
         found.add(term)
     for size in range(1, space.size + 1):
         for op in ops:
-            for term in _applications(op, size, found, sem, space):
+            for term in _applications(lang, op, size, found, sem, space):
                 if stop():
                     return found
                 found.add(term)
@@ -99,23 +105,29 @@ def _operators(lang: ir.Language, sem: dict[str, Any], space: Space) -> list[ir.
         raise EqdslError.one(f"synthesize: no operator {', '.join(unknown)} in language {lang.name}; expected "
                              f"some of {', '.join(lang.ops)}", path="--ops")
     computed = [op for op in lang.ops.values() if not isinstance(sem[op.name], Leaf)
-                and any(isinstance(p.type, ir.SortType) for p in op.params)]
+                and any(isinstance(p.type, ir.SortType) for p in op.params)
+                and all(p.type != ir.Prim.STR for p in op.params)]
     return [op for op in computed if not space.ops or op.name in space.ops]
 
 
 def _leaves(lang: ir.Language, sem: dict[str, Any], space: Space, sorts: list[str]) -> Iterator[Term]:
     rng = np.random.default_rng(space.seed)
     for sort in sorts:
+        shaped = lang.sorts[sort].shape_type is not None
         for k in range(space.variables):
-            values = tuple(_draw(rng) for _ in range(space.samples))
-            yield _term(ir.PVar(VARIABLE_NAMES[k], ir.SortType(sort)), 0, sort, values)
+            values = tuple(draw_leaf(rng, space.shape, None) if shaped else _draw(rng) for _ in range(space.samples))
+            yield _term(ir.PVar(VARIABLE_NAMES[k], ir.SortType(sort)), 0, sort, values,
+                        space.shape if shaped else None)
         for op in lang.ops.values():  # constants: a computed operator over Int values only (num(2))
             if op.result == sort and not isinstance(sem[op.name], Leaf) and op.params and \
                     all(p.type == ir.Prim.INT for p in op.params):
                 for ints in itertools.product(space.ints, repeat=len(op.params)):
+                    shape = _shape(lang, op, list(ints))
+                    if shape is _ILL_SHAPED:
+                        continue
                     value = _applied(sem, op.name, list(ints))
                     pattern = ir.PApp(op.name, tuple(ir.PLit(i, ir.Prim.INT) for i in ints), NO_SPAN)
-                    yield _term(pattern, 0, sort, (value,) * space.samples)
+                    yield _term(pattern, 0, sort, (value,) * space.samples, shape)
 
 
 def _draw(rng: np.random.Generator) -> float:
@@ -129,30 +141,62 @@ def _draw(rng: np.random.Generator) -> float:
     return float(rng.standard_normal())
 
 
-def _applications(op: ir.Operator, size: int, found: Enumeration, sem: dict[str, Any],
+_ILL_SHAPED = object()
+
+
+def _shape(lang: ir.Language, op: ir.Operator, args: list[Any]) -> Any:
+    """What `op`'s shape rule gives these arguments (operands as their shapes), `_ILL_SHAPED`
+    where a requirement fails, None where the operator has no shape rule."""
+    rule = lang.shapes.get(op.name)
+    if rule is None:
+        return None
+    env = {name: (a.shape if isinstance(a, Term) else a) for name, a in zip(rule.params, args)}
+    try:
+        return applied_shape(rule, env)
+    except (ShapeViolation, EvalError, TypeError, IndexError):
+        return _ILL_SHAPED
+
+
+def _applications(lang: ir.Language, op: ir.Operator, size: int, found: Enumeration, sem: dict[str, Any],
                   space: Space) -> Iterator[Term]:
     operands = [i for i, p in enumerate(op.params) if isinstance(p.type, ir.SortType)]
     for split in _compositions(size - 1, len(operands)):
         choices = [found.representatives(op.params[i].type.name, s)  # type: ignore[union-attr]
                    for i, s in zip(operands, split)]
         for children in itertools.product(*choices):
-            yield from _with_ints(op, operands, children, size, sem, space)
+            yield from _with_values(lang, op, operands, children, size, sem, space)
 
 
-def _with_ints(op: ir.Operator, operands: list[int], children: tuple[Term, ...], size: int,
-               sem: dict[str, Any], space: Space) -> Iterator[Term]:
+def _with_values(lang: ir.Language, op: ir.Operator, operands: list[int], children: tuple[Term, ...], size: int,
+                 sem: dict[str, Any], space: Space) -> Iterator[Term]:
+    """`op` over `children` with every choice of its value parameters that its shape rule accepts."""
     values_at = [i for i in range(len(op.params)) if i not in operands]
-    for ints in itertools.product(space.ints, repeat=len(values_at)):
+    options = [_literals(op.params[i].type, children, space) for i in values_at]
+    for chosen in itertools.product(*options):
         args: list[Any] = [None] * len(op.params)
         for i, child in zip(operands, children):
             args[i] = child
-        for i, value in zip(values_at, ints):
+        for i, value in zip(values_at, chosen):
             args[i] = value
-        pattern = ir.PApp(op.name, tuple(a.pattern if isinstance(a, Term) else ir.PLit(a, ir.Prim.INT)
-                                         for a in args), NO_SPAN)
+        shape = _shape(lang, op, args)
+        if shape is _ILL_SHAPED:
+            continue
+        pattern = ir.PApp(op.name, tuple(a.pattern if isinstance(a, Term) else _literal(a, op.params[i].type)
+                                         for i, a in enumerate(args)), NO_SPAN)
         values = tuple(_applied(sem, op.name, [a.values[k] if isinstance(a, Term) else a for a in args])
                        for k in range(space.samples))
-        yield _term(pattern, size, op.result, values)
+        yield _term(pattern, size, op.result, values, shape)
+
+
+def _literal(value: Any, t: ir.ValueType) -> ir.PLit:
+    return ir.PLit(value, cast(ir.Prim, t))
+
+
+def _literals(t: ir.ValueType, children: tuple[Term, ...], space: Space) -> list[Any]:
+    if t == ir.Prim.INTS:  # a permutation of the first operand's axes
+        rank = len(children[0].shape) if children and isinstance(children[0].shape, tuple) else 0
+        return list(itertools.permutations(range(rank))) if rank else []
+    return list(space.ints)
 
 
 def _compositions(total: int, parts: int) -> Iterator[tuple[int, ...]]:
@@ -174,16 +218,24 @@ def _applied(sem: dict[str, Any], op: str, args: list[Any]) -> Any:
         return UNDEFINED
 
 
-def _term(pattern: ir.Pattern, size: int, sort: str, values: tuple) -> Term:
-    return Term(pattern, size, sort, values, (sort, tuple(_rounded(v) for v in values)))
+def _term(pattern: ir.Pattern, size: int, sort: str, values: tuple, shape: Any = None) -> Term:
+    return Term(pattern, size, sort, values, (sort, shape, tuple(_rounded(v) for v in values)), shape)
 
 
 def _rounded(v: Any) -> Any:
     if v is UNDEFINED:
         return UNDEFINED
-    x = float(v)
+    if isinstance(v, tuple):  # a multi-output sort's value (a split's halves)
+        return tuple(_rounded(x) for x in v)
+    if isinstance(v, np.ndarray) or isinstance(v, Split):
+        a = np.asarray(v, dtype=float)
+        return (a.shape, tuple(_number(x) for x in a.ravel()))
+    return _number(float(v))
+
+
+def _number(x: float) -> float:
     if x == 0 or not math.isfinite(x):
-        return x
+        return float(x)
     return float(f"{x:.{DIGITS}g}")
 
 

@@ -24,7 +24,7 @@ from eqdsl import ir
 from eqdsl.diagnostics import NO_SPAN
 from eqdsl.ir.text import pattern_text
 from eqdsl.schedule.runner import Limits
-from eqdsl.synth.derive import Verdict, derive
+from eqdsl.synth.derive import Prover, Verdict
 from eqdsl.synth.enumerate import VARIABLE_NAMES, Enumeration, Space, Term, candidates, enumerate_terms
 from eqdsl.verify.rules import Status, verify_rule
 
@@ -121,28 +121,27 @@ def _renamed(sides: tuple[ir.Pattern, ...]) -> tuple[ir.Pattern, ...]:
 
 def _minimize(lang: ir.Language, sem: dict[str, Any], pool: list[Candidate], limits: Limits, examples: int,
               result: Synthesis, out_of_time: Callable[[], bool], progress: Callable[[str], None]) -> bool:
-    remaining = list(pool)
-    while remaining:
+    """Cheapest first: a candidate the kept rules derive is dropped, else verified and kept if it
+    passes (the prover is rebuilt only when a rule is kept)."""
+    prover: Prover | None = None
+    for k, candidate in enumerate(pool):
         if out_of_time():
             return False
-        remaining = _not_derived(lang, result.kept, remaining, limits)
-        if not remaining:
-            break
-        candidate, remaining = remaining[0], remaining[1:]
+        if result.kept:
+            prover = prover or Prover(_with_rules(lang, result.kept), limits)
+            if prover.prove(lang, candidate.rule).verdict is Verdict.DERIVED:
+                continue
         if verify_rule(lang, sem, candidate.rule, examples, seed=0).status is Status.PASSED:
             result.kept.append(candidate)
+            prover = None
         else:
             result.rejected += 1
-        progress(f"{len(result.kept)} rules kept, {result.rejected} rejected, {len(remaining)} candidates left")
+        progress(f"{len(result.kept)} rules kept, {result.rejected} rejected, {len(pool) - k - 1} candidates left")
     return True
 
 
-def _not_derived(lang: ir.Language, kept: list[Candidate], pool: list[Candidate], limits: Limits) -> list[Candidate]:
-    if not kept:
-        return pool
-    rules = replace(lang, rules=tuple(c.rule for c in kept))
-    found = derive(rules, replace(lang, rules=tuple(c.rule for c in pool)), limits)
-    return [c for c, d in zip(pool, found) if d.verdict is not Verdict.DERIVED]
+def _with_rules(lang: ir.Language, kept: list[Candidate]) -> ir.Language:
+    return replace(lang, rules=tuple(c.rule for c in kept))
 
 
 def _without_derivable(lang: ir.Language, kept: list[Candidate], limits: Limits) -> list[Candidate]:
@@ -150,7 +149,7 @@ def _without_derivable(lang: ir.Language, kept: list[Candidate], limits: Limits)
     rules = list(kept)
     for candidate in reversed(kept):
         others = [c for c in rules if c is not candidate]
-        if others and not _not_derived(lang, others, [candidate], limits):
+        if others and Prover(_with_rules(lang, others), limits).prove(lang, candidate.rule).verdict is Verdict.DERIVED:
             rules = others
     return rules
 
@@ -168,7 +167,8 @@ def rules_text(lang: ir.Language, synthesis: Synthesis, header: str, declaration
 def declarations(lang: ir.Language, name: str) -> str:
     """A `.eqr` language `name` with `lang`'s sorts, operators, shape and cost rules but none of
     its rules: `include` of it where it has none, else its files' text with every `rule` (and
-    `language`, `include`, `program`) left out, in include order."""
+    `language`, `include`, `program`) left out, in include order. Named as `lang` itself, the
+    file finds `lang`'s shipped reference semantics (`verify.semantics.load_semantics`)."""
     from eqdsl.frontend import ast, load_modules
 
     files = [file for _, file in lang.lineage]
@@ -189,3 +189,21 @@ def _include_ref(file: str) -> str:
 
     stem = Path(file).stem
     return stem if stem in shipped_rulesets() and Path(file).parent.name == "rulesets" else f'"{file}"'
+
+
+def semantics_companion(lang: ir.Language) -> str | None:
+    """The `_ref.py` a synthesized file needs beside it when `lang`'s reference semantics are not
+    shipped with eqdsl (a user's `_ref.py`): it loads `lang`'s own, from where they are now."""
+    import importlib.util
+
+    name = lang.name.replace("-", "_")
+    try:
+        if importlib.util.find_spec(f"eqdsl.languages.{name}.semantics") is not None:
+            return None
+    except ModuleNotFoundError:
+        pass
+    source = lang.lineage[-1][1]
+    return (f'"""Reference semantics of {lang.name}: those of {source} (written by `eqdsl synthesize`)."""\n'
+            "from eqdsl.frontend import load_language\n"
+            "from eqdsl.verify.semantics import load_semantics\n\n"
+            f"SEMANTICS = load_semantics(load_language({source!r}))\n")

@@ -176,7 +176,7 @@ def _values(space: ExampleSpace, a: Assignment, c: Concrete, rng: np.random.Gene
             shape = tuple(a.sizes.get(v, ()))
             fields = space.has_fields(v)
             dims = shape[1:] if fields else shape
-            drawn = _draw(rng, dims, same_shape.get(shape))
+            drawn = draw_leaf(rng, dims, same_shape.get(shape))
             same_shape[shape] = drawn
             env[v] = Split(drawn, shape[0]) if fields else drawn if v in a.sizes else float(drawn)
     return env
@@ -186,7 +186,7 @@ EDGE_VALUES = (0.0, 1.0, -1.0, 2.0, 0.5, 1e-8, -1e8)
 ROUNDING = 1e-12  # absolute tolerance per unit of the largest intermediate: ~4,500 float64 epsilons
 
 
-def _draw(rng: np.random.Generator, shape: tuple[int, ...], earlier: Any) -> np.ndarray:
+def draw_leaf(rng: np.random.Generator, shape: tuple[int, ...], earlier: Any) -> np.ndarray:
     """A leaf value: mostly standard normal, but a fixed share of edge cases that normal draws
     never hit: a constant edge value (0, ±1, tiny, huge), small integers, and the same value as
     an earlier leaf of the same shape (equal operands)."""

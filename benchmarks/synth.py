@@ -1,0 +1,92 @@
+"""Issue 61's goals that eqdsl can measure today: `eqdsl synthesize` and `eqdsl derive`.
+
+- arith: synthesize (default settings), then derive arith's rules with the synthesized set, and the
+  synthesized rules with arith's (which of ours are new); seconds for synthesis (goal ≤ 60 s).
+- acsum (examples/acsum, a language with its own `_ref.py`): the same.
+- derive as a yardstick: TASO's rules derive themselves; the empty set (`tensor`) derives none of
+  them; no sound set derives an unsound rule (the unsound guarded rules, every mutant of TASO's).
+
+    .venv/bin/python benchmarks/synth.py [--parts synth,yardstick]
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import platform
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "tests"))
+EQDSL = [sys.executable, "-m", "eqdsl"]
+
+
+def _eqdsl(*argv: str) -> tuple[str, float]:
+    t0 = time.perf_counter()
+    done = subprocess.run(EQDSL + list(argv), capture_output=True, text=True)
+    if done.returncode != 0:
+        raise SystemExit(f"eqdsl {' '.join(argv)} failed: {done.stderr[-400:]}")
+    return done.stdout.strip().splitlines()[-1], time.perf_counter() - t0
+
+
+def synth_part() -> list[dict]:
+    rows = []
+    with tempfile.TemporaryDirectory() as tmp:
+        for name, ref in (("arith", "arith"), ("acsum", str(ROOT / "examples/acsum/acsum.eqr"))):
+            out = Path(tmp) / f"{name}-synth.eqr"
+            wrote, seconds = _eqdsl("synthesize", ref, "-o", str(out))
+            theirs, _ = _eqdsl("derive", str(out), ref)
+            ours, _ = _eqdsl("derive", ref, str(out), "--all")
+            new = [line.split()[2] for line in _eqdsl_lines("derive", ref, str(out)) if line.startswith("not derived")]
+            verified, _ = _eqdsl("verify", str(out), "--examples", "500", "--seed", "1")
+            rows.append({"language": name, "synthesize": wrote, "seconds": round(seconds, 1),
+                         "synthesized derives shipped": theirs, "shipped derives synthesized": ours,
+                         "new (not derived by the shipped rules)": len(new), "verify 500 examples, seed 1": verified})
+    return rows
+
+
+def _eqdsl_lines(*argv: str) -> list[str]:
+    return subprocess.run(EQDSL + list(argv), capture_output=True, text=True).stdout.splitlines()
+
+
+def yardstick_part() -> list[dict]:
+    from dataclasses import replace
+
+    from eqdsl.frontend import load_language
+    from eqdsl.schedule.runner import Limits
+    from eqdsl.synth.derive import Verdict, derive
+
+    from mutants import mutants
+
+    rows = []
+    for a, b in (("tensat", "tensat"), ("tensor", "tensat"),
+                 ("tensat", str(ROOT / "tests/data/unsound_guards_tensor.eqr")),
+                 ("arith", str(ROOT / "tests/data/unsound_guards_arith.eqr"))):
+        line, seconds = _eqdsl("derive", a, b)
+        rows.append({"a": a, "b": Path(b).name, "result": line, "seconds": round(seconds, 1)})
+    tensat = load_language("tensat")
+    unsound = tuple(mutants(tensat.rules))
+    t0 = time.perf_counter()
+    found = derive(tensat, replace(tensat, rules=unsound), Limits(8, 20_000, 10))
+    derived = sum(d.verdict is Verdict.DERIVED for d in found)
+    rows.append({"a": "tensat", "b": f"every mutant of TASO's rules ({len(unsound)})",
+                 "result": f"derived {derived} of {len(found)}", "seconds": round(time.perf_counter() - t0, 1)})
+    return rows
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--parts", default="synth,yardstick")
+    args = ap.parse_args()
+    print(f"# {platform.machine()}, {platform.python_version()}, {subprocess.getoutput('nproc')} cores", flush=True)
+    for name in args.parts.split(","):
+        print(f"## {name}", flush=True)
+        for row in {"synth": synth_part, "yardstick": yardstick_part}[name]():
+            print(json.dumps(row), flush=True)
+
+
+if __name__ == "__main__":
+    main()
