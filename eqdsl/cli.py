@@ -524,6 +524,8 @@ def _synthesis_commands(sub) -> None:
     c.add_argument("--size", type=AT_LEAST_ONE, default=2, help="operators per term, at most (default 2)")
     c.add_argument("--vars", type=AT_LEAST_ONE, default=3, help="variables per sort (default 3)")
     c.add_argument("--ints", type=_int_list, default=[0, 1, 2], help="Int literals to try (default 0,1,2)")
+    c.add_argument("--shape", type=_int_list, default=[3, 3],
+                   help="the shape of every variable of a sort with shapes (default 3,3)")
     c.add_argument("--examples", type=AT_LEAST_ONE, default=100, help="verify's examples per rule (default 100)")
     c.add_argument("--time-limit", type=POSITIVE, default=600.0, help="seconds in all (default 600)")
     c.add_argument("--seed", type=AT_LEAST_ZERO, default=0, help="seed of the fingerprint inputs (default 0)")
@@ -547,13 +549,15 @@ def _synthesize(args: argparse.Namespace, scratch: FileScratch) -> int:
     from eqdsl.verify.semantics import load_semantics
 
     lang = load_language(args.language)
-    space = Space(args.size, args.vars, tuple(args.ints), tuple(args.ops or ()), seed=args.seed)
+    space = Space(args.size, args.vars, tuple(args.ints), tuple(args.ops or ()), seed=args.seed,
+                  shape=tuple(args.shape))
     status.show(stderr)
     with status.stage("synthesize"):
         found = synthesize(lang, load_semantics(lang, run_ref=not args.no_ref), space, Limits(8, 20_000, 5),
                            args.examples, time.monotonic() + args.time_limit, lambda note: status.update(note=note))
     header = (f"Synthesized by `eqdsl synthesize {args.language} --size {args.size} --vars {args.vars} --ints "
-              f"{','.join(map(str, args.ints))}`{' --ops ' + ','.join(args.ops) if args.ops else ''} from the "
+              f"{','.join(map(str, args.ints))} --shape {','.join(map(str, args.shape))}"
+              f"{' --ops ' + ','.join(args.ops) if args.ops else ''}` from the "
               f"reference semantics of {lang.name}:\n{found.terms} terms in {found.classes} fingerprint classes, "
               f"{found.candidates} candidate rules; {len(found.kept)} kept, each passing `eqdsl verify` "
               f"({args.examples} examples), none derivable from the others; {found.rejected} failed `verify`."
@@ -568,9 +572,9 @@ def _synthesize(args: argparse.Namespace, scratch: FileScratch) -> int:
         (scratch.folder / files[-1]).write_text(companion)
     written = scratch.publish(files)
     also = f" (and {files[1]}, which finds {lang.name}'s semantics)" if len(files) > 1 else ""
-    stdout.print(f"wrote {_published(written, args.output)}{also}: {len(found.kept)} rules ({found.rejected} candidates "
-                 f"failed verify) in {found.seconds:.1f} s" + ("" if found.complete else "; stopped at --time-limit"),
-                 markup=False)
+    stopped = "" if found.complete else "; stopped at --time-limit"
+    stdout.print(f"wrote {_published(written, args.output)}{also}: {len(found.kept)} rules ({found.rejected} "
+                 f"candidates failed verify) in {found.seconds:.1f} s{stopped}", markup=False)
     return 0
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+from eqdsl import ir
 from eqdsl.frontend import load_language
 from eqdsl.schedule.runner import Limits
 from eqdsl.synth.derive import Verdict, derive, own_rules
@@ -82,3 +83,20 @@ def test_synthesis_names_rules_stably_and_renames_variables():
     again = rule_candidates(enumerate_terms(lang, load_semantics(lang), Space(size=1, variables=2)))
     assert [c.rule.name for c in again] == [c.rule.name for c in pool]
     assert all(c.rule.name.startswith("syn-") for c in pool)
+
+
+def test_shaped_sorts_are_enumerated_at_one_shape_and_ill_shaped_terms_left_out():
+    from eqdsl.frontend import load_language
+    from eqdsl.synth.enumerate import Space, enumerate_terms
+    from eqdsl.synth.synthesize import rule_candidates
+    from eqdsl.verify.semantics import load_semantics
+
+    lang = load_language("tensat")
+    space = Space(size=1, variables=2, ints=(0,), ops=("ewadd", "matmul", "transpose"), shape=(2, 3))
+    found = enumerate_terms(lang, load_semantics(lang), space)
+    shapes = {t.shape for t in found.terms}
+    assert (2, 3) in shapes and (3, 2) in shapes  # a transpose's permutations were tried
+    assert not any(isinstance(t.pattern, ir.PApp) and t.pattern.op == "matmul" for t in found.terms)  # [2,3]x[2,3]
+    texts = [c.text for c in rule_candidates(found)]
+    assert "ewadd(?a, ?b) => ewadd(?b, ?a)" in texts
+    assert not any("[" in t for t in texts)  # a transpose's [1, 0] cannot be written in a pattern yet

@@ -74,8 +74,8 @@ def rule_candidates(found: Enumeration) -> list[Candidate]:
     seen: dict[str, Candidate] = {}
     for term, representative in candidates(found):
         rule = _oriented(term, representative)
-        if rule is None:
-            continue
+        if rule is None or _has_list_literal(rule.lhs[0]) or _has_list_literal(rule.rhs[0]):
+            continue  # `.eqr` patterns take no list literal (a transpose's [1, 0]): not writable yet
         candidate = Candidate(rule, term.size + representative.size, found.classes[term.fingerprint])
         seen.setdefault(candidate.text, candidate)
     return sorted(seen.values(), key=lambda c: (c.size, c.text))
@@ -91,6 +91,16 @@ def _oriented(term: Term, representative: Term) -> ir.Rule | None:
             text = f"{pattern_text(lhs)} => {pattern_text(rhs)}"
             return replace(rule, name="syn-" + hashlib.sha1(text.encode()).hexdigest()[:8])
     return None
+
+
+def _has_list_literal(p: ir.Pattern) -> bool:
+    match p:
+        case ir.PLit(value=value):
+            return isinstance(value, tuple)
+        case ir.PApp(args=args):
+            return any(_has_list_literal(a) for a in args)
+        case _:
+            return False
 
 
 def _variables(p: ir.Pattern) -> set[str]:
