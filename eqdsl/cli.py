@@ -39,7 +39,7 @@ class Work:
     """A command's long part, run in the worker; `cleanup` runs in the supervisor afterwards."""
 
     run: Callable[[], int]
-    cleanup: Callable[[], None] = lambda: None
+    cleanup: Callable[[], str | None] = lambda: None  # a line to say instead of "nothing written", if any
 
 
 def cmd_check(args: argparse.Namespace) -> int:
@@ -535,7 +535,26 @@ def _synthesis_commands(sub) -> None:
 
 
 def cmd_synthesize(args: argparse.Namespace) -> Work:
-    return _writing(args, "output", "--output", lambda scratch: _synthesize(args, cast(FileScratch, scratch)))
+    """Like `_writing`, but a stop keeps the rules verified so far: the worker writes them into
+    the scratch file after each kept rule, and the clean-up publishes what is there."""
+    scratch = FileScratch(Path(args.output), args.force, "--output")
+
+    def keep_verified() -> str | None:
+        kept = None
+        if scratch.file.is_file():
+            rules = sum(line.startswith("rule ") for line in scratch.file.read_text().splitlines())
+            names = [n for n in (scratch.target.name, scratch.target.stem + "_ref.py")
+                     if (scratch.folder / n).is_file()]
+            kept = f"interrupted: kept the {rules} rules verified so far in {scratch.publish(names)}"
+        scratch.discard()
+        return kept
+
+    def run() -> int:
+        # Hypothesis (verify) caches into ./.hypothesis by default: into the worker's private temporary folder
+        os.environ.setdefault("HYPOTHESIS_STORAGE_DIRECTORY", tempfile.mkdtemp(prefix="eqdsl-hypothesis-"))
+        return _synthesize(args, scratch)
+
+    return Work(run, keep_verified)
 
 
 def _synthesize(args: argparse.Namespace, scratch: FileScratch) -> int:
@@ -543,6 +562,7 @@ def _synthesize(args: argparse.Namespace, scratch: FileScratch) -> int:
 
     from eqdsl.frontend import check_modules, load_language, load_modules, resolve_ruleset
     from eqdsl.frontend.parse import parse_text
+    from eqdsl.output import write_file_atomically
     from eqdsl.schedule.runner import Limits
     from eqdsl.synth.enumerate import Space
     from eqdsl.synth.synthesize import declarations, rules_text, semantics_companion, synthesize
@@ -551,10 +571,21 @@ def _synthesize(args: argparse.Namespace, scratch: FileScratch) -> int:
     lang = load_language(args.language)
     space = Space(args.size, args.vars, tuple(args.ints), tuple(args.ops or ()), seed=args.seed,
                   shape=tuple(args.shape))
+    files = [scratch.target.name]
+    if (companion := semantics_companion(lang)) is not None:  # a user's semantics: found from beside the file
+        files.append(scratch.target.stem + "_ref.py")
+        (scratch.folder / files[-1]).write_text(companion)
+    declared = declarations(lang, lang.name)
+
+    def checkpoint(partial) -> None:  # what a stop keeps (`cmd_synthesize`)
+        header = "STOPPED before the end: the rules verified so far, written after each kept rule."
+        write_file_atomically(scratch.file, rules_text(lang, partial, header, declared))
+
     status.show(stderr)
     with status.stage("synthesize"):
         found = synthesize(lang, load_semantics(lang, run_ref=not args.no_ref), space, Limits(8, 20_000, 5),
-                           args.examples, time.monotonic() + args.time_limit, lambda note: status.update(note=note))
+                           args.examples, time.monotonic() + args.time_limit, lambda note: status.update(note=note),
+                           checkpoint)
     header = (f"Synthesized by `eqdsl synthesize {args.language} --size {args.size} --vars {args.vars} --ints "
               f"{','.join(map(str, args.ints))} --shape {','.join(map(str, args.shape))}"
               f"{' --ops ' + ','.join(args.ops) if args.ops else ''}` from the "
@@ -562,14 +593,10 @@ def _synthesize(args: argparse.Namespace, scratch: FileScratch) -> int:
               f"{found.candidates} candidate rules; {len(found.kept)} kept, each passing `eqdsl verify` "
               f"({args.examples} examples), none derivable from the others; {found.rejected} failed `verify`."
               + ("" if found.complete else "\nSTOPPED at --time-limit: the rules verified so far."))
-    text = rules_text(lang, found, header, declarations(lang, lang.name))
+    text = rules_text(lang, found, header, declared)
     base = [] if f"include {lang.name}" not in text else load_modules(resolve_ruleset(lang.name))
     check_modules([*base, parse_text(text, str(args.output))])  # never write a file that does not check
-    scratch.file.write_text(text)
-    files = [scratch.target.name]
-    if (companion := semantics_companion(lang)) is not None:  # a user's semantics: found from beside the file
-        files.append(scratch.target.stem + "_ref.py")
-        (scratch.folder / files[-1]).write_text(companion)
+    write_file_atomically(scratch.file, text)
     written = scratch.publish(files)
     also = f" (and {files[1]}, which finds {lang.name}'s semantics)" if len(files) > 1 else ""
     stopped = "" if found.complete else "; stopped at --time-limit"

@@ -301,7 +301,7 @@ def supervisor_gone() -> bool:
     return _lifeline_fd is not None and bool(select.select([_lifeline_fd], [], [], 0)[0])
 
 
-def supervise(work: Callable[[], int], cleanup: Callable[[], None] = lambda: None,
+def supervise(work: Callable[[], int], cleanup: Callable[[], str | None] = lambda: None,
               in_process: bool = False) -> int:
     """Run `work()` (returning an exit code) in a worker process; see the module docstring.
 
@@ -309,6 +309,8 @@ def supervise(work: Callable[[], int], cleanup: Callable[[], None] = lambda: Non
     worker died without reporting (a crash of native code). `cleanup` runs once the worker is
     gone, however it ended (in-process: after `work`): in the supervisor, or, if the supervisor
     itself was killed (SIGKILL), in its janitor, which kills the worker's process group first.
+    After a stop signal, a line `cleanup` returns is said instead of "nothing written" (a command
+    that keeps what its worker finished, as `eqdsl synthesize` keeps the rules verified so far).
     The worker's temporary files go to a private folder that is removed the same way.
     """
     if in_process or not hasattr(os, "fork"):
@@ -320,10 +322,11 @@ def supervise(work: Callable[[], int], cleanup: Callable[[], None] = lambda: Non
     private_tmp = tempfile.mkdtemp(prefix="eqdsl-")
     lock = hold_lock(Path(private_tmp))
 
-    def clean_all() -> None:
-        cleanup()
+    def clean_all() -> str | None:
+        said = cleanup()
         shutil.rmtree(private_tmp, ignore_errors=True)  # eqdsl's own temporary folder
         os.close(lock)
+        return said
 
     sys.stdout.flush()
     sys.stderr.flush()
@@ -354,7 +357,7 @@ def supervise(work: Callable[[], int], cleanup: Callable[[], None] = lambda: Non
 JANITOR_DONE = b"done\n"
 
 
-def _start_janitor(cleanup: Callable[[], None], unblocked: Iterable[int]) -> tuple[int, int]:
+def _start_janitor(cleanup: Callable[[], object], unblocked: Iterable[int]) -> tuple[int, int]:
     """A process that outlives a killed supervisor: it reads the worker's pid, then waits for
     end of file on its pipe. Without the supervisor's `done` first, the supervisor died: kill the
     worker's group, clean up. Stop signals are ignored: it ends when the supervisor does."""
@@ -457,7 +460,9 @@ def stop_signals_interrupt():
     return stop_signals(_raise_interrupted)
 
 
-def _wait(pid: int, status_r: int, cleanup: Callable[[], None], unblocked: Iterable[int]) -> int:
+def _wait(pid: int, status_r: int, cleanup: Callable[[], str | None], unblocked: Iterable[int]) -> int:
+    code: int | None = None
+    interrupted = False
     try:
         with stop_signals(_raise_interrupted):
             signal.pthread_sigmask(signal.SIG_SETMASK, unblocked)  # a signal sent meanwhile lands here
@@ -467,13 +472,15 @@ def _wait(pid: int, status_r: int, cleanup: Callable[[], None], unblocked: Itera
         code = int(data.split()[0]) if data.split() else None
     except Interrupted:
         _kill_group(pid)
-        _say("interrupted: stopped, nothing written")
-        return INTERRUPTED
+        interrupted = True
     finally:
         with stop_signals(signal.SIG_IGN):  # a second Ctrl-C must not cut the clean-up short
             os.close(status_r)
             reap_quietly(pid)
-            cleanup()
+            kept = cleanup()
+    if interrupted:
+        _say(kept or "interrupted: stopped, nothing written")
+        return INTERRUPTED
     if code is None:
         _say("error: the eqdsl worker process died without a result (killed from outside, or a "
              "crash in native code)")

@@ -100,3 +100,27 @@ def test_shaped_sorts_are_enumerated_at_one_shape_and_ill_shaped_terms_left_out(
     texts = [c.text for c in rule_candidates(found)]
     assert "ewadd(?a, ?b) => ewadd(?b, ?a)" in texts
     assert not any("[" in t for t in texts)  # a transpose's [1, 0] cannot be written in a pattern yet
+
+
+def test_ctrl_c_keeps_the_rules_verified_so_far(tmp_path):
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    out = tmp_path / "s.eqr"
+    proc = subprocess.Popen([sys.executable, "-m", "eqdsl", "synthesize", "arith", "-o", str(out)], cwd=tmp_path,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+    deadline = time.monotonic() + 60
+    while not list(tmp_path.glob(".s.eqr.eqdsl-*/s.eqr")) and time.monotonic() < deadline:  # a first checkpoint
+        assert proc.poll() is None, proc.stderr.read()
+        time.sleep(0.05)
+    proc.send_signal(signal.SIGINT)
+    assert proc.wait(timeout=30) == 130
+    err = proc.stderr.read()
+    assert "interrupted: kept the" in err and "nothing written" not in err, err
+    assert out.read_text().startswith("# STOPPED before the end") and "\nrule syn-" in out.read_text()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["s.eqr"]  # no scratch left
+    assert os.access(out, os.R_OK)

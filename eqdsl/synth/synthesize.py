@@ -55,15 +55,16 @@ class Synthesis:
 
 
 def synthesize(lang: ir.Language, sem: dict[str, Any], space: Space, limits: Limits, examples: int = 100,
-               deadline: float | None = None,
-               progress: Callable[[str], None] = lambda note: None) -> Synthesis:
+               deadline: float | None = None, progress: Callable[[str], None] = lambda note: None,
+               kept_one: Callable[[Synthesis], None] = lambda partial: None) -> Synthesis:
+    """See the module docstring; `kept_one(partial)` after each rule kept (a checkpoint)."""
     t0 = time.perf_counter()
     out_of_time = (lambda: False) if deadline is None else (lambda: time.monotonic() > deadline)
     found = enumerate_terms(lang, sem, space, out_of_time)
     pool = rule_candidates(found)
     result = Synthesis(len(found.terms), len(found.classes), len(pool))
     progress(f"{len(found.terms)} terms, {len(found.classes)} classes, {len(pool)} candidates")
-    result.complete = _minimize(lang, sem, pool, limits, examples, result, out_of_time, progress)
+    result.complete = _minimize(lang, sem, pool, limits, examples, result, out_of_time, progress, kept_one)
     if result.complete:
         result.kept = _without_derivable(lang, result.kept, limits)
     result.seconds = time.perf_counter() - t0
@@ -130,7 +131,8 @@ def _renamed(sides: tuple[ir.Pattern, ...]) -> tuple[ir.Pattern, ...]:
 
 
 def _minimize(lang: ir.Language, sem: dict[str, Any], pool: list[Candidate], limits: Limits, examples: int,
-              result: Synthesis, out_of_time: Callable[[], bool], progress: Callable[[str], None]) -> bool:
+              result: Synthesis, out_of_time: Callable[[], bool], progress: Callable[[str], None],
+              kept_one: Callable[[Synthesis], None]) -> bool:
     """Cheapest first: a candidate the kept rules derive is dropped, else verified and kept if it
     passes (the prover is rebuilt only when a rule is kept)."""
     prover: Prover | None = None
@@ -144,6 +146,7 @@ def _minimize(lang: ir.Language, sem: dict[str, Any], pool: list[Candidate], lim
         if verify_rule(lang, sem, candidate.rule, examples, seed=0).status is Status.PASSED:
             result.kept.append(candidate)
             prover = None
+            kept_one(result)
         else:
             result.rejected += 1
         progress(f"{len(result.kept)} rules kept, {result.rejected} rejected, {len(pool) - k - 1} candidates left")
