@@ -99,7 +99,19 @@ def test_shaped_sorts_are_enumerated_at_one_shape_and_ill_shaped_terms_left_out(
     assert not any(isinstance(t.pattern, ir.PApp) and t.pattern.op == "matmul" for t in found.terms)  # [2,3]x[2,3]
     texts = [c.text for c in rule_candidates(found)]
     assert "ewadd(?a, ?b) => ewadd(?b, ?a)" in texts
-    assert not any("[" in t for t in texts)  # a transpose's [1, 0] cannot be written in a pattern yet
+    # a transpose's [1, 0] is lifted out of the pattern (which cannot hold a list) into a condition
+    assert "transpose(?a, ?p0) => ?a if ?p0 == [0, 1]" in texts
+
+
+def test_lifted_list_values_write_and_verify(tmp_path, run_cli):
+    out = tmp_path / "t.eqr"
+    code, _, err = run_cli("synthesize", "tensor", "-o", out, "--ops", "relu,transpose", "--ints", "0",
+                           "--vars", "1", "--size", "2", "--shape", "2,3")
+    assert code == 0, err
+    text = out.read_text()
+    assert "transpose(relu(?a), ?p0) => relu(transpose(?a, ?p0)) if ?p0 == [1, 0]" in text
+    code, printed, _ = run_cli("verify", out, "--seed", "2")
+    assert code == 0, printed
 
 
 def test_ctrl_c_keeps_the_rules_verified_so_far(tmp_path):

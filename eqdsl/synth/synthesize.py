@@ -18,7 +18,7 @@ import hashlib
 import time
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, cast
 
 from eqdsl import ir
 from eqdsl.diagnostics import NO_SPAN
@@ -37,7 +37,22 @@ class Candidate:
 
     @property
     def text(self) -> str:
-        return f"{pattern_text(self.rule.lhs[0])} => {pattern_text(self.rule.rhs[0])}"
+        return rule_text(self.rule)
+
+
+def rule_text(rule: ir.Rule) -> str:
+    """A single-pattern rule as `.eqr` text after `rule NAME:` (its `where`s and `if`s being the
+    list values `_lifted` made)."""
+    text = f"{pattern_text(rule.lhs[0])} => {pattern_text(rule.rhs[0])}"
+    wheres = [f"{name} = {_list_text(value)}" for name, value in rule.wheres]
+    conds = [f"?{c.expr.left.name[1:]} == {_list_text(c.expr.right)}" for c in rule.conds  # type: ignore[union-attr]
+             if isinstance(c, ir.ExprCond)]
+    return text + (" where " + ", ".join(wheres) if wheres else "") + (" if " + ", ".join(conds) if conds else "")
+
+
+def _list_text(e: ir.Expr) -> str:
+    assert isinstance(e, ir.ListOf)
+    return "[" + ", ".join(str(cast(ir.Const, i).value) for i in e.items) + "]"
 
 
 @dataclass
@@ -75,8 +90,8 @@ def rule_candidates(found: Enumeration) -> list[Candidate]:
     seen: dict[str, Candidate] = {}
     for term, representative in candidates(found):
         rule = _oriented(term, representative)
-        if rule is None or _has_list_literal(rule.lhs[0]) or _has_list_literal(rule.rhs[0]):
-            continue  # `.eqr` patterns take no list literal (a transpose's [1, 0]): not writable yet
+        if rule is None:
+            continue
         candidate = Candidate(rule, term.size + representative.size, found.classes[term.fingerprint])
         seen.setdefault(candidate.text, candidate)
     return sorted(seen.values(), key=lambda c: (c.size, c.text))
@@ -87,21 +102,51 @@ def _oriented(term: Term, representative: Term) -> ir.Rule | None:
     variables among the left's; None where neither does or the left would be a bare variable."""
     for left, right in ((term.pattern, representative.pattern), (representative.pattern, term.pattern)):
         if isinstance(left, ir.PApp) and _variables(right) <= _variables(left):
-            lhs, rhs = _renamed((left, right))
-            rule = ir.Rule("", (lhs,), (rhs,), (), (), NO_SPAN)  # type: ignore[arg-type]
-            text = f"{pattern_text(lhs)} => {pattern_text(rhs)}"
-            return replace(rule, name="syn-" + hashlib.sha1(text.encode()).hexdigest()[:8])
+            rule = _lifted(*_renamed((left, right)))
+            return replace(rule, name="syn-" + hashlib.sha1(rule_text(rule).encode()).hexdigest()[:8])
     return None
 
 
-def _has_list_literal(p: ir.Pattern) -> bool:
-    match p:
-        case ir.PLit(value=value):
-            return isinstance(value, tuple)
-        case ir.PApp(args=args):
-            return any(_has_list_literal(a) for a in args)
-        case _:
-            return False
+def _lifted(lhs: ir.Pattern, rhs: ir.Pattern) -> ir.Rule:
+    """The rule `lhs => rhs` with its list literals (a transpose's `[1, 0]`), which `.eqr`
+    patterns cannot hold, lifted out: on the left each is a variable `?pN` with the condition
+    `?pN == [1, 0]`, on the right the left's variable of that value, or a `where qN = [1, 0]`."""
+    conds: list[ir.Cond] = []
+    on_left: dict[tuple, str] = {}
+
+    def left(p: ir.Pattern) -> ir.Pattern:
+        match p:
+            case ir.PLit(value=tuple() as value):
+                name = f"p{len(conds)}"
+                same = ir.BinOp("eq", ir.Ref("?" + name, ir.Prim.INTS), _list_of(value), ir.Prim.BOOL)
+                conds.append(ir.ExprCond(same))
+                on_left.setdefault(value, name)
+                return ir.PVar(name, ir.Prim.INTS)
+            case ir.PApp(op=op, args=args):
+                return ir.PApp(op, tuple(left(a) for a in args), NO_SPAN)
+            case _:
+                return p
+
+    wheres: list[tuple[str, ir.Expr]] = []
+
+    def right(p: ir.Pattern) -> ir.Pattern:
+        match p:
+            case ir.PLit(value=tuple() as listed):
+                if listed in on_left:
+                    return ir.PVar(on_left[listed], ir.Prim.INTS)
+                wheres.append((f"q{len(wheres)}", _list_of(listed)))
+                return ir.PBound(wheres[-1][0], ir.Prim.INTS)
+            case ir.PApp(op=op, args=args):
+                return ir.PApp(op, tuple(right(a) for a in args), NO_SPAN)
+            case _:
+                return p
+
+    new_lhs = left(lhs)
+    return ir.Rule("", (cast(ir.PApp, new_lhs),), (right(rhs),), tuple(wheres), tuple(conds), NO_SPAN)
+
+
+def _list_of(value: tuple) -> ir.ListOf:
+    return ir.ListOf(tuple(ir.Const(v, ir.Prim.INT) for v in value))
 
 
 def _variables(p: ir.Pattern) -> set[str]:
