@@ -591,8 +591,10 @@ def _synthesize(args: argparse.Namespace, scratch: FileScratch) -> int:
               f"{' --ops ' + ','.join(args.ops) if args.ops else ''}` from the "
               f"reference semantics of {lang.name}:\n{found.terms} terms in {found.classes} fingerprint classes, "
               f"{found.candidates} candidate rules; {len(found.kept)} kept, each passing `eqdsl verify` "
-              f"({args.examples} examples), none derivable from the others; {found.rejected} failed `verify`."
-              + ("" if found.complete else "\nSTOPPED at --time-limit: the rules verified so far."))
+              f"({args.examples} examples); {found.rejected} failed `verify`."
+              + ("\nNone is derivable from the others." if found.complete else
+                 "\nSTOPPED at --time-limit: the rules verified so far (each not derivable from those kept before "
+                 "it; the last pass, which drops a rule the later ones derive, did not run)."))
     text = rules_text(lang, found, header, declared)
     base = [] if f"include {lang.name}" not in text else load_modules(resolve_ruleset(lang.name))
     check_modules([*base, parse_text(text, str(args.output))])  # never write a file that does not check
