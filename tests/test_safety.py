@@ -230,11 +230,26 @@ def _default_stop_signals() -> None:
         signal.signal(s, signal.SIG_DFL)
 
 
+def _acsum_config() -> str:
+    """examples/acsum (iterations that grow without end) with its ruleset by absolute path."""
+    return (EXAMPLES / "acsum" / "config.yaml").read_text().replace(
+        "ruleset: acsum.eqr", f"ruleset: {EXAMPLES / 'acsum' / 'acsum.eqr'}")
+
+
+def _all_gone(family: set[int], tmp_path: Path, within_s: float) -> None:
+    """Every process of `family` ended within `within_s`, and nothing but the inputs is left."""
+    deadline = time.monotonic() + within_s
+    while alive(family) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not alive(family)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["c.yaml", "tmp"]
+    assert list((tmp_path / "tmp").iterdir()) == []
+
+
 @pytest.mark.parametrize("sig", [signal.SIGKILL, signal.SIGHUP, signal.SIGQUIT])
 def test_killing_eqdsl_takes_the_worker_and_leaves_nothing(tmp_path, sig):
     config = tmp_path / "c.yaml"
-    config.write_text((EXAMPLES / "acsum" / "config.yaml").read_text()
-                      .replace("ruleset: acsum.eqr", f"ruleset: {EXAMPLES / 'acsum' / 'acsum.eqr'}"))
+    config.write_text(_acsum_config())
     (tmp_path / "tmp").mkdir()
     env = {**os.environ, "TMPDIR": str(tmp_path / "tmp")}
     proc = subprocess.Popen(EQDSL + ["run", str(config), "--output", str(tmp_path / "out"), "--quiet"],
@@ -248,12 +263,7 @@ def test_killing_eqdsl_takes_the_worker_and_leaves_nothing(tmp_path, sig):
     family = descendants(proc.pid)
     os.kill(proc.pid, sig)
     proc.wait(timeout=10)
-    deadline = time.monotonic() + 2.0
-    while alive(family) and time.monotonic() < deadline:
-        time.sleep(0.05)
-    assert not alive(family)
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["c.yaml", "tmp"]
-    assert list((tmp_path / "tmp").iterdir()) == []
+    _all_gone(family, tmp_path, 2.0)
     if sig != signal.SIGKILL:
         assert proc.returncode == 130 and b"Traceback" not in proc.stderr.read()
 
@@ -263,8 +273,7 @@ def test_killing_eqdsls_whole_group_leaves_no_process_and_the_next_run_sweeps_it
     in a BrokenPipeError traceback, and its scratch stayed. The janitor now has a group of its own,
     and a scratch folder whose run is dead is swept by the next run."""
     config = tmp_path / "c.yaml"
-    config.write_text((EXAMPLES / "acsum" / "config.yaml").read_text()
-                      .replace("ruleset: acsum.eqr", f"ruleset: {EXAMPLES / 'acsum' / 'acsum.eqr'}"))
+    config.write_text(_acsum_config())
     (tmp_path / "tmp").mkdir()
     env = {**os.environ, "TMPDIR": str(tmp_path / "tmp")}
     argv = EQDSL + ["run", str(config), "--output", str(tmp_path / "out"), "--quiet"]
@@ -277,12 +286,7 @@ def test_killing_eqdsls_whole_group_leaves_no_process_and_the_next_run_sweeps_it
     family = descendants(proc.pid)
     os.killpg(proc.pid, signal.SIGKILL)
     proc.wait(timeout=10)
-    deadline = time.monotonic() + 5.0
-    while alive(family) and time.monotonic() < deadline:
-        time.sleep(0.05)
-    assert not alive(family)
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["c.yaml", "tmp"]
-    assert list((tmp_path / "tmp").iterdir()) == []
+    _all_gone(family, tmp_path, 5.0)
     # a dead run's scratch, as a kill of every process would leave it: swept by the next run
     stale = tmp_path / ".out.eqdsl-dead"
     stale.mkdir()
@@ -407,9 +411,8 @@ def test_eqdsl_forks_only_single_threaded_processes_on_a_terminal(tmp_path):
     import select
 
     config = tmp_path / "c.yaml"
-    config.write_text((EXAMPLES / "acsum" / "config.yaml").read_text()
-                      .replace("ruleset: acsum.eqr", f"ruleset: {EXAMPLES / 'acsum' / 'acsum.eqr'}")
-                      .replace("iter_limit: 30", "iter_limit: 4").replace("validate: true", "validate: false"))
+    config.write_text(_acsum_config().replace("iter_limit: 30", "iter_limit: 4")
+                      .replace("validate: true", "validate: false"))
     leader, follower = pty.openpty()
     env = {**os.environ, "PYTHONWARNINGS": "always::DeprecationWarning"}
     proc = subprocess.Popen(EQDSL + ["run", str(config), "--output", str(tmp_path / "out")],

@@ -68,14 +68,16 @@ class Term:
 class Enumeration:
     terms: list[Term] = field(default_factory=list)
     classes: dict[tuple, int] = field(default_factory=dict)  # fingerprint → index of its first term
+    _firsts: dict[tuple[str, int], list[Term]] = field(default_factory=dict)  # (sort, size) → first terms
 
     def add(self, term: Term) -> None:
-        self.classes.setdefault(term.fingerprint, len(self.terms))
+        if term.fingerprint not in self.classes:
+            self.classes[term.fingerprint] = len(self.terms)
+            self._firsts.setdefault((term.sort, term.size), []).append(term)
         self.terms.append(term)
 
     def representatives(self, sort: str, size: int) -> list[Term]:
-        firsts = (self.terms[i] for i in self.classes.values())
-        return [t for t in firsts if t.size == size and t.sort == sort]
+        return self._firsts.get((sort, size), [])
 
 
 def enumerate_terms(lang: ir.Language, sem: dict[str, Any], space: Space,

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import hashlib
 import time
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Callable, cast
 
@@ -60,13 +60,10 @@ class Synthesis:
     terms: int = 0
     classes: int = 0
     candidates: int = 0
-    kept: list[Candidate] = None  # type: ignore[assignment]
+    kept: list[Candidate] = field(default_factory=list)
     rejected: int = 0  # candidates `verify` failed
     complete: bool = True
     seconds: float = 0.0
-
-    def __post_init__(self) -> None:
-        self.kept = self.kept or []
 
 
 def synthesize(lang: ir.Language, sem: dict[str, Any], space: Space, limits: Limits, examples: int = 100,
