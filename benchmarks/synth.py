@@ -5,8 +5,11 @@
 - acsum (examples/acsum, a language with its own `_ref.py`): the same.
 - derive as a yardstick: TASO's rules derive themselves; the empty set (`tensor`) derives none of
   them; no sound set derives an unsound rule (the unsound guarded rules, every mutant of TASO's).
+- tensor (not in the default parts: about 30 min): synthesize over six of TASO's operators at a
+  matrix and an NCHW shape (`TENSOR_RUN`), then how many of TASO's single- and multi-pattern rules
+  the result derives, how many of ours TASO's derive (the rest are new), `verify` of every rule.
 
-    .venv/bin/python benchmarks/synth.py [--parts synth,yardstick]
+    .venv/bin/python benchmarks/synth.py [--parts synth,yardstick,tensor]
 """
 from __future__ import annotations
 
@@ -77,6 +80,25 @@ def yardstick_part() -> list[dict]:
     return rows
 
 
+TENSOR_RUN = ("synthesize", "tensor", "--ops", "ewadd,ewmul,relu,matmul,concat,conv2d", "--size", "3", "--vars", "4",
+              "--shape", "3,3", "--shape", "2,2,3,3", "--values", "stride_h=1", "--values", "stride_w=1",
+              "--values", "pad=0", "--values", "act=0,2", "--values", "axis=0,1", "--time-limit", "1800")
+
+
+def tensor_part() -> list[dict]:
+    with tempfile.TemporaryDirectory() as tmp:
+        out = str(Path(tmp) / "tensor-synth.eqr")
+        wrote, seconds = _eqdsl(*TENSOR_RUN, "-o", out)
+        lines = _eqdsl_lines("derive", out, "tensat", "--time-limit", "3")
+        missed = [line.split()[2] for line in lines if line.startswith("not ")]
+        single = [name for name in missed if name.startswith("taso-s")]
+        ours, _ = _eqdsl("derive", "tensat", out, "--time-limit", "3")
+        verified, _ = _eqdsl("verify", out, "--examples", "100", "--seed", "1")
+        return [{"run": " ".join(TENSOR_RUN), "synthesize": wrote, "seconds": round(seconds, 1),
+                 "derives TASO's": lines[-1], "single-pattern derived": f"{124 - len(single)} of 124",
+                 "not derived": " ".join(missed), "TASO's derive ours": ours, "verify seed 1": verified}]
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--parts", default="synth,yardstick")
@@ -84,7 +106,7 @@ def main() -> None:
     print(f"# {platform.machine()}, {platform.python_version()}, {subprocess.getoutput('nproc')} cores", flush=True)
     for name in args.parts.split(","):
         print(f"## {name}", flush=True)
-        for row in {"synth": synth_part, "yardstick": yardstick_part}[name]():
+        for row in {"synth": synth_part, "yardstick": yardstick_part, "tensor": tensor_part}[name]():
             print(json.dumps(row), flush=True)
 
 

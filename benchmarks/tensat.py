@@ -1,6 +1,6 @@
 """TENSAT's models under TENSAT's settings, one row per model and setting, TENSAT's numbers beside.
 
-Usage: python benchmarks/tensat.py [--models bert,nasrnn,...|all] [--k-multi 1[,2,3]|pact]
+Usage: python benchmarks/tensat.py [--models bert,nasrnn,...|all] [--k-multi 1[,2,3]|pact] [--ruleset FILE]
        [--cycle-filter efficient[,vanilla,none]] [--acyclic order] [--target t4[,a100]]
        [--extract-limit 60] [--node-limit 50000] [--iter-limit 15] [--explore-limit 3600]
        [--ort] [--ort-runs 20] [--ort-threads 1] [--measure ort|cpu] [--measure-runs 5]
@@ -46,7 +46,8 @@ PACT_K_MULTI = {"inceptionv3": 2, "resnext50": 4, "bert": 1, "nasneta": 1, "sque
 def run_model(name: str, k_multi: int, cycle_filter: str, target: str, args) -> RunResult:
     measured = {"measure": args.measure, "fallback": target, "runs": args.measure_runs,
                 "cache": str(Path("results/timings.sqlite").resolve())}
-    data = {"ruleset": "tensat", "target": measured if args.measure else target, "program": {"builder": name},
+    ruleset = str(Path(args.ruleset).resolve()) if args.ruleset.endswith(".eqr") else args.ruleset
+    data = {"ruleset": ruleset, "target": measured if args.measure else target, "program": {"builder": name},
             "schedule": {"iter_limit": args.iter_limit, "node_limit": args.node_limit,
                          "time_limit_s": args.explore_limit, "k_multi": k_multi,
                          "cycle_filter": cycle_filter, "class_counts": False},
@@ -140,6 +141,7 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--models", default=TENSAT_MODELS, help="comma-separated, or `all` (the 13 builders)")
     ap.add_argument("--k-multi", default="1")
+    ap.add_argument("--ruleset", default="tensat", help="a shipped ruleset or a .eqr path (`eqdsl synthesize`'s)")
     ap.add_argument("--cycle-filter", default="efficient")
     ap.add_argument("--acyclic", default="order", choices=("order", "lazy", "filter-list"))
     ap.add_argument("--target", default="t4")

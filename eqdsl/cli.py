@@ -28,7 +28,7 @@ from eqdsl.diagnostics import EqdslError
 from eqdsl.execute.executor import ExecuteSettings
 from eqdsl.extract.registry import EXTRACTORS, ExtractConfig, extractor_names, option_classes
 from eqdsl.fields import add_flags, flag_values
-from eqdsl.output import FileScratch
+from eqdsl.output import FileScratch, remove_prepared
 
 stderr = Console(stderr=True, highlight=False, soft_wrap=True)
 stdout = Console(highlight=False, soft_wrap=True)
@@ -409,6 +409,13 @@ def _int_list(text: str) -> list[int]:
         raise argparse.ArgumentTypeError(f"expected integers separated by commas, got {text!r}") from None
 
 
+def _named_ints(text: str) -> tuple[str, tuple[int, ...]]:
+    name, _, values = text.partition("=")
+    if not name.isidentifier():
+        raise argparse.ArgumentTypeError(f"expected NAME=INT,INT,... got {text!r}")
+    return name, tuple(_int_list(values))
+
+
 def _param(text: str) -> tuple[str, int]:
     key, _, value = text.partition("=")
     if not value.isdigit():
@@ -520,12 +527,16 @@ def _synthesis_commands(sub) -> None:
     c = sub.add_parser("synthesize", help="infer a small verified rule set from a language's reference semantics")
     c.add_argument("language", help="a .eqr path or a shipped ruleset name (its operators and semantics)")
     c.add_argument("-o", "--output", required=True, help="the .eqr file to write (a new file)")
-    c.add_argument("--ops", type=lambda t: [o for o in t.split(",") if o], help="operators to use (default: all)")
+    c.add_argument("--ops", type=lambda t: [o for o in t.split(",") if o],
+                   help="operators to use, constant operators (scalar, num) too (default: all)")
     c.add_argument("--size", type=AT_LEAST_ONE, default=2, help="operators per term, at most (default 2)")
     c.add_argument("--vars", type=AT_LEAST_ONE, default=3, help="variables per sort (default 3)")
     c.add_argument("--ints", type=_int_list, default=[0, 1, 2], help="Int literals to try (default 0,1,2)")
-    c.add_argument("--shape", type=_int_list, default=[3, 3],
-                   help="the shape of every variable of a sort with shapes (default 3,3)")
+    c.add_argument("--values", type=_named_ints, action="append", default=[], metavar="NAME=V,V",
+                   help="the Int literals for parameters of this name instead (--values act=0,2); repeatable")
+    c.add_argument("--shape", type=_int_list, action="append",
+                   help="the shape of every variable of a sort with shapes (default 3,3); give it again for "
+                        "one more enumeration at that shape (--shape 3,3 --shape 2,2,3,3)")
     c.add_argument("--examples", type=AT_LEAST_ONE, default=100, help="verify's examples per rule (default 100)")
     c.add_argument("--time-limit", type=POSITIVE, default=600.0, help="seconds in all (default 600)")
     c.add_argument("--seed", type=AT_LEAST_ZERO, default=0, help="seed of the fingerprint inputs (default 0)")
@@ -569,8 +580,9 @@ def _synthesize(args: argparse.Namespace, scratch: FileScratch) -> int:
     from eqdsl.verify.semantics import load_semantics
 
     lang = load_language(args.language)
-    space = Space(args.size, args.vars, tuple(args.ints), tuple(args.ops or ()), seed=args.seed,
-                  shape=tuple(args.shape))
+    shapes = tuple(tuple(shape) for shape in args.shape or [[3, 3]])
+    space = Space(args.size, args.vars, tuple(args.ints), tuple(args.ops or ()), seed=args.seed, shapes=shapes,
+                  params=tuple(args.values))
     files = [scratch.target.name]
     if (companion := semantics_companion(lang)) is not None:  # a user's semantics: found from beside the file
         files.append(scratch.target.stem + "_ref.py")
@@ -587,14 +599,15 @@ def _synthesize(args: argparse.Namespace, scratch: FileScratch) -> int:
                            args.examples, time.monotonic() + args.time_limit, lambda note: status.update(note=note),
                            checkpoint)
     header = (f"Synthesized by `eqdsl synthesize {args.language} --size {args.size} --vars {args.vars} --ints "
-              f"{','.join(map(str, args.ints))} --shape {','.join(map(str, args.shape))}"
+              f"{','.join(map(str, args.ints))}{''.join(' --shape ' + ','.join(map(str, s)) for s in shapes)}"
+              f"{''.join(f' --values {n}=' + ','.join(map(str, v)) for n, v in args.values)}"
               f"{' --ops ' + ','.join(args.ops) if args.ops else ''}` from the "
               f"reference semantics of {lang.name}:\n{found.terms} terms in {found.classes} fingerprint classes, "
               f"{found.candidates} candidate rules; {len(found.kept)} kept, each passing `eqdsl verify` "
               f"({args.examples} examples); {found.rejected} failed `verify`."
               + ("\nNone is derivable from the others." if found.complete else
                  "\nSTOPPED at --time-limit: the rules verified so far (each not derivable from those kept before "
-                 "it; the last pass, which drops a rule the later ones derive, did not run)."))
+                 "it; the last pass, which drops a rule the later ones derive, did not finish)."))
     text = rules_text(lang, found, header, declared)
     base = [] if f"include {lang.name}" not in text else load_modules(resolve_ruleset(lang.name))
     check_modules([*base, parse_text(text, str(args.output))])  # never write a file that does not check
@@ -725,6 +738,7 @@ def main(argv: list[str] | None = None) -> int:
         with stop_signals(signal.SIG_IGN):  # a second Ctrl-C must not cut the clean-up short
             if isinstance(outcome, Work):
                 outcome.cleanup()
+            remove_prepared()  # a scratch folder made before the command handed it over
             print("interrupted: stopped, nothing written", file=sys.stderr)
         return 130
 

@@ -43,6 +43,7 @@ import os
 import pwd
 import re
 import shutil
+import signal
 import tempfile
 from pathlib import Path
 from typing import Callable, Iterable
@@ -177,6 +178,17 @@ def _listed(names: list[str], most: int = 5) -> str:
     return ", ".join(names[:most]) + (f" and {len(names) - most} more" if len(names) > most else "")
 
 
+_STOP_SIGNALS = {signal.SIGINT, signal.SIGTERM, signal.SIGHUP}
+_PREPARED: list[_Sibling] = []  # made in this process and not removed: what a stop before the work removes
+
+
+def remove_prepared() -> None:
+    """Remove every scratch folder this process made and has not removed (a stop that came
+    while a command prepared its output, before it handed the scratch to its clean-up)."""
+    for sibling in list(_PREPARED):
+        sibling.remove()
+
+
 class _Sibling:
     """A hidden folder beside `target`, marked as eqdsl's, made with any missing parents."""
 
@@ -184,11 +196,18 @@ class _Sibling:
         self.made_parents = _missing_parents(target.parent)
         target.parent.mkdir(parents=True, exist_ok=True)
         _sweep_dead_siblings(target)
-        self.path = Path(tempfile.mkdtemp(prefix=f".{target.name}.eqdsl-", dir=target.parent))
-        (self.path / MARKER).touch()
-        self._lock: int | None = hold_lock(self.path)
+        blocked = signal.pthread_sigmask(signal.SIG_BLOCK, _STOP_SIGNALS)  # made and registered, or neither
+        try:
+            self.path = Path(tempfile.mkdtemp(prefix=f".{target.name}.eqdsl-", dir=target.parent))
+            _PREPARED.append(self)
+            (self.path / MARKER).touch()
+            self._lock: int | None = hold_lock(self.path)
+        finally:
+            signal.pthread_sigmask(signal.SIG_SETMASK, blocked)
 
     def remove(self) -> None:
+        if self in _PREPARED:
+            _PREPARED.remove(self)
         if (self.path / MARKER).exists():
             shutil.rmtree(self.path, ignore_errors=True)
         if self._lock is not None:

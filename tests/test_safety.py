@@ -441,3 +441,14 @@ def test_an_output_through_a_symlink_loop_is_a_clear_error(tmp_path, run_cli):
     for output in ("loop1", "loop1/inner"):
         code, _, err = run_cli("run", config, "--output", tmp_path / output, "--quiet")
         assert code == 2 and "symlink loop" in err and "Traceback" not in err
+
+
+def test_a_stop_while_a_command_prepares_its_output_removes_the_scratch(tmp_path):
+    """A stop that lands after the scratch folder is made and before the command hands it to its
+    clean-up (`eqdsl export` under load) removes it too (`cli.main` calls `remove_prepared`)."""
+    from eqdsl.output import FileScratch, remove_prepared
+
+    scratch = FileScratch(tmp_path / "b.onnx", False, "--output")
+    assert scratch.folder.is_dir()
+    remove_prepared()
+    assert list(tmp_path.iterdir()) == []

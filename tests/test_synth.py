@@ -79,7 +79,7 @@ def test_synthesis_names_rules_stably_and_renames_variables():
     lang = load_language("arith")
     pool = rule_candidates(enumerate_terms(lang, load_semantics(lang), Space(size=1, variables=2)))
     texts = [c.text for c in pool]
-    assert "mul(?a, ?b) => mul(?b, ?a)" in texts and "mul(?b, ?a) => mul(?a, ?b)" not in texts
+    assert "mul(?a, ?b) <=> mul(?b, ?a)" in texts and "mul(?b, ?a) <=> mul(?a, ?b)" not in texts
     again = rule_candidates(enumerate_terms(lang, load_semantics(lang), Space(size=1, variables=2)))
     assert [c.rule.name for c in again] == [c.rule.name for c in pool]
     assert all(c.rule.name.startswith("syn-") for c in pool)
@@ -92,13 +92,13 @@ def test_shaped_sorts_are_enumerated_at_one_shape_and_ill_shaped_terms_left_out(
     from eqdsl.verify.semantics import load_semantics
 
     lang = load_language("tensat")
-    space = Space(size=1, variables=2, ints=(0,), ops=("ewadd", "matmul", "transpose"), shape=(2, 3))
-    found = enumerate_terms(lang, load_semantics(lang), space)
+    space = Space(size=1, variables=2, ints=(0,), ops=("ewadd", "matmul", "transpose"), shapes=((2, 3),))
+    found = enumerate_terms(lang, load_semantics(lang), space, (2, 3))
     shapes = {t.shape for t in found.terms}
     assert (2, 3) in shapes and (3, 2) in shapes  # a transpose's permutations were tried
     assert not any(isinstance(t.pattern, ir.PApp) and t.pattern.op == "matmul" for t in found.terms)  # [2,3]x[2,3]
     texts = [c.text for c in rule_candidates(found)]
-    assert "ewadd(?a, ?b) => ewadd(?b, ?a)" in texts
+    assert "ewadd(?a, ?b) <=> ewadd(?b, ?a)" in texts  # an equation: applied both ways
     # a transpose's [1, 0] is lifted out of the pattern (which cannot hold a list) into a condition
     assert "transpose(?a, ?p0) => ?a if ?p0 == [0, 1]" in texts
 
@@ -136,3 +136,100 @@ def test_ctrl_c_keeps_the_rules_verified_so_far(tmp_path):
     assert out.read_text().startswith("# STOPPED before the end") and "\nrule syn-" in out.read_text()
     assert sorted(p.name for p in tmp_path.iterdir()) == ["s.eqr"]  # no scratch left
     assert os.access(out, os.R_OK)
+
+
+def test_a_candidate_is_an_equation_unless_its_reverse_would_grow_without_end(tmp_path):
+    from eqdsl.synth.synthesize import Candidate
+
+    def candidate(text: str) -> Candidate:
+        lang = load_language(_one_rule_file(tmp_path, text))
+        return Candidate(lang.rules[0], 0, 0)
+
+    assert candidate("relu(relu(?a)) => relu(?a)").both_ways is False  # relu(?a) => relu(relu(?a)) grows
+    assert candidate("concat(0, relu(?a), relu(?b)) => relu(concat(0, ?a, ?b))").both_ways
+    assert candidate("ewadd(?a, ewmul(?a, ?b)) => ?a").both_ways is False  # a bare variable
+    both = candidate("ewmul(?a, ewadd(?b, ?c)) => ewadd(ewmul(?a, ?b), ewmul(?a, ?c))")
+    assert both.both_ways and [r.name for r in both.rules] == ["r", "r-rev"]
+
+
+def _one_rule_file(folder, text: str) -> str:
+    file = folder / f"one{len(list(folder.iterdir()))}.eqr"
+    file.write_text(f"language one\ninclude tensor\nrule r: {text}\n")
+    return str(file)
+
+
+def test_derivations_in_one_e_graph_are_proofs_and_the_prover_grows(tmp_path):
+    from eqdsl.synth.derive import Prover
+
+    tensat = load_language("tensat")
+    prover = Prover(tensat, LIMITS)
+    sample = [r for r in tensat.single_rules[::5]]
+    unsound = [r for r in mutants(tensat.rules) if not r.is_multi][::7]
+    together = prover.derived_together(tensat, [*sample, *unsound])
+    assert not any(together[len(sample):])  # no mutant is joined, though all share one e-graph
+    assert sum(together[:len(sample)]) >= len(sample) // 2
+    alone = [prover.prove(tensat, r).verdict is Verdict.DERIVED for r in sample]
+    assert all(a for a, t in zip(alone, together) if t)  # what the batch proves, one by one proves too
+    commute = load_language(_one_rule_file(tmp_path, "ewadd(?a, ?b) => ewadd(?b, ?a)"))
+    empty = Prover(replace(tensat, rules=()), LIMITS)
+    goal = load_language(_one_rule_file(tmp_path, "ewadd(?a, ewadd(?b, ?c)) => ewadd(ewadd(?c, ?b), ?a)")).rules[0]
+    assert empty.prove(tensat, goal).verdict is Verdict.NOT_DERIVED
+    empty.add(commute.rules[0])
+    assert empty.prove(tensat, goal).verdict is Verdict.DERIVED
+
+
+def test_the_screen_refutes_wrong_rules_and_passes_a_law(tmp_path):
+    from eqdsl.verify.rules import refuted
+    from eqdsl.verify.semantics import load_semantics
+
+    tensor = load_language("tensor")
+    sem = load_semantics(tensor)
+    sides_of_two_shapes = load_language(_one_rule_file(tmp_path, "concat(0, ?a, ?b) => concat(1, ?a, ?b)")).rules[0]
+    assert refuted(tensor, sem, sides_of_two_shapes)  # equal shapes only where a and b are square
+    wrong = load_language(_one_rule_file(tmp_path, "matmul(0, ?a, ?b) => matmul(0, ?b, ?a)")).rules[0]
+    assert refuted(tensor, sem, wrong)  # only square matrices make both sides well-shaped
+    right = load_language(_one_rule_file(tmp_path, "ewadd(?a, ?b) => ewadd(?b, ?a)")).rules[0]
+    assert not refuted(tensor, sem, right)
+
+
+def test_synthesis_at_two_shapes_with_parameter_values(tmp_path, run_cli):
+    out = tmp_path / "c.eqr"
+    code, _, err = run_cli("synthesize", "tensor", "-o", out, "--ops", "relu,conv2d", "--vars", "2",
+                           "--size", "2", "--shape", "3,3", "--shape", "2,2,3,3", "--values", "stride_h=1",
+                           "--values", "stride_w=1", "--values", "pad=0", "--values", "act=0,2")
+    assert code == 0, err
+    text = out.read_text()
+    assert "--shape 3,3 --shape 2,2,3,3 --values stride_h=1" in text.splitlines()[0]
+    assert "relu(conv2d(1, 1, 0, 0, ?a, ?b)) <=> conv2d(1, 1, 0, 2, ?a, ?b)" in text
+    assert "at shape [2, 2, 3, 3]" in text and "at shape [3, 3]" in text  # relu's laws: first seen at [3, 3]
+
+
+def test_a_law_seen_at_one_shape_gets_the_weakest_shape_condition_that_verifies(tmp_path):
+    """Conv2d distributes over its weights' sum only where the two weights agree on their input
+    channels and kernel (a weight broadcast over input channels makes the right side a grouped
+    convolution; one broadcast over output channels is fine): TASO asks for equal shapes."""
+    from eqdsl.synth.synthesize import Candidate, _verified
+    from eqdsl.verify.rules import Status, verify_rule
+    from eqdsl.verify.semantics import load_semantics
+
+    tensor = load_language("tensor")
+    text = "ewadd(conv2d(1, 1, 0, 0, ?a, ?b), conv2d(1, 1, 0, 0, ?a, ?c)) => conv2d(1, 1, 0, 0, ?a, ewadd(?b, ?c))"
+    law = Candidate(load_language(_one_rule_file(tmp_path, text)).rules[0], 5, 0, (2, 2, 3, 3))
+    kept = _verified(tensor, load_semantics(tensor), law, 60)
+    wanted = " if " + ", ".join(f"shape(?b)[{i}] == shape(?c)[{i}]" for i in (1, 2, 3))
+    assert kept is not None and kept.text == text.replace("=>", "<=>") + wanted
+    assert verify_rule(tensor, load_semantics(tensor), kept.rule, 300, seed=5).status is Status.PASSED
+    assert [line.split(":")[0] for line in kept.lines()] == [f"rule {kept.rule.name}", f"rule {kept.rule.name}-rev"]
+    wrong = Candidate(load_language(_one_rule_file(tmp_path, "ewadd(?a, ?b) => ?a")).rules[0], 1, 0)
+    assert _verified(tensor, load_semantics(tensor), wrong, 60) is None
+
+
+def test_a_condition_is_cut_to_the_axes_the_law_needs(tmp_path):
+    from eqdsl.synth.synthesize import Candidate, _verified
+    from eqdsl.verify.semantics import load_semantics
+
+    tensor = load_language("tensor")
+    text = "concat(1, conv2d(1, 1, 0, 0, ?a, ?b), conv2d(1, 1, 0, 0, ?a, ?c)) => conv2d(1, 1, 0, 0, ?a, concat(0, ?b, ?c))"
+    law = Candidate(load_language(_one_rule_file(tmp_path, text)).rules[0], 5, 0, (2, 2, 3, 3))
+    kept = _verified(tensor, load_semantics(tensor), law, 60)
+    assert kept is not None and kept.text.endswith(" if shape(?a)[1] == shape(?b)[1]"), kept  # TASO's s115

@@ -113,6 +113,13 @@ def lower_language(lang: ir.Language) -> Lowered:
     )
 
 
+def rule_command(lang: ir.Language, rule: ir.Rule, ruleset: str) -> str:
+    """One single-pattern rule as an egglog `rule` command in `ruleset`: how a prover grows its
+    rule set in a declared e-graph (`synth.derive.Prover.add`) instead of declaring it again."""
+    query, actions = _rewrite(lang, rule)
+    return _rule_text(query, actions, ruleset, rule.name)
+
+
 def _declarations(lang: ir.Language) -> list[str]:
     out = [f"(sort {VEC_SORT} (Vec i64))", f"(sort {VEC_SORT}s (Vec {VEC_SORT}))",  # IVecs: see terms._dynamic_slice
            "(ruleset analysis)", "(ruleset load)"]

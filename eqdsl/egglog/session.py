@@ -110,6 +110,13 @@ class EGraphSession:
         self.saturate_analysis()
         self.loaded += alternatives
 
+    def add_rule(self, command: str) -> None:
+        """Declare one more rule (`lower.rule_command`) in this e-graph; outside any push, as a
+        pop would take it back."""
+        if self.depth:
+            raise RuntimeError("add_rule() inside a push")
+        self._execute(command, "adding a rule")
+
     def define_ruleset(self, name: str, rules: list[str]) -> None:
         """A ruleset running the named rules of the language together (a schedule's subset)."""
         members = " ".join(self.lowered.rulesets[r] for r in rules)

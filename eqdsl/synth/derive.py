@@ -22,11 +22,11 @@ from typing import Any, Callable, Sequence
 
 from eqdsl import ir
 from eqdsl.diagnostics import EqdslError
-from eqdsl.egglog.lower import lower_language
+from eqdsl.egglog.lower import lower_language, rule_command
 from eqdsl.egglog.session import EGraphSession
 from eqdsl.ir.builder import GraphBuilder, Tensor
 from eqdsl.schedule.runner import LimitedLoop, Limits
-from eqdsl.verify.examples import Assignment, Concrete, ExampleSpace
+from eqdsl.verify.examples import DISTINCT_HINTS, Assignment, Concrete, ExampleSpace
 
 
 class Verdict(Enum):
@@ -64,18 +64,61 @@ def own_rules(lang: ir.Language) -> ir.Language:
 
 class Prover:
     """An e-graph of `a`'s rules, declared once, in which rules are derived one after another
-    (each in its own egglog push, undone after)."""
+    (each in its own egglog push, undone after). `add` grows `a` by a single-pattern rule where
+    `a` started without any (its `single` group is then a plain ruleset that takes rules)."""
 
     def __init__(self, a: ir.Language, limits: Limits, k_multi: int = 1) -> None:
         self.a, self.limits, self.k_multi = a, limits, k_multi
         self.session = EGraphSession(lower_language(a), _UnitCosts())  # 0.7 s for TASO's rules
+        self._grows = not a.single_rules
 
-    def prove(self, b: ir.Language, rule: ir.Rule) -> Derivation:
-        """`rule` (of language `b`) derived with `a`'s rules, or why not."""
+    def add(self, rule: ir.Rule) -> None:
+        """`a` with `rule` too (declared into the e-graph, not the whole language again)."""
+        if rule.is_multi or not self._grows:
+            raise ValueError(f"Prover.add: {rule.name} is multi-pattern, or the prover began with rules")
+        self.a = replace(self.a, rules=(*self.a.rules, rule))
+        self.session.add_rule(rule_command(self.a, rule, "single"))
+
+    def derived_together(self, b: ir.Language, rules: Sequence[ir.Rule],
+                         hints: tuple[int, ...] = DISTINCT_HINTS) -> list[bool]:
+        """Which of `rules` (single-pattern, of `b`) `a` derives with all their instances in one
+        e-graph (Ruler's batch: one saturation instead of one per rule; leaves of one name and
+        shape are shared, which keeps every union a proof). True is a proof; False says only
+        that the limits, shared by the whole batch, ended it first."""
+        builder = GraphBuilder(self.a)
+        roots: list[Tensor] = []
+        pairs: list[tuple[int, tuple[int, int]]] = []
+        for k, rule in enumerate(rules):
+            try:
+                sides = _instance_roots(self.a, b, rule, builder, hints)
+            except _Uninstantiable:
+                continue
+            if len(sides) == 2:
+                pairs.append((k, (len(roots), len(roots) + 1)))
+                roots += sides
+        if not pairs:
+            return [False] * len(rules)
+        program = builder.program("derive_batch", roots)
+        sorts = [self.a.ops[program.nodes[program.roots[i]].op].result for _, (i, _) in pairs]
         base = self.session.depth
         self.session.push()
         try:
-            return derive_rule(self.a, b, rule, self.session, self.limits, self.k_multi)
+            self.session.load(program)
+            everything = [pair for _, pair in pairs]
+            _grow_until(self.session, self.limits, self.k_multi, lambda: self.session.roots_joined(everything, sorts))
+            joined = {k for (k, pair), sort in zip(pairs, sorts) if self.session.roots_joined([pair], [sort])}
+        finally:
+            while self.session.depth > base:
+                self.session.pop()
+        return [k in joined for k in range(len(rules))]
+
+    def prove(self, b: ir.Language, rule: ir.Rule, hints: tuple[int, ...] = DISTINCT_HINTS) -> Derivation:
+        """`rule` (of language `b`) derived with `a`'s rules, or why not (its instance drawn near
+        `hints`: another instance for a second opinion)."""
+        base = self.session.depth
+        self.session.push()
+        try:
+            return derive_rule(self.a, b, rule, self.session, self.limits, self.k_multi, hints)
         finally:
             while self.session.depth > base:  # this rule's e-graph, and the loop's own pushes, undone
                 self.session.pop()
@@ -92,43 +135,53 @@ def derive(a: ir.Language, b: ir.Language, limits: Limits, k_multi: int = 1,
 
 
 def derive_rule(a: ir.Language, b: ir.Language, rule: ir.Rule, session: EGraphSession, limits: Limits,
-                k_multi: int = 1) -> Derivation:
+                k_multi: int = 1, hints: tuple[int, ...] = DISTINCT_HINTS) -> Derivation:
     """`rule` in `session`, an e-graph of `a`'s rules holding nothing yet (see the contract)."""
     t0 = time.perf_counter()
     try:
-        program = instance(a, b, rule)
+        program = instance(a, b, rule, hints)
     except _Uninstantiable as why:
         return Derivation(rule.name, Verdict.NOT_INSTANTIABLE, seconds=time.perf_counter() - t0, why=str(why))
     session.load(program)
     pairs = [(k, k + len(rule.lhs)) for k in range(len(rule.lhs))]
     sorts = [a.ops[program.nodes[program.roots[i]].op].result for i, _ in pairs]
+    iterations, stop = _grow_until(session, limits, k_multi, lambda: session.roots_joined(pairs, sorts))
+    verdict = Verdict.DERIVED if stop is None else Verdict.NOT_DERIVED
+    return Derivation(rule.name, verdict, iterations, session.size(), time.perf_counter() - t0,
+                      "" if stop is None else stop.value)
+
+
+def _grow_until(session: EGraphSession, limits: Limits, k_multi: int, done: Callable[[], bool]) -> tuple[int, Any]:
+    """Iterate `session`'s rules under `limits` until `done()`: (iterations, None), or
+    (iterations, the limit or saturation that ended it first)."""
     loop = LimitedLoop(session, limits, count_classes=False)
     loop.check_start()
-    stop = None
-    while not session.roots_joined(pairs, sorts):
+    while not done():
         stop = loop.check_before()
         if stop is None:
             stop = loop.iterate("all" if len(loop.reports) < k_multi else "single")
         if stop is not None:
-            joined = session.roots_joined(pairs, sorts)  # the last iteration may have joined them
-            verdict = Verdict.DERIVED if joined else Verdict.NOT_DERIVED
-            return Derivation(rule.name, verdict, len(loop.reports), session.size(), time.perf_counter() - t0,
-                              "" if joined else stop.value)
-    return Derivation(rule.name, Verdict.DERIVED, len(loop.reports), session.size(), time.perf_counter() - t0)
+            return len(loop.reports), None if done() else stop  # the last iteration may have done it
+    return len(loop.reports), None
 
 
 # ---- instantiation --------------------------------------------------------------------------------
 
-DISTINCT_HINTS = (2, 3, 4, 5, 6)  # sizes near these: no two dimensions equal unless a requirement says so
-
-
-def instance(a: ir.Language, b: ir.Language, rule: ir.Rule) -> ir.Program:
+def instance(a: ir.Language, b: ir.Language, rule: ir.Rule, hints: tuple[int, ...] = DISTINCT_HINTS) -> ir.Program:
     """The program whose roots are the rule's left sides, then its right sides, over fresh leaves."""
+    builder = GraphBuilder(a)
+    return builder.program(f"derive_{rule.name}", _instance_roots(a, b, rule, builder, hints))
+
+
+def _instance_roots(a: ir.Language, b: ir.Language, rule: ir.Rule, builder: GraphBuilder,
+                    hints: tuple[int, ...]) -> list[Tensor]:
     for op in _ops_in(rule):
         if op not in a.ops:
             raise _Uninstantiable(f"operator {op!r} is not in language {a.name}")
-    assignment, concrete = _sizes(b, rule)
-    builder = GraphBuilder(a)
+    sized = ExampleSpace(b, rule).distinct(hints)
+    if sized is None:
+        raise _Uninstantiable("no sizes meet the rule's shape requirements and conditions")
+    assignment, concrete = sized
     env: dict[str, Any] = {}
     for var, t in ExampleSpace(b, rule).vars.items():
         env[var] = _leaf(a, builder, var, t, assignment)
@@ -138,7 +191,7 @@ def instance(a: ir.Language, b: ir.Language, rule: ir.Rule) -> ir.Program:
         raise _Uninstantiable(f"a side breaks a shape rule of {a.name}: {err.diagnostics[0].message}") from None
     if not all(isinstance(r, Tensor) for r in roots):
         raise _Uninstantiable("a side is a bare variable or value, not a term")
-    return builder.program(f"derive_{rule.name}", [r for r in roots if isinstance(r, Tensor)])
+    return roots
 
 
 def _ops_in(rule: ir.Rule) -> set[str]:
@@ -153,18 +206,6 @@ def _ops_in(rule: ir.Rule) -> set[str]:
     for side in (*rule.lhs, *rule.rhs):
         walk(side)
     return found
-
-
-def _sizes(b: ir.Language, rule: ir.Rule) -> tuple[Assignment, Concrete]:
-    space = ExampleSpace(b, rule)
-    for ranks in space.rank_choices[:64]:
-        n = space.hint_count(ranks)
-        hints = [DISTINCT_HINTS[k % len(DISTINCT_HINTS)] for k in range(n)]
-        assignment = space.solve(ranks, hints)
-        concrete = None if assignment is None else space.concrete(assignment)
-        if assignment is not None and concrete is not None:
-            return assignment, concrete
-    raise _Uninstantiable("no sizes meet the rule's shape requirements and conditions")
 
 
 def _leaf(a: ir.Language, builder: GraphBuilder, var: str, t: ir.ValueType, assignment: Assignment) -> Any:

@@ -2,25 +2,28 @@
 `eqdsl synthesize` (TASO's generator, Ruler's term enumeration).
 
 Contract: `enumerate_terms(lang, sem, space)` returns the terms of up to `space.size` operators
-over `space.variables` variables per sort, the constants `space.ints` make (`num(0)`, ...), and the
-operators `space.ops` (default: every computed operator with an operand), in order of size. A
+over `space.variables` variables per sort, the constants `space.ints` make (`num(0)`, ...; an `Int`
+parameter named in `space.params` takes the values given there instead), and the
+operators `space.ops` (default: every computed operator with an operand; constants too where
+named), in order of size. A
 term's fingerprint is its value on `space.samples` fixed random inputs (drawn as `eqdsl verify`
 draws them: edge values, small integers, equal operands), rounded to `DIGITS` significant digits,
 undefined where an operator raised. Children are the first term of each fingerprint (the class
 representative, as Ruler enumerates over e-classes), so the enumeration grows with the number of
 distinct values, not of terms. `candidates(terms)` pairs each later term with its class's
 representative: equal on every sample, so perhaps equal (`eqdsl verify` decides).
-Sorts with a shape analysis (tensors): every variable has the shape `space.shape` (one shape
-instance per run, as TASO enumerates over fixed input shapes); an application is kept only where
-its shape rule accepts its operands, and a term's shape is what the rule gives. An `[Int]`
+Sorts with a shape analysis (tensors): every variable has the shape given (one enumeration per
+shape instance of `space.shapes`, as TASO enumerates over fixed input shapes); an application is
+kept only where its shape rule accepts its operands, and a term's shape is what the rule gives. An `[Int]`
 parameter takes every permutation of its first operand's axes (a transpose's `perm`); an
 operator with a `Str` parameter is not enumerated. Two-field sorts are refused.
 """
 from __future__ import annotations
 
+import hashlib
 import itertools
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Callable, Iterator, cast
 
 import numpy as np
@@ -28,7 +31,7 @@ import numpy as np
 from eqdsl import ir
 from eqdsl.diagnostics import NO_SPAN, EqdslError
 from eqdsl.ir.evaluate import EvalError, ShapeViolation, applied_shape
-from eqdsl.languages.base import Leaf, Split
+from eqdsl.languages.base import Leaf
 from eqdsl.verify.rules import EDGE_VALUES, draw_leaf
 from eqdsl.verify.semantics import SemanticsError, apply
 
@@ -47,7 +50,12 @@ class Space:
     ops: tuple[str, ...] = ()  # empty: every computed operator with an operand
     samples: int = 64
     seed: int = 0
-    shape: tuple[int, ...] = (3, 3)  # every variable of a sort with a shape analysis
+    shapes: tuple[tuple[int, ...], ...] = ((3, 3),)  # one enumeration per shape of every shaped variable
+    params: tuple[tuple[str, tuple[int, ...]], ...] = ()  # Int parameters by name that take other values than `ints`
+
+    def ints_for(self, param: str) -> tuple[int, ...]:
+        """The values an `Int` parameter of this name takes."""
+        return dict(self.params).get(param, self.ints)
 
 
 @dataclass(frozen=True)
@@ -55,18 +63,25 @@ class Term:
     pattern: ir.Pattern
     size: int  # operators in it (constants and variables: 0)
     sort: str
-    values: tuple[Any, ...]  # per sample; UNDEFINED where an operator raised
+    # per sample (UNDEFINED where an operator raised): a tuple, or for arrays of one shape one
+    # stacked array with `holes` the undefined samples; None once the term is not its class's
+    # first (only those are children, and memory grows with the number of terms)
+    values: Any
     fingerprint: tuple
     shape: Any = None  # its sort's analysis value (the shape rule's), None for sorts without one
+    holes: frozenset[int] = frozenset()
+    defined_somewhere: bool = True
 
-    @property
-    def defined_somewhere(self) -> bool:
-        return any(v is not UNDEFINED for v in self.values)
+    def sample(self, k: int) -> Any:
+        if isinstance(self.values, np.ndarray):
+            return UNDEFINED if k in self.holes else self.values[k]
+        return self.values[k]
 
 
 @dataclass
 class Enumeration:
     terms: list[Term] = field(default_factory=list)
+    samples: int = 64  # values per term (`samples`)
     classes: dict[tuple, int] = field(default_factory=dict)  # fingerprint → index of its first term
     _firsts: dict[tuple[str, int], list[Term]] = field(default_factory=dict)  # (sort, size) → first terms
 
@@ -74,14 +89,17 @@ class Enumeration:
         if term.fingerprint not in self.classes:
             self.classes[term.fingerprint] = len(self.terms)
             self._firsts.setdefault((term.sort, term.size), []).append(term)
+        else:
+            term = replace(term, values=None)
         self.terms.append(term)
 
     def representatives(self, sort: str, size: int) -> list[Term]:
         return self._firsts.get((sort, size), [])
 
 
-def enumerate_terms(lang: ir.Language, sem: dict[str, Any], space: Space,
+def enumerate_terms(lang: ir.Language, sem: dict[str, Any], space: Space, shape: tuple[int, ...] = (3, 3),
                     stop: Callable[[], bool] = lambda: False) -> Enumeration:
+    """The terms with every shaped variable of shape `shape` (one of `space.shapes`)."""
     ops = _operators(lang, sem, space)
     sorts = sorted({op.result for op in ops} | {p.type.name for op in ops for p in op.params
                                                 if isinstance(p.type, ir.SortType)})
@@ -89,8 +107,9 @@ def enumerate_terms(lang: ir.Language, sem: dict[str, Any], space: Space,
         if lang.sorts[sort].fields:
             raise EqdslError.one(f"synthesize: sort {sort} has a two-field analysis value; expected sorts "
                                  "with a plain shape or none")
-    found = Enumeration()
-    for term in _leaves(lang, sem, space, sorts):
+    shaped = any(lang.sorts[sort].shape_type is not None for sort in sorts)
+    found = Enumeration(samples=samples(space, shape if shaped else None))
+    for term in _leaves(lang, sem, found.samples, space, shape, sorts):
         found.add(term)
     for size in range(1, space.size + 1):
         for op in ops:
@@ -112,24 +131,24 @@ def _operators(lang: ir.Language, sem: dict[str, Any], space: Space) -> list[ir.
     return [op for op in computed if not space.ops or op.name in space.ops]
 
 
-def _leaves(lang: ir.Language, sem: dict[str, Any], space: Space, sorts: list[str]) -> Iterator[Term]:
+def _leaves(lang: ir.Language, sem: dict[str, Any], n: int, space: Space, shape: tuple[int, ...],
+            sorts: list[str]) -> Iterator[Term]:
     rng = np.random.default_rng(space.seed)
     for sort in sorts:
         shaped = lang.sorts[sort].shape_type is not None
         for k in range(space.variables):
-            values = tuple(draw_leaf(rng, space.shape, None) if shaped else _draw(rng) for _ in range(space.samples))
-            yield _term(ir.PVar(VARIABLE_NAMES[k], ir.SortType(sort)), 0, sort, values,
-                        space.shape if shaped else None)
+            values = tuple(draw_leaf(rng, shape, None) if shaped else _draw(rng) for _ in range(n))
+            yield _term(ir.PVar(VARIABLE_NAMES[k], ir.SortType(sort)), 0, sort, values, shape if shaped else None)
         for op in lang.ops.values():  # constants: a computed operator over Int values only (num(2))
             if op.result == sort and not isinstance(sem[op.name], Leaf) and op.params and \
-                    all(p.type == ir.Prim.INT for p in op.params):
-                for ints in itertools.product(space.ints, repeat=len(op.params)):
+                    all(p.type == ir.Prim.INT for p in op.params) and (not space.ops or op.name in space.ops):
+                for ints in itertools.product(*(space.ints_for(p.name) for p in op.params)):
                     shape = _shape(lang, op, list(ints))
                     if shape is _ILL_SHAPED:
                         continue
                     value = _applied(sem, op.name, list(ints))
                     pattern = ir.PApp(op.name, tuple(ir.PLit(i, ir.Prim.INT) for i in ints), NO_SPAN)
-                    yield _term(pattern, 0, sort, (value,) * space.samples, shape)
+                    yield _term(pattern, 0, sort, (value,) * n, shape)
 
 
 def _draw(rng: np.random.Generator) -> float:
@@ -166,14 +185,14 @@ def _applications(lang: ir.Language, op: ir.Operator, size: int, found: Enumerat
         choices = [found.representatives(op.params[i].type.name, s)  # type: ignore[union-attr]
                    for i, s in zip(operands, split)]
         for children in itertools.product(*choices):
-            yield from _with_values(lang, op, operands, children, size, sem, space)
+            yield from _with_values(lang, op, operands, children, size, sem, space, found.samples)
 
 
 def _with_values(lang: ir.Language, op: ir.Operator, operands: list[int], children: tuple[Term, ...], size: int,
-                 sem: dict[str, Any], space: Space) -> Iterator[Term]:
+                 sem: dict[str, Any], space: Space, n: int) -> Iterator[Term]:
     """`op` over `children` with every choice of its value parameters that its shape rule accepts."""
     values_at = [i for i in range(len(op.params)) if i not in operands]
-    options = [_literals(op.params[i].type, children, space) for i in values_at]
+    options = [_literals(op.params[i], children, space) for i in values_at]
     for chosen in itertools.product(*options):
         args: list[Any] = [None] * len(op.params)
         for i, child in zip(operands, children):
@@ -185,8 +204,8 @@ def _with_values(lang: ir.Language, op: ir.Operator, operands: list[int], childr
             continue
         pattern = ir.PApp(op.name, tuple(a.pattern if isinstance(a, Term) else _literal(a, op.params[i].type)
                                          for i, a in enumerate(args)), NO_SPAN)
-        values = tuple(_applied(sem, op.name, [a.values[k] if isinstance(a, Term) else a for a in args])
-                       for k in range(space.samples))
+        values = tuple(_applied(sem, op.name, [a.sample(k) if isinstance(a, Term) else a for a in args])
+                       for k in range(n))
         yield _term(pattern, size, op.result, values, shape)
 
 
@@ -194,11 +213,11 @@ def _literal(value: Any, t: ir.ValueType) -> ir.PLit:
     return ir.PLit(value, cast(ir.Prim, t))
 
 
-def _literals(t: ir.ValueType, children: tuple[Term, ...], space: Space) -> list[Any]:
-    if t == ir.Prim.INTS:  # a permutation of the first operand's axes
+def _literals(param: ir.Param, children: tuple[Term, ...], space: Space) -> list[Any]:
+    if param.type == ir.Prim.INTS:  # a permutation of the first operand's axes
         rank = len(children[0].shape) if children and isinstance(children[0].shape, tuple) else 0
         return list(itertools.permutations(range(rank))) if rank else []
-    return list(space.ints)
+    return list(space.ints_for(param.name))
 
 
 def _compositions(total: int, parts: int) -> Iterator[tuple[int, ...]]:
@@ -220,25 +239,56 @@ def _applied(sem: dict[str, Any], op: str, args: list[Any]) -> Any:
         return UNDEFINED
 
 
+def samples(space: Space, shape: Any) -> int:
+    """Samples per term: `space.samples`, fewer for big tensors (at least 16, about 600 numbers
+    in all: an NCHW [2, 2, 3, 3] tensor has 36 per sample, and memory grows with terms)."""
+    if not isinstance(shape, tuple) or not shape:
+        return space.samples
+    return min(space.samples, max(16, 600 // math.prod(shape)))
+
+
 def _term(pattern: ir.Pattern, size: int, sort: str, values: tuple, shape: Any = None) -> Term:
-    return Term(pattern, size, sort, values, (sort, shape, tuple(_rounded(v) for v in values)), shape)
+    defined = [v for v in values if v is not UNDEFINED]
+    holes = frozenset(k for k, v in enumerate(values) if v is UNDEFINED)
+    stored: Any = values
+    if defined and all(isinstance(v, np.ndarray) and v.shape == defined[0].shape for v in defined):
+        zero = np.zeros_like(defined[0], dtype=float)
+        stored = np.stack([zero if v is UNDEFINED else v for v in values]).astype(float, copy=False)
+    return Term(pattern, size, sort, stored, (sort, shape, _fingerprint(values, stored, holes)), shape, holes,
+                bool(defined))
 
 
-def _rounded(v: Any) -> Any:
+def _fingerprint(values: tuple, stored: Any, holes: frozenset[int]) -> bytes:
+    """A digest of the values rounded to `DIGITS` significant digits (a digest, not the values:
+    memory grows with the number of terms)."""
+    digest = hashlib.blake2b(digest_size=16)
+    if isinstance(stored, np.ndarray):
+        digest.update(repr((stored.shape, sorted(holes))).encode())
+        digest.update(_rounded(stored))
+    elif values and all(isinstance(v, float) for v in values):
+        digest.update(_rounded(np.asarray(values, dtype=float)))
+    else:
+        digest.update(repr(tuple(_sample_key(v) for v in values)).encode())
+    return digest.digest()
+
+
+def _sample_key(v: Any) -> Any:
     if v is UNDEFINED:
         return UNDEFINED
     if isinstance(v, tuple):  # a multi-output sort's value (a split's halves)
-        return tuple(_rounded(x) for x in v)
-    if isinstance(v, np.ndarray) or isinstance(v, Split):
-        a = np.asarray(v, dtype=float)
-        return (a.shape, tuple(_number(x) for x in a.ravel()))
-    return _number(float(v))
+        return tuple(_sample_key(x) for x in v)
+    a = np.asarray(v, dtype=float)
+    return (a.shape, _rounded(a))
 
 
-def _number(x: float) -> float:
-    if x == 0 or not math.isfinite(x):
-        return float(x)
-    return float(f"{x:.{DIGITS}g}")
+def _rounded(a: np.ndarray) -> bytes:
+    with np.errstate(all="ignore"):
+        plain = ~np.isfinite(a) | (a == 0)
+        magnitude = np.floor(np.log10(np.abs(np.where(plain, 1.0, a))))
+        scale = 10.0 ** (DIGITS - 1 - magnitude)
+        rounded = np.round(a * scale) / scale
+    rounded = np.where(plain | ~np.isfinite(rounded), a, rounded) + 0.0  # + 0.0: -0.0 and 0.0 alike
+    return rounded.tobytes()
 
 
 def candidates(found: Enumeration) -> Iterator[tuple[Term, Term]]:

@@ -27,6 +27,9 @@ INT_SHIFT = 2  # an Int variable's hint h asks for h - 2: -1, 0 and 1 are drawn 
 SIZE_LIMIT = 64  # sizes stay near the hints (1..max_dim) unless a condition needs more (n >= 32)
 
 
+DISTINCT_HINTS = (2, 3, 4, 5, 6)  # sizes near these: no two dimensions equal unless a requirement says so
+
+
 @dataclass(frozen=True)
 class Assignment:
     sizes: dict[str, tuple[int, ...]]  # shape-sorted and [Int] variables → their lists
@@ -165,6 +168,19 @@ class ExampleSpace:
         free = [v for v in self.int_vars if v not in self.pinned]
         ints = dict(zip(free, values[at:])) | dict(zip(self.pinned, ranks[len(self.sized):]))
         return Assignment(sizes, ints)
+
+    def distinct(self, hints: tuple[int, ...] = DISTINCT_HINTS, tries: int = 64) -> tuple[Assignment, Concrete] | None:
+        """Valid sizes in which no two dimensions coincide unless a requirement says so (drawn
+        near `hints` in turn), for the first rank choice that has any; None if none of the
+        first `tries` has. A rule's one telling example: `eqdsl derive`'s instance, the screen
+        before `verify` in `eqdsl synthesize`."""
+        for ranks in self.rank_choices[:tries]:
+            n = self.hint_count(ranks)
+            assignment = self.solve(ranks, [hints[k % len(hints)] for k in range(n)])
+            concrete = None if assignment is None else self.concrete(assignment)
+            if assignment is not None and concrete is not None:
+                return assignment, concrete
+        return None
 
     def hint_count(self, ranks: tuple[Any, ...]) -> int:
         return sum(_total(r) for r in ranks[:len(self.sized)]) + len(self.int_vars) - len(self.pinned)

@@ -10,6 +10,7 @@ gives the same examples.
 from __future__ import annotations
 
 import time
+import warnings
 from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any
@@ -18,7 +19,7 @@ import numpy as np
 from hypothesis import HealthCheck, Phase, assume, given, settings
 from hypothesis import seed as hypothesis_seed
 from hypothesis import strategies as st
-from hypothesis.errors import Unsatisfiable
+from hypothesis.errors import HypothesisDeprecationWarning, Unsatisfiable, UnsatisfiedAssumption
 
 from eqdsl import ir
 from eqdsl.ir.text import pattern_text
@@ -71,13 +72,15 @@ class _Tally:
 
 
 def verify_rule(lang: ir.Language, sem: dict[str, OpSemantics], rule: ir.Rule,
-                examples: int = 100, seed: int = 0) -> RuleResult:
+                examples: int = 100, seed: int = 0, shrink: bool = True) -> RuleResult:
+    """See the module docstring; `shrink=False` reports the first counterexample as found (a
+    caller that only needs pass or fail: `eqdsl synthesize`)."""
     start = time.perf_counter()
     space = ExampleSpace(lang, rule)
     if not space.rank_choices:
         return RuleResult(rule.name, Status.VACUOUS, 0, time.perf_counter() - start)
     tally = _Tally()
-    test = _hypothesis_test(space, sem, tally, examples, seed)
+    test = _hypothesis_test(space, sem, tally, examples, seed, shrink)
     try:
         test()
     except _Failure as err:
@@ -88,11 +91,33 @@ def verify_rule(lang: ir.Language, sem: dict[str, OpSemantics], rule: ir.Rule,
     return RuleResult(rule.name, status, tally.valid, time.perf_counter() - start)
 
 
-def _hypothesis_test(space: ExampleSpace, sem, tally: _Tally, examples: int, seed: int):
+def refuted(lang: ir.Language, sem: dict[str, OpSemantics], rule: ir.Rule, samples: int = 4, seed: int = 0) -> bool:
+    """Whether `rule` fails on one of `samples` random examples at sizes where no two dimensions
+    coincide unless required (`ExampleSpace.distinct`): a screen much cheaper than `verify_rule`
+    (no Hypothesis) for a candidate seen at one shape only (a law of square matrices). False
+    proves nothing."""
+    space = ExampleSpace(lang, rule)
+    sized = space.distinct() if space.rank_choices else None
+    if sized is None:
+        return False
+    rng = np.random.default_rng(seed)
+    with warnings.catch_warnings():  # `assume` outside a Hypothesis test: it raises, which is what we want
+        warnings.simplefilter("ignore", HypothesisDeprecationWarning)
+        for _ in range(samples):
+            try:
+                _check_example(space, sem, *sized, rng)
+            except _Failure:
+                return True
+            except UnsatisfiedAssumption:
+                continue
+    return False
+
+
+def _hypothesis_test(space: ExampleSpace, sem, tally: _Tally, examples: int, seed: int, shrink: bool = True):
     config = settings(max_examples=examples, deadline=None, database=None, derandomize=False,
                       suppress_health_check=list(HealthCheck), print_blob=False,
                       report_multiple_bugs=False,
-                      phases=[Phase.generate, Phase.shrink])
+                      phases=[Phase.generate, Phase.shrink] if shrink else [Phase.generate])
 
     @hypothesis_seed(seed)
     @config
