@@ -139,7 +139,7 @@ def test_ctrl_c_keeps_the_rules_verified_so_far(tmp_path):
 
 
 def test_a_candidate_is_an_equation_unless_its_reverse_would_grow_without_end(tmp_path):
-    from eqdsl.synth.synthesize import Candidate
+    from eqdsl.synth.candidates import Candidate
 
     def candidate(text: str) -> Candidate:
         lang = load_language(_one_rule_file(tmp_path, text))

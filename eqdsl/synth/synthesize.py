@@ -17,18 +17,23 @@ search early with what was verified so far (`Synthesis.complete` False).
 """
 from __future__ import annotations
 
-import hashlib
 import time
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, Callable, cast
+from typing import Any, Callable
 
 from eqdsl import ir
-from eqdsl.diagnostics import NO_SPAN
-from eqdsl.ir.text import pattern_text
 from eqdsl.schedule.runner import Limits
+from eqdsl.synth.candidates import (
+    Candidate,
+    cheapest_first,
+    dimension_by_dimension,
+    rule_candidates,
+    shapes_alike,
+    without_cond,
+)
 from eqdsl.synth.derive import Prover, Verdict
-from eqdsl.synth.enumerate import VARIABLE_NAMES, Enumeration, Space, Term, candidates, enumerate_terms
+from eqdsl.synth.enumerate import Space, enumerate_terms
 from eqdsl.verify.examples import DISTINCT_HINTS
 from eqdsl.verify.rules import Status, refuted, verify_rule
 
@@ -36,112 +41,6 @@ BATCH = 64  # candidates whose derivability is tried in one e-graph before one b
 # A candidate counts as derived where it is at two instances: one instance's sizes may meet the
 # conditions of kept rules (shape(?a)[1] == shape(?b)[1]) by chance, and the law be dropped for it
 INSTANCES = (DISTINCT_HINTS, (3, 5, 2, 6, 4))
-
-
-@dataclass(frozen=True)
-class Candidate:
-    rule: ir.Rule
-    size: int  # operators on both sides
-    fingerprint_class: int  # the index of the class's first term in the enumeration
-    shape: tuple[int, ...] | None = None  # the variables' shape in that enumeration (shaped sorts)
-
-    @property
-    def origin(self) -> str:
-        at = f" at shape {list(self.shape)}" if self.shape is not None else ""
-        return f"size {self.size}, fingerprint class {self.fingerprint_class}{at}"
-
-    @property
-    def both_ways(self) -> bool:
-        """An equation between two applications over the same variables, without conditions:
-        written `<=>` and applied both ways (Ruler's rules are equations), unless the right side
-        matches inside the left (`relu(?a) => relu(relu(?a))` would grow without end)."""
-        lhs, rhs = self.rule.lhs[0], self.rule.rhs[0]
-        return not self.rule.wheres and all(_shapes_alike(c) for c in self.rule.conds) and \
-            isinstance(rhs, ir.PApp) and _variables(rhs) == _variables(lhs) and \
-            not any(_matches(rhs, sub, {}) for sub in _subterms(lhs))
-
-    @property
-    def rules(self) -> tuple[ir.Rule, ...]:
-        """The rewrites it stands for: its rule, and the rule reversed (named as `<=>` names it)."""
-        if not self.both_ways:
-            return (self.rule,)
-        back = replace(self.rule, name=self.rule.name + "-rev", lhs=cast(tuple[ir.PApp, ...], self.rule.rhs),
-                       rhs=self.rule.lhs)
-        return (self.rule, back)
-
-    @property
-    def text(self) -> str:
-        return rule_text(self.rule, "<=>" if self.both_ways else "=>")
-
-    def lines(self) -> list[str]:
-        """Its `.eqr` lines: one, or two `=>` rules where an equation has conditions (which
-        `<=>` cannot carry)."""
-        if not (self.both_ways and self.rule.conds):
-            return [f"rule {self.rule.name}: {self.text}  # {self.origin}"]
-        return [f"rule {r.name}: {rule_text(r)}  # {self.origin}" for r in self.rules]
-
-
-def _shapes_alike(c: ir.Cond) -> bool:
-    return isinstance(c, ir.ExprCond) and isinstance(c.expr, ir.BinOp) and \
-        isinstance(c.expr.left, (ir.ShapeOf, ir.IndexOf))
-
-
-def shapes_alike(lang: ir.Language, candidate: Candidate) -> Candidate | None:
-    """The candidate with its shaped variables of one sort required to have one shape (all the
-    fingerprints saw: every variable had the enumeration's shape), as TASO writes
-    `if shape(?t10) == shape(?t11)`; None where it has fewer than two such variables or has
-    conditions already."""
-    typed = _typed_variables(candidate.rule.lhs[0], {})
-    conds: list[ir.Cond] = []
-    for sort in dict.fromkeys(typed.values()):
-        shape_type = lang.sorts[sort].shape_type
-        alike = [v for v, s in typed.items() if s == sort]
-        if shape_type is None:
-            continue
-        conds += [ir.ExprCond(ir.BinOp("eq", ir.ShapeOf(a, shape_type), ir.ShapeOf(b, shape_type), ir.Prim.BOOL))
-                  for a, b in zip(alike, alike[1:])]
-    if not conds or candidate.rule.conds:
-        return None
-    rule = replace(candidate.rule, conds=tuple(conds))
-    return replace(candidate, rule=replace(rule, name=_stable_name(rule)))
-
-
-def _typed_variables(p: ir.Pattern, out: dict[str, str]) -> dict[str, str]:
-    """Term variables → their sorts, in order of first appearance."""
-    match p:
-        case ir.PVar(name=name, type=ir.SortType(name=sort)):
-            out.setdefault(name, sort)
-        case ir.PApp(args=args):
-            for a in args:
-                _typed_variables(a, out)
-    return out
-
-
-def rule_text(rule: ir.Rule, arrow: str = "=>") -> str:
-    """A single-pattern rule as `.eqr` text after `rule NAME:` (its `where`s and `if`s being the
-    list values `_lifted` made)."""
-    text = f"{pattern_text(rule.lhs[0])} {arrow} {pattern_text(rule.rhs[0])}"
-    wheres = [f"{name} = {_list_text(value)}" for name, value in rule.wheres]
-    conds = [_cond_text(c.expr) for c in rule.conds if isinstance(c, ir.ExprCond)]
-    return text + (" where " + ", ".join(wheres) if wheres else "") + (" if " + ", ".join(conds) if conds else "")
-
-
-def _cond_text(e: ir.Expr) -> str:
-    """The two conditions synthesis writes: a lifted list value, and shapes alike."""
-    match e:
-        case ir.BinOp(op="eq", left=ir.Ref(name=name), right=listed):
-            return f"?{name[1:]} == {_list_text(listed)}"
-        case ir.BinOp(op="eq", left=ir.ShapeOf(var=a), right=ir.ShapeOf(var=b)):
-            return f"shape(?{a}) == shape(?{b})"
-        case ir.BinOp(op="eq", left=ir.IndexOf(base=ir.ShapeOf(var=a), index=ir.Const(value=i)),
-                      right=ir.IndexOf(base=ir.ShapeOf(var=b))):
-            return f"shape(?{a})[{i}] == shape(?{b})[{i}]"
-    raise AssertionError(e)
-
-
-def _list_text(e: ir.Expr) -> str:
-    assert isinstance(e, ir.ListOf)
-    return "[" + ", ".join(str(cast(ir.Const, i).value) for i in e.items) + "]"
 
 
 @dataclass
@@ -168,7 +67,7 @@ def synthesize(lang: ir.Language, sem: dict[str, Any], space: Space, limits: Lim
         for candidate in rule_candidates(found, shape if _shaped(lang) else None):
             pool.setdefault(candidate.text, candidate)
         result.terms, result.classes = result.terms + len(found.terms), result.classes + len(found.classes)
-    ordered = sorted(pool.values(), key=_cheapest_first)
+    ordered = sorted(pool.values(), key=cheapest_first)
     result.candidates = len(ordered)
     progress(f"{result.terms} terms, {result.classes} classes, {len(ordered)} candidates")
     result.complete = _minimize(lang, sem, ordered, limits, examples, result, out_of_time, progress, kept_one)
@@ -180,122 +79,6 @@ def synthesize(lang: ir.Language, sem: dict[str, Any], space: Space, limits: Lim
 
 def _shaped(lang: ir.Language) -> bool:
     return any(s.shape_type is not None for s in lang.sorts.values())
-
-
-def rule_candidates(found: Enumeration, shape: tuple[int, ...] | None = None) -> list[Candidate]:
-    seen: dict[str, Candidate] = {}
-    for term, representative in candidates(found):
-        rule = _oriented(term, representative)
-        if rule is None:
-            continue
-        candidate = Candidate(rule, term.size + representative.size, found.classes[term.fingerprint], shape)
-        seen.setdefault(candidate.text, candidate)
-    return sorted(seen.values(), key=_cheapest_first)
-
-
-def _cheapest_first(c: Candidate) -> tuple:
-    return (c.size, -len(_variables(c.rule.lhs[0])), c.text)
-
-
-def _oriented(term: Term, representative: Term) -> ir.Rule | None:
-    """`term => representative`, or the other way where only that keeps the right side's
-    variables among the left's; None where neither does or the left would be a bare variable."""
-    for left, right in ((term.pattern, representative.pattern), (representative.pattern, term.pattern)):
-        if isinstance(left, ir.PApp) and _variables(right) <= _variables(left):
-            rule = _lifted(*_renamed((left, right)))
-            return replace(rule, name=_stable_name(rule))
-    return None
-
-
-def _stable_name(rule: ir.Rule) -> str:
-    return "syn-" + hashlib.sha1(rule_text(rule).encode()).hexdigest()[:8]
-
-
-def _lifted(lhs: ir.Pattern, rhs: ir.Pattern) -> ir.Rule:
-    """The rule `lhs => rhs` with its list literals (a transpose's `[1, 0]`), which `.eqr`
-    patterns cannot hold, lifted out: on the left each is a variable `?pN` with the condition
-    `?pN == [1, 0]`, on the right the left's variable of that value, or a `where qN = [1, 0]`."""
-    conds: list[ir.Cond] = []
-    on_left: dict[tuple, str] = {}
-
-    def left(p: ir.Pattern) -> ir.Pattern:
-        match p:
-            case ir.PLit(value=tuple() as value):
-                name = f"p{len(conds)}"
-                same = ir.BinOp("eq", ir.Ref("?" + name, ir.Prim.INTS), _list_of(value), ir.Prim.BOOL)
-                conds.append(ir.ExprCond(same))
-                on_left.setdefault(value, name)
-                return ir.PVar(name, ir.Prim.INTS)
-            case ir.PApp(op=op, args=args):
-                return ir.PApp(op, tuple(left(a) for a in args), NO_SPAN)
-            case _:
-                return p
-
-    wheres: list[tuple[str, ir.Expr]] = []
-
-    def right(p: ir.Pattern) -> ir.Pattern:
-        match p:
-            case ir.PLit(value=tuple() as listed):
-                if listed in on_left:
-                    return ir.PVar(on_left[listed], ir.Prim.INTS)
-                wheres.append((f"q{len(wheres)}", _list_of(listed)))
-                return ir.PBound(wheres[-1][0], ir.Prim.INTS)
-            case ir.PApp(op=op, args=args):
-                return ir.PApp(op, tuple(right(a) for a in args), NO_SPAN)
-            case _:
-                return p
-
-    new_lhs = left(lhs)
-    return ir.Rule("", (cast(ir.PApp, new_lhs),), (right(rhs),), tuple(wheres), tuple(conds), NO_SPAN)
-
-
-def _list_of(value: tuple) -> ir.ListOf:
-    return ir.ListOf(tuple(ir.Const(v, ir.Prim.INT) for v in value))
-
-
-def _variables(p: ir.Pattern) -> set[str]:
-    match p:
-        case ir.PVar(name=name):
-            return {name}
-        case ir.PApp(args=args):
-            return set().union(*(_variables(a) for a in args)) if args else set()
-        case _:
-            return set()
-
-
-def _subterms(p: ir.Pattern) -> list[ir.Pattern]:
-    """The proper subterms of `p` that are applications."""
-    if not isinstance(p, ir.PApp):
-        return []
-    return [q for a in p.args for q in ([a] if isinstance(a, ir.PApp) else []) + _subterms(a)]
-
-
-def _matches(pattern: ir.Pattern, term: ir.Pattern, bound: dict[str, ir.Pattern]) -> bool:
-    """Whether `pattern` matches `term`, whose own variables stand for themselves."""
-    match pattern:
-        case ir.PVar(name=name):
-            return bound.setdefault(name, term) == term
-        case ir.PApp(op=op, args=args):
-            return isinstance(term, ir.PApp) and term.op == op and len(term.args) == len(args) and \
-                all(_matches(a, b, bound) for a, b in zip(args, term.args))
-        case _:
-            return pattern == term
-
-
-def _renamed(sides: tuple[ir.Pattern, ...]) -> tuple[ir.Pattern, ...]:
-    """Variables renamed a, b, c in order of first appearance (left side first)."""
-    names: dict[str, str] = {}
-
-    def rename(p: ir.Pattern) -> ir.Pattern:
-        match p:
-            case ir.PVar(name=name, type=t):
-                return ir.PVar(names.setdefault(name, VARIABLE_NAMES[len(names)]), t)
-            case ir.PApp(op=op, args=args):
-                return ir.PApp(op, tuple(rename(a) for a in args), NO_SPAN)
-            case _:
-                return p
-
-    return tuple(rename(s) for s in sides)
 
 
 def _minimize(lang: ir.Language, sem: dict[str, Any], pool: list[Candidate], limits: Limits, examples: int,
@@ -354,42 +137,19 @@ def _verified(lang: ir.Language, sem: dict[str, Any], candidate: Candidate, exam
         return None
     steps = [alike]
     for cond in alike.rule.conds:
-        weaker = _without_cond(steps[-1], cond)
+        weaker = without_cond(steps[-1], cond)
         if passes(weaker):
             steps.append(weaker)
             continue
-        per_dimension = _dimension_by_dimension(steps[-1], cond)
+        per_dimension = dimension_by_dimension(steps[-1], cond)
         if per_dimension is not None and passes(per_dimension[0]):
             steps.append(per_dimension[0])
             for dim in per_dimension[1]:
-                if passes(weaker := _without_cond(steps[-1], dim)):
+                if passes(weaker := without_cond(steps[-1], dim)):
                     steps.append(weaker)
     # each step looked for the weakest condition that passes: where one passed only because the
     # examples missed a case, 5x the examples on another seed should find it; then a stronger step
     return next((step for step in reversed(steps) if passes(step, 5, seed=1)), None)
-
-
-def _dimension_by_dimension(c: Candidate, cond: ir.Cond) -> tuple[Candidate, list[ir.Cond]] | None:
-    """`c` with `shape(?a) == shape(?b)` replaced by `shape(?a)[i] == shape(?b)[i]` for every
-    axis of the enumeration's shape (TASO's `shape(?t7)[1] == shape(?t10)[1]`), and those."""
-    assert isinstance(cond, ir.ExprCond) and isinstance(cond.expr, ir.BinOp)
-    left, right = cond.expr.left, cond.expr.right
-    if not isinstance(left, ir.ShapeOf) or not isinstance(right, ir.ShapeOf) or not c.shape:
-        return None
-    dims: list[ir.Cond] = [ir.ExprCond(ir.BinOp("eq", _axis(left, i), _axis(right, i), ir.Prim.BOOL))
-                           for i in range(len(c.shape))]
-    conds = [d for k in c.rule.conds for d in (dims if k is cond else [k])]
-    rule = replace(c.rule, conds=tuple(conds))
-    return replace(c, rule=replace(rule, name=_stable_name(rule))), dims
-
-
-def _axis(shape: ir.ShapeOf, i: int) -> ir.IndexOf:
-    return ir.IndexOf(shape, ir.Const(i, ir.Prim.INT), ir.Prim.INT)
-
-
-def _without_cond(candidate: Candidate, cond: ir.Cond) -> Candidate:
-    rule = replace(candidate.rule, conds=tuple(c for c in candidate.rule.conds if c is not cond))
-    return replace(candidate, rule=replace(rule, name=_stable_name(rule)))
 
 
 def _with_rules(lang: ir.Language, kept: list[Candidate]) -> ir.Language:
