@@ -178,12 +178,13 @@ def _instance_roots(a: ir.Language, b: ir.Language, rule: ir.Rule, builder: Grap
     for op in _ops_in(rule):
         if op not in a.ops:
             raise _Uninstantiable(f"operator {op!r} is not in language {a.name}")
-    sized = ExampleSpace(b, rule).distinct(hints)
+    space = ExampleSpace(b, rule)
+    sized = space.distinct(hints)
     if sized is None:
         raise _Uninstantiable("no sizes meet the rule's shape requirements and conditions")
     assignment, concrete = sized
     env: dict[str, Any] = {}
-    for var, t in ExampleSpace(b, rule).vars.items():
+    for var, t in space.vars.items():
         env[var] = _leaf(a, builder, var, t, assignment)
     try:
         roots = [_build(builder, p, env, concrete) for p in (*rule.lhs, *rule.rhs)]
