@@ -12,7 +12,7 @@ results/bench/mcts/<model>: `--workers` tasks at once, finished tasks kept acros
 sweep's CSV, markdown and plots); the table is the same.
 Usage: python benchmarks/mcts.py [--models nasrnn,bert,...] [--seeds 0,1,2,3,4] [--budget 128]
        [--variants ocf-ilp,ilp-ilp] [--time-limit 600] [--target a100] [--extract-limit 60]
-       [--multi-matches 0,4] [--simulations draw,rewrite] [--sweep [--workers 2]]
+       [--multi-matches 0,4] [--simulations draw,rewrite] [--ruleset FILE.eqr] [--sweep [--workers 2]]
 """
 from __future__ import annotations
 
@@ -79,21 +79,28 @@ def main() -> None:
                     help="MCTS multi_matches values, comma-separated (0: a multi-pattern action fires on all matches)")
     ap.add_argument("--simulations", default="draw",
                     help="MCTS simulation values, comma-separated (draw: one rule per step; rewrite: a rule that changes the e-graph)")
+    ap.add_argument("--ruleset", default="tensat",
+                    help="MCTS's rules: a shipped ruleset or a .eqr path (`eqdsl synthesize`'s); TENSAT's row "
+                         "keeps TASO's rules, the baseline of the goals")
     ap.add_argument("--sweep", action="store_true", help="run through eqdsl's sweep runner")
     ap.add_argument("--workers", type=int, default=2)
     args = ap.parse_args()
     if args.sweep:
         from eqdsl.worker import supervise
 
+        if args.ruleset != "tensat":
+            ap.error("--ruleset: only without --sweep")
+
         # the sweep's task processes live in the supervised worker's process group, so Ctrl-C or
         # SIGTERM here stops every one of them (exit 130); finished task results stay on disk
         sys.exit(supervise(lambda: through_sweeps(args) or 0))
-    lang = load_language("tensat")
-    params = bind_target(lang, load_target(args.target))
+    lang, rules = load_language("tensat"), load_language(args.ruleset)
+    params, rule_params = (bind_target(language, load_target(args.target)) for language in (lang, rules))
     extract = ExtractConfig(method="cpsat", time_limit_s=args.extract_limit, compare=())
     seeds = [int(s) for s in args.seeds.split(",")]
     print(f"# {platform.machine()}, python {platform.python_version()}, target {args.target}, budget {args.budget}, "
-          f"seeds {args.seeds}, MCTS time limit {args.time_limit:g} s, CP-SAT {args.extract_limit:g} s")
+          f"seeds {args.seeds}, MCTS time limit {args.time_limit:g} s, CP-SAT {args.extract_limit:g} s, "
+          f"MCTS's rules {args.ruleset}")
     print(HEADER)
     for name in args.models.split(","):
         program = build_model(lang, name)
@@ -104,9 +111,9 @@ def main() -> None:
         print(f"| {name} | TENSAT (k_multi {tensat.k_multi}) | {gain:.1f} | | {secs:.1f} | | "
               f"{'' if paper is None else paper[0]} |", flush=True)
         for variant, k, sim in _mcts_variants(args):
-            runs = [speedup(lang, program, MctsConfig(budget=args.budget, main_extract=MAIN[variant], seed=seed,
+            runs = [speedup(rules, build_model(rules, name), MctsConfig(budget=args.budget, main_extract=MAIN[variant], seed=seed,
                                                       time_limit_s=args.time_limit, multi_matches=k, simulation=sim),
-                            extract, params)
+                            extract, rule_params)
                     for seed in seeds]
             paper_mcts = paper[1] if paper is not None and variant == "ilp-ilp" else ""
             label = _mcts_label(variant, k, sim)

@@ -16,6 +16,7 @@ from __future__ import annotations
 import argparse
 import json
 import platform
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -85,10 +86,13 @@ TENSOR_RUN = ("synthesize", "tensor", "--ops", "ewadd,ewmul,relu,matmul,concat,c
               "--values", "pad=0", "--values", "act=0,2", "--values", "axis=0,1", "--time-limit", "1800")
 
 
-def tensor_part() -> list[dict]:
+def tensor_part(keep: str | None = None) -> list[dict]:
+    """`keep`: where to copy the synthesized file (for `benchmarks/tensat.py --ruleset`)."""
     with tempfile.TemporaryDirectory() as tmp:
         out = str(Path(tmp) / "tensor-synth.eqr")
         wrote, seconds = _eqdsl(*TENSOR_RUN, "-o", out)
+        if keep:
+            shutil.copyfile(out, keep)
         lines = _eqdsl_lines("derive", out, "tensat", "--time-limit", "3")
         missed = [line.split()[2] for line in lines if line.startswith("not ")]
         single = [name for name in missed if name.startswith("taso-s")]
@@ -102,11 +106,14 @@ def tensor_part() -> list[dict]:
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--parts", default="synth,yardstick")
+    ap.add_argument("--keep", help="copy the tensor part's synthesized rules to this (new) file")
     args = ap.parse_args()
+    if args.keep and Path(args.keep).exists():
+        ap.error(f"--keep {args.keep}: exists (give a new file)")
     print(f"# {platform.machine()}, {platform.python_version()}, {subprocess.getoutput('nproc')} cores", flush=True)
     for name in args.parts.split(","):
         print(f"## {name}", flush=True)
-        for row in {"synth": synth_part, "yardstick": yardstick_part, "tensor": tensor_part}[name]():
+        for row in {"synth": synth_part, "yardstick": yardstick_part, "tensor": lambda: tensor_part(args.keep)}[name]():
             print(json.dumps(row), flush=True)
 
 

@@ -106,7 +106,7 @@ class ExecuteStage:
         report = {"device": e.device, "ok": e.ok, "max_error": e.max_error, "runs": e.runs,
                   "original_ms": e.original_ms, "optimized_ms": e.optimized_ms, "speedup": e.speedup,
                   "predicted_speedup": job.predicted_speedup, "reference_semantics_ops": list(e.fallback_ops),
-                  "input_scale": e.input_scale}
+                  "input_scale": e.input_scale, "seed": settings.seed}
         return Finished(self.key, e.ok, report, _execution_lines(e, job.predicted_speedup), e)
 
 

@@ -8,7 +8,7 @@ import pytest
 from eqdsl.cost.model import RuleCosts
 from eqdsl.egglog.lower import lower_language
 from eqdsl.egglog.session import EGraphSession
-from eqdsl.extract.cpsat import cyclic_components
+from eqdsl.extract.cpsat_model import cyclic_components
 from eqdsl.extract.prune import usable_nodes
 from eqdsl.frontend import load_language
 from eqdsl.graphs import filter_cycles

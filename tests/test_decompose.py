@@ -10,7 +10,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from eqdsl.diagnostics import EqdslError
-from eqdsl.extract import cpsat, decompose
+from eqdsl.extract import cpsat, cpsat_model, decompose
 from eqdsl.extract.cpsat import CpSatExtractor
 from eqdsl.extract.decompose import split
 from eqdsl.extract.egraph import CyclicSelection, IncompleteSelection, dag_cost, problem_from_json, restrict
@@ -180,10 +180,10 @@ def test_the_core_search_cuts_short_cycles_up_front():
                    "b0": ("x", "cb", [], 5), "c1": ("f", "cc", ["a1"], 1), "c0": ("x", "cc", [], 5),
                    "r": ("r", "root", ["a1"], 1)}, ["root"])
     p = problem_from_json(data)
-    built = cpsat._build(p, cpsat.all_nodes(p), "lazy")
-    assert cpsat._forbid_short_cycles(built, p) == 1
+    built = cpsat_model.build(p, cpsat_model.all_nodes(p), "lazy")
+    assert cpsat_model.forbid_short_cycles(built, p) == 1
     chain = problem_from_json(egraph({"a": ("f", "ca", ["b"], 1), "b": ("x", "cb", [], 5),
                                       "r": ("r", "root", ["a"], 1)}, ["root"]))
-    assert cpsat._forbid_short_cycles(cpsat._build(chain, cpsat.all_nodes(chain), "lazy"), chain) == 0
+    assert cpsat_model.forbid_short_cycles(cpsat_model.build(chain, cpsat_model.all_nodes(chain), "lazy"), chain) == 0
     e = CpSatExtractor(time_limit_s=10, workers=2, search="core").extract(p)
     assert e.status is ExtractStatus.OPTIMAL and e.cost == brute_force(p)

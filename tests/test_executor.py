@@ -112,11 +112,13 @@ def test_cuda_executor_on_the_gpu():
 def test_execute_command_compares_input_and_optimized(tmp_path, run_cli):
     (tmp_path / "run.yaml").write_text(
         "ruleset: tensat\ntarget: cpu\nprogram: {builder: squeezenet, size: 48}\n"
-        "schedule: {iter_limit: 3, node_limit: 5000, cycle_filter: efficient}\nextract: {method: cpsat}\n")
+        "schedule: {iter_limit: 3, node_limit: 5000, cycle_filter: efficient}\nextract: {method: cpsat}\n"
+        "execute: {runs: 3, seed: 7}\n")
     code, out, err = run_cli("execute", tmp_path / "run.yaml", "--runs", "2", "--output", tmp_path / "out", "--quiet")
     assert code == 0, out + err
     execution = json.loads((tmp_path / "out" / "report.json").read_text())["execution"]
-    assert execution["ok"] and execution["device"] == "cpu" and execution["runs"] == 2
+    # the flag over the config's runs; the config's seed kept (it was dropped once)
+    assert execution["ok"] and execution["device"] == "cpu" and execution["runs"] == 2 and execution["seed"] == 7
     assert execution["original_ms"] > 0 and execution["reference_semantics_ops"] == []
     assert "executed with eqdsl's cpu kernels: outputs agree" in out
 

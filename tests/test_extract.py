@@ -236,7 +236,7 @@ def test_pruned_model_agrees_with_plain_model():
 
 
 def test_dfs_filter_list_leaves_an_acyclic_graph():
-    from eqdsl.extract.cpsat import find_cycles
+    from eqdsl.extract.cpsat_model import find_cycles
     from eqdsl.extract.prune import dfs_filter_list, usable_nodes
 
     from synthetic import tensat_like

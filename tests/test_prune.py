@@ -10,7 +10,8 @@ from hypothesis import HealthCheck, given, settings
 
 from eqdsl.diagnostics import EqdslError
 from eqdsl.extract.bound import dag_lower_bound
-from eqdsl.extract.cpsat import CpSatExtractor, cyclic_components
+from eqdsl.extract.cpsat import CpSatExtractor
+from eqdsl.extract.cpsat_model import cyclic_components
 from eqdsl.extract.egraph import (
     CyclicSelection,
     ExtractionProblem,

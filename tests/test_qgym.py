@@ -12,18 +12,12 @@ import pytest
 from eqdsl import ir
 from eqdsl.apps.qgym import he
 from eqdsl.apps.qgym.baselines import count_ops, factorised_count, plain_count
-from eqdsl.apps.qgym.kernels import (
-    CpuLayout,
-    cpu_kernel,
-    default_vector_width,
-    direct_conv,
-    mean_live_values,
-    tiled_cpu_kernel,
-)
+from eqdsl.apps.qgym.kernels import CpuLayout, cpu_kernel, direct_conv, tiled_cpu_kernel
 from eqdsl.apps.qgym.layer import LayerSpec, QuantizedLayer, layer_expressions, layer_from_params, synthetic_weights
 from eqdsl.apps.qgym.study import Search, check_exact, compare
 from eqdsl.apps.qgym.summerge import merge_pairs, start_program, summerge
 from eqdsl.apps.qgym.tiles import default_c_block, tile_layer
+from eqdsl.apps.qgym.vectors import default_vector_width, mean_live_values
 from eqdsl.diagnostics import EqdslError, Span
 from eqdsl.frontend import load_language
 

@@ -7,6 +7,7 @@ from dataclasses import replace
 from eqdsl import ir
 from eqdsl.frontend import load_language
 from eqdsl.schedule.runner import Limits
+from eqdsl.synth.candidates import rule_text
 from eqdsl.synth.derive import Verdict, derive, own_rules
 
 from conftest import ROOT
@@ -233,3 +234,37 @@ def test_a_condition_is_cut_to_the_axes_the_law_needs(tmp_path):
     law = Candidate(load_language(_one_rule_file(tmp_path, text)).rules[0], 5, 0, (2, 2, 3, 3))
     kept = _verified(tensor, load_semantics(tensor), law, 60)
     assert kept is not None and kept.text.endswith(" if shape(?a)[1] == shape(?b)[1]"), kept  # TASO's s115
+
+
+def test_an_equation_over_a_concat_lifts_to_tasos_merge_which_verifies_and_derives_tasos(tmp_path):
+    """TASO's multi-pattern merges (m05, m06) from single-pattern equations: the joint rewrite is
+    verified on its own (a wrong equation's lift fails), guarded as TASO guards it, and derives
+    TASO's rules; an equation that needs two concats, or a language without split, lifts nothing."""
+    from eqdsl.synth.merges import guarded, merge_candidates
+    from eqdsl.synth.synthesize import Candidate, _verified
+    from eqdsl.verify.semantics import load_semantics
+
+    tensor, sem = load_language("tensor"), load_semantics(load_language("tensor"))
+    texts = ["concat(1, matmul(0, ?a, ?b), matmul(0, ?a, ?c)) => matmul(0, ?a, concat(1, ?b, ?c))",
+             "matmul(0, concat(0, ?a, ?c), ?b) => concat(0, matmul(0, ?a, ?b), matmul(0, ?c, ?b))",
+             "concat(0, ewadd(?a, ?b), ewadd(?c, ?d)) => ewadd(concat(0, ?a, ?c), concat(0, ?b, ?d))",
+             "concat(1, matmul(0, ?c, ?a), matmul(0, ?c, ?b)) => matmul(0, ?c, concat(1, ?b, ?a))"]  # wrong
+    pool = [Candidate(load_language(_one_rule_file(tmp_path, t)).rules[0], 5, k, (3, 3)) for k, t in enumerate(texts)]
+    lifted = merge_candidates(tensor, pool)
+    assert [c.text for c in lifted] == [
+        "matmul(0, ?a, ?b), matmul(0, ?a, ?c) => split0(split(1, k, matmul(0, ?a, concat(1, ?b, ?c)))), "
+        "split1(split(1, k, matmul(0, ?a, concat(1, ?b, ?c)))) where k = shape(matmul(0, ?a, ?b))[1]",
+        "matmul(0, ?a, ?b), matmul(0, ?c, ?b) => split0(split(0, k, matmul(0, concat(0, ?a, ?c), ?b))), "
+        "split1(split(0, k, matmul(0, concat(0, ?a, ?c), ?b))) where k = shape(matmul(0, ?a, ?b))[0]",
+        "matmul(0, ?c, ?a), matmul(0, ?c, ?b) => split0(split(1, k, matmul(0, ?c, concat(1, ?b, ?a)))), "
+        "split1(split(1, k, matmul(0, ?c, concat(1, ?b, ?a)))) where k = shape(matmul(0, ?c, ?a))[1]"]
+    assert _verified(tensor, sem, lifted[2], 60) is None
+    kept = [guarded(v) for c in lifted[:2] if (v := _verified(tensor, sem, c, 60)) is not None]
+    assert [c.text.split(" if ")[1] for c in kept] == ["?b != ?c", "?a != ?c"]
+    ours, theirs = tmp_path / "merges.eqr", tmp_path / "taso.eqr"
+    ours.write_text("language merges\ninclude tensor\n" + "\n".join(line for c in kept for line in c.lines()) + "\n")
+    taso = {r.name: r for r in load_language("tensat").rules}
+    theirs.write_text("language taso\ninclude tensor\n" + "\n".join(
+        f"rule {name}: {rule_text(taso[name])}" for name in ("taso-m05", "taso-m06")) + "\n")
+    assert set(_verdicts(str(ours), str(theirs)).values()) == {Verdict.DERIVED}
+    assert merge_candidates(load_language("arith"), pool) == []

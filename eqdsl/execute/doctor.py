@@ -62,7 +62,9 @@ def report() -> list[tuple[str, str]]:
     try:
         import numba
 
-        import eqdsl.kernels.cpu  # noqa: F401  (sets the layer eqdsl's parallel kernels use)
+        from eqdsl.kernels import fork_safe_threads
+
+        fork_safe_threads()  # the layer eqdsl's parallel kernels use
 
         rows.append(("numba threading layer", str(numba.config.THREADING_LAYER)))  # type: ignore[attr-defined]
     except Exception as err:  # noqa: BLE001

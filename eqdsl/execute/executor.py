@@ -44,8 +44,10 @@ class _Host:
     name = "cpu"
 
     def __init__(self) -> None:
+        from eqdsl.kernels import fork_safe_threads
         from eqdsl.kernels.cpu import RUNNERS
 
+        fork_safe_threads()
         self.kernels: dict[str, Callable[..., Any]] = RUNNERS
 
     def to_device(self, x: np.ndarray) -> Any:

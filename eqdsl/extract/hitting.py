@@ -223,9 +223,8 @@ def hitting_set(problem: ExtractionProblem, class_nodes: ClassNodes, seconds: fl
     search.new_cores(set())
     bound, rounds, best = 0.0, 0, None
     while time.monotonic() < deadline:
-        # a greedy hitting set that derives the roots is a program: the answer if time runs out.
-        # (Its cores in place of a MIP solve, MaxHS-style, measured: BERT 28 → 14–20 s, Inception-v3
-        # k1 20 → 23–30 s; not kept.)
+        # a greedy hitting set that derives the roots is a program: the answer if time runs out
+        # (only that: as the solve's replacement, MaxHS-style, it was not faster on every model)
         best = _cheaper(best, search.program(search.closure(_greedy_hitting_set(problem, search.cores))))
         solved = _min_hitting_set(problem, search.cores, deadline - time.monotonic())
         if solved is None:

@@ -20,7 +20,8 @@ from typing import Any, Callable
 
 from eqdsl.diagnostics import EqdslError
 from eqdsl.extract import starts
-from eqdsl.extract.cpsat import DEFAULT_WORKERS, CpSatExtractor, CpSatOptions
+from eqdsl.extract.cpsat import CpSatExtractor
+from eqdsl.extract.cpsat_options import DEFAULT_WORKERS, CpSatOptions
 from eqdsl.extract.dag import GreedyDagExtractor, best_greedy
 from eqdsl.extract.greedy import GreedyExtractor
 from eqdsl.extract.ocf import GreedyOcfExtractor

@@ -7,3 +7,13 @@ measured-cost targets and the executor.
 change that alters kernel speed must bump it (old timings are then not reused).
 """
 VERSION = 2  # 2: im2col + GEMM convolutions, strided-copy layout kernels, broadcasting element-wise
+
+
+def fork_safe_threads() -> None:
+    """Run Numba's parallel kernels on its fork-safe workqueue layer: eqdsl forks (the worker,
+    the per-iteration memory guard), and GNU OpenMP aborts a forked child that runs a parallel
+    region. Call before the first parallel kernel runs (the layer is chosen then); never at
+    import, which would change the threading of every program that imports eqdsl."""
+    from numba import config
+
+    config.THREADING_LAYER = "workqueue"  # type: ignore[attr-defined]

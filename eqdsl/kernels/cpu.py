@@ -13,24 +13,22 @@ import time
 from typing import Any, Callable
 
 import numpy as np
-from numba import config, njit, prange
+from numba import njit, prange
 
-from eqdsl.kernels import layout
-from eqdsl.kernels.shapes import spatial
+from eqdsl.kernels import fork_safe_threads, layout
+from eqdsl.languages.tensor.codes import Act, spatial
 from eqdsl.languages.tensor.ops import OPS, fixed
 
-# eqdsl forks (the worker, the per-iteration memory guard): GNU OpenMP aborts a forked child that
-# runs a parallel region, so the parallel kernels use Numba's fork-safe workqueue layer.
-config.THREADING_LAYER = "workqueue"  # type: ignore[attr-defined]
+SIGMOID, RELU, TANH = int(Act.SIGMOID), int(Act.RELU), int(Act.TANH)  # plain ints: Numba's constants
 
 
 @njit(cache=True)
 def _activate(act, v):
-    if act == 1:
+    if act == SIGMOID:
         return 1.0 / (1.0 + math.exp(-v))
-    if act == 2:
+    if act == RELU:
         return max(v, 0.0)
-    if act == 3:
+    if act == TANH:
         return math.tanh(v)
     return v
 
@@ -314,6 +312,7 @@ def _run_binary(code: int) -> Callable[..., np.ndarray]:
 
 
 def run_layout(op: str, *args: Any) -> Any:
+    fork_safe_threads()
     plan = layout.plan(op, args)
     outs = [np.empty(shape, np.float32) if plan.fill is None else np.full(shape, plan.fill, np.float32)
             for shape in plan.outputs]
@@ -341,10 +340,12 @@ def as_float32(args: tuple[Any, ...]) -> tuple[Any, ...]:
 
 
 def run(op: str, *args: Any) -> np.ndarray:
+    fork_safe_threads()
     return RUNNERS[op](*as_float32(args))
 
 
 def time_op(op: str, args: tuple[Any, ...], runs: int = 20, warmup: int = 2) -> float:
+    fork_safe_threads()
     fn, args = RUNNERS[op], as_float32(args)
     for _ in range(warmup):
         fn(*args)

@@ -22,8 +22,10 @@ import numpy as np
 from numba import cuda
 
 from eqdsl.kernels import layout
-from eqdsl.kernels.shapes import spatial
+from eqdsl.languages.tensor.codes import Act, spatial
 from eqdsl.languages.tensor.ops import OPS, fixed
+
+SIGMOID, RELU, TANH = int(Act.SIGMOID), int(Act.RELU), int(Act.TANH)  # plain ints: Numba's constants
 
 TILE = 16  # matmul tile edge: TILE × TILE threads, two TILE × TILE float32 tiles in shared memory
 GEMM_MIN_DEPTH = 16  # products per output below which (depthwise) the direct convolution runs
@@ -31,11 +33,11 @@ GEMM_MIN_DEPTH = 16  # products per output below which (depthwise) the direct co
 
 @cuda.jit(device=True)
 def _activate(act, v):
-    if act == 1:
+    if act == SIGMOID:
         return 1.0 / (1.0 + math.exp(-v))
-    if act == 2:
+    if act == RELU:
         return max(v, 0.0)
-    if act == 3:
+    if act == TANH:
         return math.tanh(v)
     return v
 

@@ -15,13 +15,13 @@ from onnx import helper
 from eqdsl import ir
 from eqdsl.diagnostics import EqdslError
 from eqdsl.languages.tensor import opaque
+from eqdsl.languages.tensor.codes import Act, Pad, same_padding
 from eqdsl.languages.tensor.ops import fixed
-from eqdsl.languages.tensor.reference import LOWEST, same_padding
+from eqdsl.languages.tensor.reference import LOWEST
 
 if TYPE_CHECKING:
     from eqdsl.onnx.write import Emitter
 
-VALID = 1
 
 
 Emit = Callable[["Emitter", int, list], str]
@@ -33,7 +33,7 @@ def _simple(op_type: str) -> Emit:
 
 def _matmul(e: Emitter, i: int, a: list) -> str:
     act, x, w = a
-    return e.activation(act, e.node("MatMul", [x, w], f"t{i}" if act == 0 else f"t{i}_mm"), f"t{i}")
+    return e.activation(act, e.node("MatMul", [x, w], f"t{i}" if act == Act.NONE else f"t{i}_mm"), f"t{i}")
 
 
 def _padding(e: Emitter, i: int, arg: int, pad: int, fill: int) -> tuple[str | None, dict[str, Any]]:
@@ -43,7 +43,7 @@ def _padding(e: Emitter, i: int, arg: int, pad: int, fill: int) -> tuple[str | N
     written as the explicit pads it means, as exporters write it. None for the operand: as emitted."""
     padded = _child(e, i, arg, "pad2d")
     node = e.program.nodes[padded] if padded is not None else None
-    if pad == VALID and node is not None and node.args[5] == fill:
+    if pad == Pad.VALID and node is not None and node.args[5] == fill:
         x = node.args[0]
         assert isinstance(x, ir.Child)
         top, bottom, left, right = (int(cast(int, v)) for v in node.args[1:5])
@@ -53,7 +53,7 @@ def _padding(e: Emitter, i: int, arg: int, pad: int, fill: int) -> tuple[str | N
 
 def _explicit(e: Emitter, i: int, arg: int, pad: int) -> dict[str, Any]:
     """SAME (or VALID) padding of node i as ONNX's `pads`: [top, left, bottom, right]."""
-    if pad == VALID:
+    if pad == Pad.VALID:
         return {}
     size = e.dims(i, arg)[2:]
     node = e.program.nodes[i]
@@ -67,7 +67,7 @@ def _conv(e: Emitter, i: int, a: list) -> str:
     sh, sw, pad, act, x, w = a
     xs, ws = e.dims(i, 4), e.dims(i, 5)
     unpadded, padding = _padding(e, i, 4, pad, 0)
-    out = e.node("Conv", [unpadded or x, w], f"t{i}" if act == 0 else f"t{i}_conv", strides=[sh, sw],
+    out = e.node("Conv", [unpadded or x, w], f"t{i}" if act == Act.NONE else f"t{i}_conv", strides=[sh, sw],
                  group=xs[1] // ws[1], kernel_shape=list(ws[2:]), **padding)
     return e.activation(act, out, f"t{i}")
 
@@ -75,8 +75,8 @@ def _conv(e: Emitter, i: int, a: list) -> str:
 def _pool(op_type: str) -> Emit:
     def emit(e: Emitter, i: int, a: list) -> str:
         x, kh, kw, sh, sw, pad, act = a
-        name = f"t{i}" if act == 0 else f"t{i}_pool"
-        if pad == VALID and tuple(e.dims(i, 0)[2:]) == (kh, kw) and (sh, sw) == (1, 1):  # as imported
+        name = f"t{i}" if act == Act.NONE else f"t{i}_pool"
+        if pad == Pad.VALID and tuple(e.dims(i, 0)[2:]) == (kh, kw) and (sh, sw) == (1, 1):  # as imported
             return e.activation(act, e.node(GLOBAL[op_type], [x], name), f"t{i}")
         extra = {"count_include_pad": 0} if op_type == "AveragePool" else {}
         unpadded, padding = _padding(e, i, 0, pad, 1) if op_type == "MaxPool" else (None, _explicit(e, i, 0, pad))
@@ -128,7 +128,7 @@ def _nd_matmul(e: Emitter, i: int) -> str | None:
     x, w = e.program.nodes[flat].args[0], e.program.nodes[mm].args[2]
     assert isinstance(x, ir.Child) and isinstance(w, ir.Child)
     act = int(cast(int, e.program.nodes[mm].args[0]))
-    out = e.node("MatMul", [e.operand(x.index), e.operand(w.index)], f"t{i}" if act == 0 else f"t{i}_mm")
+    out = e.node("MatMul", [e.operand(x.index), e.operand(w.index)], f"t{i}" if act == Act.NONE else f"t{i}_mm")
     return e.activation(act, out, f"t{i}")
 
 

@@ -15,12 +15,12 @@ import onnx
 
 from eqdsl.ir.builder import Tensor
 from eqdsl.ir.builtins import broadcasts
+from eqdsl.languages.tensor.codes import Pad, same_padding
 from eqdsl.languages.tensor.ops import fixed
-from eqdsl.languages.tensor.reference import same_padding
 from eqdsl.onnx.opaque_nodes import opaque_of
 from eqdsl.onnx.reader import NodeError, Reader, Value, tensor_array
 
-SAME, VALID = 0, 1
+SAME, VALID = int(Pad.SAME), int(Pad.VALID)  # plain ints: the values programs hold
 
 
 Handler = Callable[[Reader, onnx.NodeProto, dict[str, Any]], list[Value]]

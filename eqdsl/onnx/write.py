@@ -23,6 +23,7 @@ from eqdsl import ir
 from eqdsl.diagnostics import EqdslError
 from eqdsl.ir.builder import program_shapes
 from eqdsl.languages.tensor import opaque
+from eqdsl.languages.tensor.codes import Act
 from eqdsl.languages.tensor.folding import const_nodes, output_nodes
 from eqdsl.languages.tensor.ops import OPS, SEMANTICS
 from eqdsl.onnx.export_forms import FAMILIES, Emit
@@ -34,7 +35,7 @@ OPSET = opaque.DEFAULT_OPSET
 # raised to what the forms eqdsl writes itself need (13; these later): an opaque node keeps its
 # semantics (ReduceMean's `axes` attribute before 18, an input from 18 on).
 MIN_OPSET, OWN_MIN_OPSET = {"HardSwish": 14}, 13
-ACT_OPS = {1: "Sigmoid", 2: "Relu", 3: "Tanh"}
+ACT_OPS: dict[int, str] = {Act.SIGMOID: "Sigmoid", Act.RELU: "Relu", Act.TANH: "Tanh"}
 
 
 class Emitter:
@@ -86,7 +87,7 @@ class Emitter:
         return name
 
     def activation(self, act: int, x: str, out: str) -> str:
-        return x if act == 0 else self.node(ACT_OPS[act], [x], out)
+        return x if act == Act.NONE else self.node(ACT_OPS[act], [x], out)
 
     def value(self, i: int) -> np.ndarray:
         """The folded value of constant node i (weights from the store)."""

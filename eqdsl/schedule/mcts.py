@@ -79,13 +79,11 @@ class MctsConfig(LimitsConfig):
     seed: int = option(0, int_at_least(0), "an int ≥ 0")
     max_steps: int = option(100, int_at_least(1), "an int ≥ 1")  # applied steps at most
     # a multi-pattern rule's action fires on at most this many random matches (0: all of them,
-    # the paper's action, which passes the node limit on NasRNN, ResNeXt-50 and SqueezeNet, so
-    # those rules never apply; 16 measured best-or-equal on every model run: BENCHMARKS.md, "MCTS")
+    # the paper's action, which can pass the node limit at once, so that those rules never apply)
     multi_matches: int = option(16, int_at_least(0), "an int ≥ 0")
     # a simulation step: `draw` draws one rule from all of them (a miss is a step), `rewrite` applies
-    # a random rule that changes the e-graph. BENCHMARKS.md, "Rollouts whose every step rewrites":
-    # rewrite lifts BERT's worst seed at budget 16 from −2.1 to +5.7 points over TENSAT, gains under a
-    # point elsewhere, leaves two of SqueezeNet's seeds 3.2 points lower, and takes 2–60× the time
+    # a random rule that changes the e-graph (steadier rollouts where few rules match, at many
+    # times the cost: not the default)
     simulation: str = option("draw", one_of(SIMULATIONS), ", ".join(SIMULATIONS))
 
 

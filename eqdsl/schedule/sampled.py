@@ -27,7 +27,7 @@ def step_sampled(session: EGraphSession, rule: str, k: int, rng: random.Random) 
     session.declare_sampled()
     current = f"i64:{session.new_generation()}"
     if not any(session.step(form.record).matches.values()):
-        return StepResult({}, False)  # no current match: skip the freeze (4–9 ms on NasRNN's e-graphs)
+        return StepResult({}, False)  # no current match: skip the freeze (a copy of the e-graph)
     graph = session.frozen((form.candidates, form.allowed))
     matches = {row[:-1] for row in graph.relations.get(form.candidates, ()) if row[-1] == current}
     fresh = sorted(matches - set(graph.relations.get(form.allowed, ())))

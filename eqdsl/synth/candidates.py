@@ -31,10 +31,12 @@ class Candidate:
         """An equation between two applications over the same variables, without conditions:
         written `<=>` and applied both ways (Ruler's rules are equations), unless the right side
         matches inside the left (`relu(?a) => relu(relu(?a))` would grow without end)."""
+        if self.rule.is_multi:
+            return False
         lhs, rhs = self.rule.lhs[0], self.rule.rhs[0]
         return not self.rule.wheres and all(_shapes_alike(c) for c in self.rule.conds) and \
-            isinstance(rhs, ir.PApp) and _variables(rhs) == _variables(lhs) and \
-            not any(_matches(rhs, sub, {}) for sub in _subterms(lhs))
+            isinstance(rhs, ir.PApp) and variables(rhs) == variables(lhs) and \
+            not any(matches(rhs, sub, {}) for sub in _subterms(lhs))
 
     @property
     def rules(self) -> tuple[ir.Rule, ...]:
@@ -67,7 +69,9 @@ def shapes_alike(lang: ir.Language, candidate: Candidate) -> Candidate | None:
     fingerprints saw: every variable had the enumeration's shape), as TASO writes
     `if shape(?t10) == shape(?t11)`; None where it has fewer than two such variables or has
     conditions already."""
-    typed = _typed_variables(candidate.rule.lhs[0], {})
+    typed: dict[str, str] = {}
+    for pattern in candidate.rule.lhs:
+        _typed_variables(pattern, typed)
     conds: list[ir.Cond] = []
     for sort in dict.fromkeys(typed.values()):
         shape_type = lang.sorts[sort].shape_type
@@ -79,7 +83,7 @@ def shapes_alike(lang: ir.Language, candidate: Candidate) -> Candidate | None:
     if not conds or candidate.rule.conds:
         return None
     rule = replace(candidate.rule, conds=tuple(conds))
-    return replace(candidate, rule=replace(rule, name=_stable_name(rule)))
+    return replace(candidate, rule=replace(rule, name=stable_name(rule)))
 
 
 def _typed_variables(p: ir.Pattern, out: dict[str, str]) -> dict[str, str]:
@@ -94,30 +98,37 @@ def _typed_variables(p: ir.Pattern, out: dict[str, str]) -> dict[str, str]:
 
 
 def rule_text(rule: ir.Rule, arrow: str = "=>") -> str:
-    """A single-pattern rule as `.eqr` text after `rule NAME:` (its `where`s and `if`s being the
-    list values `_lifted` made)."""
-    text = f"{pattern_text(rule.lhs[0])} {arrow} {pattern_text(rule.rhs[0])}"
-    wheres = [f"{name} = {_list_text(value)}" for name, value in rule.wheres]
-    conds = [_cond_text(c.expr) for c in rule.conds if isinstance(c, ir.ExprCond)]
+    """A rule as `.eqr` text after `rule NAME:`, on one line (its `where`s and `if`s being those
+    synthesis writes: lifted list values, shapes alike, a merge's split point and guard)."""
+    text = f"{', '.join(map(pattern_text, rule.lhs))} {arrow} {', '.join(map(pattern_text, rule.rhs))}"
+    wheres = [f"{name} = {_expr_text(value)}" for name, value in rule.wheres]
+    conds = [_cond_text(c) for c in rule.conds]
     return text + (" where " + ", ".join(wheres) if wheres else "") + (" if " + ", ".join(conds) if conds else "")
 
 
-def _cond_text(e: ir.Expr) -> str:
-    """The two conditions synthesis writes: a lifted list value, and shapes alike."""
+def _cond_text(c: ir.Cond) -> str:
+    match c:
+        case ir.ClassCond(equal=equal, left=left, right=right):
+            return f"{pattern_text(left)} {'==' if equal else '!='} {pattern_text(right)}"
+        case ir.ExprCond(expr=ir.BinOp(op="eq", left=left, right=right)):
+            return f"{_expr_text(left)} == {_expr_text(right)}"
+    raise AssertionError(c)
+
+
+def _expr_text(e: ir.Expr) -> str:
+    """The expressions synthesis writes: `?p0`, `[1, 0]`, `shape(?a)`, `shape(t)[1]`."""
     match e:
-        case ir.BinOp(op="eq", left=ir.Ref(name=name), right=listed):
-            return f"?{name[1:]} == {_list_text(listed)}"
-        case ir.BinOp(op="eq", left=ir.ShapeOf(var=a), right=ir.ShapeOf(var=b)):
-            return f"shape(?{a}) == shape(?{b})"
-        case ir.BinOp(op="eq", left=ir.IndexOf(base=ir.ShapeOf(var=a), index=ir.Const(value=i)),
-                      right=ir.IndexOf(base=ir.ShapeOf(var=b))):
-            return f"shape(?{a})[{i}] == shape(?{b})[{i}]"
+        case ir.Ref(name=name):
+            return name
+        case ir.ListOf(items=items):
+            return "[" + ", ".join(str(cast(ir.Const, i).value) for i in items) + "]"
+        case ir.ShapeOf(var=a):
+            return f"shape(?{a})"
+        case ir.ShapeOfTerm(pattern=p):
+            return f"shape({pattern_text(p)})"
+        case ir.IndexOf(base=base, index=ir.Const(value=i)):
+            return f"{_expr_text(base)}[{i}]"
     raise AssertionError(e)
-
-
-def _list_text(e: ir.Expr) -> str:
-    assert isinstance(e, ir.ListOf)
-    return "[" + ", ".join(str(cast(ir.Const, i).value) for i in e.items) + "]"
 
 
 def rule_candidates(found: Enumeration, shape: tuple[int, ...] | None = None) -> list[Candidate]:
@@ -132,20 +143,20 @@ def rule_candidates(found: Enumeration, shape: tuple[int, ...] | None = None) ->
 
 
 def cheapest_first(c: Candidate) -> tuple:
-    return (c.size, -len(_variables(c.rule.lhs[0])), c.text)
+    return (c.size, -len(set().union(*map(variables, c.rule.lhs))), c.text)
 
 
 def _oriented(term: Term, representative: Term) -> ir.Rule | None:
     """`term => representative`, or the other way where only that keeps the right side's
     variables among the left's; None where neither does or the left would be a bare variable."""
     for left, right in ((term.pattern, representative.pattern), (representative.pattern, term.pattern)):
-        if isinstance(left, ir.PApp) and _variables(right) <= _variables(left):
+        if isinstance(left, ir.PApp) and variables(right) <= variables(left):
             rule = _lifted(*_renamed((left, right)))
-            return replace(rule, name=_stable_name(rule))
+            return replace(rule, name=stable_name(rule))
     return None
 
 
-def _stable_name(rule: ir.Rule) -> str:
+def stable_name(rule: ir.Rule) -> str:
     return "syn-" + hashlib.sha1(rule_text(rule).encode()).hexdigest()[:8]
 
 
@@ -191,12 +202,12 @@ def _list_of(value: tuple) -> ir.ListOf:
     return ir.ListOf(tuple(ir.Const(v, ir.Prim.INT) for v in value))
 
 
-def _variables(p: ir.Pattern) -> set[str]:
+def variables(p: ir.Pattern) -> set[str]:
     match p:
         case ir.PVar(name=name):
             return {name}
         case ir.PApp(args=args):
-            return set().union(*(_variables(a) for a in args)) if args else set()
+            return set().union(*(variables(a) for a in args)) if args else set()
         case _:
             return set()
 
@@ -208,14 +219,14 @@ def _subterms(p: ir.Pattern) -> list[ir.Pattern]:
     return [q for a in p.args for q in ([a] if isinstance(a, ir.PApp) else []) + _subterms(a)]
 
 
-def _matches(pattern: ir.Pattern, term: ir.Pattern, bound: dict[str, ir.Pattern]) -> bool:
+def matches(pattern: ir.Pattern, term: ir.Pattern, bound: dict[str, ir.Pattern]) -> bool:
     """Whether `pattern` matches `term`, whose own variables stand for themselves."""
     match pattern:
         case ir.PVar(name=name):
             return bound.setdefault(name, term) == term
         case ir.PApp(op=op, args=args):
             return isinstance(term, ir.PApp) and term.op == op and len(term.args) == len(args) and \
-                all(_matches(a, b, bound) for a, b in zip(args, term.args))
+                all(matches(a, b, bound) for a, b in zip(args, term.args))
         case _:
             return pattern == term
 
@@ -247,7 +258,7 @@ def dimension_by_dimension(c: Candidate, cond: ir.Cond) -> tuple[Candidate, list
                            for i in range(len(c.shape))]
     conds = [d for k in c.rule.conds for d in (dims if k is cond else [k])]
     rule = replace(c.rule, conds=tuple(conds))
-    return replace(c, rule=replace(rule, name=_stable_name(rule))), dims
+    return replace(c, rule=replace(rule, name=stable_name(rule))), dims
 
 
 def _axis(shape: ir.ShapeOf, i: int) -> ir.IndexOf:
@@ -256,4 +267,4 @@ def _axis(shape: ir.ShapeOf, i: int) -> ir.IndexOf:
 
 def without_cond(candidate: Candidate, cond: ir.Cond) -> Candidate:
     rule = replace(candidate.rule, conds=tuple(c for c in candidate.rule.conds if c is not cond))
-    return replace(candidate, rule=replace(rule, name=_stable_name(rule)))
+    return replace(candidate, rule=replace(rule, name=stable_name(rule)))

@@ -10,7 +10,9 @@ set, as Ruler minimizes: each candidate the kept rules already derive (`eqdsl.sy
 `limits`) is dropped, else it is screened at sizes where no dimensions coincide
 (`verify.rules.refuted`: laws of square matrices fall here), verified
 (`eqdsl.verify.rules.verify_rule`, `examples` examples) and kept if it passes. A last pass drops a
-kept rule the others derive.
+kept rule the others derive. Then the multi-pattern merges lifted from the candidates
+(`eqdsl.synth.merges`) are verified the same way and kept after them, unless an earlier merge
+covers one (no derivability between multi-pattern rules).
 Every kept rule passed `verify`; its name is stable (`syn-` and a hash of its text) and it
 records where it came from (size, fingerprint class). `deadline` (`time.monotonic()`) ends the
 search early with what was verified so far (`Synthesis.complete` False).
@@ -34,6 +36,7 @@ from eqdsl.synth.candidates import (
 )
 from eqdsl.synth.derive import Prover, Verdict
 from eqdsl.synth.enumerate import Space, enumerate_terms
+from eqdsl.synth.merges import guarded, instance_of, merge_candidates
 from eqdsl.verify.examples import DISTINCT_HINTS
 from eqdsl.verify.rules import Status, refuted, verify_rule
 
@@ -50,6 +53,7 @@ class Synthesis:
     candidates: int = 0
     kept: list[Candidate] = field(default_factory=list)
     rejected: int = 0  # candidates `verify` failed
+    merges: int = 0  # of `kept`, the multi-pattern rules (the last ones)
     complete: bool = True
     seconds: float = 0.0
 
@@ -73,6 +77,8 @@ def synthesize(lang: ir.Language, sem: dict[str, Any], space: Space, limits: Lim
     result.complete = _minimize(lang, sem, ordered, limits, examples, result, out_of_time, progress, kept_one)
     if result.complete:
         result.kept, result.complete = _without_derivable(lang, result.kept, limits, out_of_time)
+    if result.complete:
+        result.complete = _merges(lang, sem, ordered, examples, result, out_of_time, progress, kept_one)
     result.seconds = time.perf_counter() - t0
     return result
 
@@ -127,8 +133,7 @@ def _verified(lang: ir.Language, sem: dict[str, Any], candidate: Candidate, exam
     (`shape(?b) == shape(?c)`, not every variable's) or else cut to the axes it needs
     (`shape(?a)[1] == shape(?b)[1]`); else None."""
     def passes(c: Candidate, times: int = 1, seed: int = 0) -> bool:
-        return not refuted(lang, sem, c.rule) and verify_rule(lang, sem, c.rule, examples * times, seed=seed,
-                                                              shrink=False).status is Status.PASSED
+        return _passes(lang, sem, c, examples * times, seed)
 
     if passes(candidate) and passes(candidate, 5, seed=1):  # 100 examples missed a grouped conv's case once
         return candidate
@@ -150,6 +155,36 @@ def _verified(lang: ir.Language, sem: dict[str, Any], candidate: Candidate, exam
     # each step looked for the weakest condition that passes: where one passed only because the
     # examples missed a case, 5x the examples on another seed should find it; then a stronger step
     return next((step for step in reversed(steps) if passes(step, 5, seed=1)), None)
+
+
+def _passes(lang: ir.Language, sem: dict[str, Any], c: Candidate, examples: int, seed: int) -> bool:
+    return not refuted(lang, sem, c.rule) and verify_rule(lang, sem, c.rule, examples, seed=seed,
+                                                          shrink=False).status is Status.PASSED
+
+
+def _merges(lang: ir.Language, sem: dict[str, Any], pool: list[Candidate], examples: int, result: Synthesis,
+            out_of_time: Callable[[], bool], progress: Callable[[str], None],
+            kept_one: Callable[[Synthesis], None]) -> bool:
+    """The multi-pattern rules lifted from `pool` (`eqdsl.synth.merges`), cheapest first: one an
+    earlier kept merge covers is dropped, else verified (its conditions found as a single
+    rule's are), guarded and kept. Whether it finished before the deadline."""
+    kept: list[Candidate] = []
+    lifted = merge_candidates(lang, pool)
+    for k, candidate in enumerate(lifted):
+        if out_of_time():
+            return False
+        if any(instance_of(general, candidate) for general in kept):
+            continue
+        passed = _verified(lang, sem, candidate, examples)
+        if passed is None:
+            result.rejected += 1
+        else:
+            kept.append(guarded(passed))
+            result.kept.append(kept[-1])
+            result.merges += 1
+            kept_one(result)
+        progress(f"{result.merges} merges kept, {len(lifted) - k - 1} lifted equations left")
+    return True
 
 
 def _with_rules(lang: ir.Language, kept: list[Candidate]) -> ir.Language:

@@ -21,37 +21,34 @@ NUMBA_ENABLE_CUDASIM=1), launched and timed by `eqdsl.kernels.cuda`'s shared cod
 """
 from __future__ import annotations
 
-import os
-import sys
-import tempfile
-from contextlib import contextmanager
 from dataclasses import dataclass
-from pathlib import Path
-from typing import Callable, Iterator, Self
+from typing import Callable, Self
 
 import numpy as np
 
 from eqdsl import ir
-from eqdsl.apps.qgym.baselines import reachable_nodes
 from eqdsl.apps.qgym.layer import LayerSpec
 from eqdsl.apps.qgym.tiles import Tile, Tiling
+from eqdsl.apps.qgym.vectors import (
+    CPU_VECTOR,
+    check_vector_width,
+    compile_cpu,
+    compile_source,
+    default_vector_width,
+    reachable_order,
+)
 
 Conv = Callable[[np.ndarray], np.ndarray]
 
-
 Leaf = Callable[[int, int, int], str]  # x(r, s, c) → the load expression
 Store = Callable[[int, int], str]  # (offset j, channel k) → the assignment up to its value: "out[i] ="
-
-
-def _reachable_order(program: ir.Program, roots: list[int]) -> list[int]:
-    return sorted(reachable_nodes(program, roots))  # program nodes are topologically ordered
 
 
 def _body(program: ir.Program, spec: LayerSpec, root_ids: list[int], indent: str,
           leaf: Leaf, store: Store) -> list[str]:
     """Statements computing the given roots (indices into program.roots) and storing them."""
     lines = []
-    for i in _reachable_order(program, [program.roots[r] for r in root_ids]):
+    for i in reachable_order(program, [program.roots[r] for r in root_ids]):
         node = program.nodes[i]
         match node.op, node.args:
             case "x", (r, s, c):
@@ -69,67 +66,6 @@ def _body(program: ir.Program, spec: LayerSpec, root_ids: list[int], indent: str
         j, k = divmod(r, spec.K)
         lines.append(f"{indent}{store(j, k)} t{program.roots[r]}")
     return lines
-
-
-# Position groups one vector iteration of the CPU kernel covers (a multiple of every vector width
-# used). Rows are cut into blocks of this many groups, so no row runs a scalar remainder: with 62
-# positions a row and 16-wide vectors, the 14 scalar ones took as long as the 48 vector ones
-# (measured: (3,3,16,16) Q2, 0.15 → 0.08 ms).
-CPU_VECTOR = 16
-# Lanes the group loop is vectorized with, by program size. LLVM picks 16 (512-bit) on this AVX-512
-# machine; a large body spills thousands of temporaries, and 8-wide spills are half the bytes.
-# Measured side by side (BENCHMARKS, "Q-gym CPU kernels beside ONNX Runtime"): 8 lanes win on the
-# large programs ((3,3,32,32) Q3, 4,235 nodes: 0.71 → 0.41 ms), 16 on the small ones
-# ((1,1,32,32) Q3, 647 nodes: 0.158 → 0.132 ms). Where the 8-lane spill area (values live across
-# the body × lanes × 4 bytes) outgrows the L1 data cache and the 4-lane one fits, 4 lanes win:
-# (3,3,64,64) Q2, 6,683 nodes, 43 → 22 KB, 2.63 → 2.10 ms. Where it fits at 8 lanes, or fits at
-# neither, 8 stay ahead: (3,3,32,32) Q3's SumMerge program, 27 KB, 0.58 vs 0.86 ms at 4;
-# (3,3,64,64) Q3, 10,283 nodes, 65 → 33 KB, 2.48 vs 3.05 ms at 4 (one run each).
-WIDE_PROGRAM_NODES = 1500
-NARROW_LANES = 8
-NARROWEST_LANES = 4
-DEFAULT_L1_DATA_BYTES = 32 * 1024
-
-
-def default_vector_width(program: ir.Program, l1_data_bytes: int | None = None) -> int:
-    """0 (LLVM's choice) for programs up to WIDE_PROGRAM_NODES nodes; above, NARROW_LANES, or
-    NARROWEST_LANES where only that brings the spill area into the L1 data cache
-    (`l1_data_bytes`, default: this machine's)."""
-    if len(program.nodes) <= WIDE_PROGRAM_NODES:
-        return 0
-    l1 = l1_data_bytes or l1_data_cache_bytes()
-    spill = mean_live_values(program) * 4  # bytes per lane
-    return NARROWEST_LANES if spill * NARROW_LANES > l1 >= spill * NARROWEST_LANES else NARROW_LANES
-
-
-def mean_live_values(program: ir.Program) -> float:
-    """Values live at a statement of the CPU kernel's body, on average: each computed node from
-    its statement to its last use, roots to the stores at the end (the order `_body` emits)."""
-    order = _reachable_order(program, list(program.roots))
-    if not order:
-        return 0.0
-    position = {i: k for k, i in enumerate(order)}
-    last = dict(position)
-    for i in order:
-        for arg in program.nodes[i].args:
-            if isinstance(arg, ir.Child):
-                last[arg.index] = position[i]
-    for root in program.roots:
-        last[root] = len(order)
-    live = sum(last[i] - position[i] for i in order if program.nodes[i].op != "w")  # weights: literals
-    return live / len(order)
-
-
-def l1_data_cache_bytes() -> int:
-    """The first CPU's L1 data cache size from Linux's sysfs, DEFAULT_L1_DATA_BYTES elsewhere."""
-    index = Path("/sys/devices/system/cpu/cpu0/cache/index0")
-    try:
-        if (index / "type").read_text().strip() == "Data":
-            size = (index / "size").read_text().strip()
-            return int(size[:-1]) * 1024 if size.endswith("K") else int(size)
-    except (OSError, ValueError):
-        pass
-    return DEFAULT_L1_DATA_BYTES
 
 
 @dataclass(frozen=True)
@@ -278,70 +214,6 @@ def cuda_source(program: ir.Program, spec: LayerSpec, channel_groups: int = 1) -
     return "\n".join(lines) + "\n"
 
 
-def _compile(source: str, names: dict) -> Callable:
-    scope = dict(names)
-    exec(compile(source, "<eqdsl qgym kernel>", "exec"), scope)  # noqa: S102 - our generated code
-    return scope["layer"]
-
-
-_LLVM_TUNED = False
-
-
-def _allow_grouped_alias_checks() -> None:
-    """LLVM stops merging a loop's pointers into one alias-check group above 100 pointers, and
-    then needs more runtime checks than it allows: a 32-channel layer's kernel stayed scalar
-    (measured 4.4× slower). Raising the merge threshold (a process-wide LLVM option, set once)
-    keeps our many constant-offset loads one group."""
-    global _LLVM_TUNED
-    if not _LLVM_TUNED:
-        import llvmlite.binding as llvm
-
-        llvm.set_option("eqdsl", "-memory-check-merge-threshold=1000000")
-        _LLVM_TUNED = True
-
-
-@contextmanager
-def _forced_vector_width(width: int) -> Iterator[None]:
-    """LLVM's loop vectorizer width for what is compiled inside (a process-wide LLVM option, so
-    it is put back to 0, LLVM's own choice, when the block ends)."""
-    import llvmlite.binding as llvm
-
-    llvm.set_option("eqdsl", f"-force-vector-width={width}")
-    try:
-        yield
-    finally:
-        llvm.set_option("eqdsl", "-force-vector-width=0")
-
-
-@contextmanager
-def _without_forced_width_remarks() -> Iterator[None]:
-    """LLVM writes "loop not vectorized" to fd 2 for every loop the forced width does not fit
-    (Numba's own scheduling loops): kept from the user's terminal, any other output passed on."""
-    sys.stderr.flush()
-    saved = os.dup(2)
-    with tempfile.TemporaryFile() as captured:
-        os.dup2(captured.fileno(), 2)
-        try:
-            yield
-        finally:
-            os.dup2(saved, 2)
-            os.close(saved)
-            captured.seek(0)
-            text = captured.read().decode(errors="replace")
-    kept = [line for line in text.splitlines(keepends=True) if "loop not vectorized" not in line]
-    sys.stderr.write("".join(kept))
-
-
-def _compile_cpu(source: str, vector_width: int) -> Callable:
-    from numba import njit, prange
-
-    _allow_grouped_alias_checks()
-    # an explicit signature compiles here, inside the forced width, not on the first call
-    with _without_forced_width_remarks(), _forced_vector_width(vector_width):
-        return njit("void(float32[::1], float32[::1], float32[::1])", parallel=True)(
-            _compile(source, {"prange": prange, "np": np}))
-
-
 def cpu_kernel(program: ir.Program, spec: LayerSpec, vector_width: int | None = None) -> Conv:
     """The whole layer as one program (one tile): see `tiled_cpu_kernel`."""
     return tiled_cpu_kernel(Tiling.whole(spec, program), vector_width)
@@ -353,14 +225,14 @@ def tiled_cpu_kernel(tiling: Tiling, vector_width: int | None = None) -> Conv:
     `default_vector_width`). An output tile's input tiles alternate between two buffers, each
     adding the partial sums of the one before, so that the last one writes `out`."""
     if vector_width is not None:
-        _check_vector_width(vector_width)
+        check_vector_width(vector_width)
     chains = [tiling.input_tiles(k0) for k0 in sorted({t.k0 for t in tiling.tiles})]
     steps = [(tile, i, len(chain)) for chain in chains for i, tile in enumerate(chain)]
     needs_scratch = any(len(chain) > 1 for chain in chains)
     compiled: dict[CpuLayout, list[Callable]] = {}
 
     def compile_steps(layout: CpuLayout) -> list[Callable]:
-        return [_compile_cpu(cpu_source(tile, layout, adds_partial=i > 0),
+        return [compile_cpu(cpu_source(tile, layout, adds_partial=i > 0),
                              default_vector_width(tile.program) if vector_width is None else vector_width)
                 for tile, i, _ in steps]
 
@@ -378,11 +250,6 @@ def tiled_cpu_kernel(tiling: Tiling, vector_width: int | None = None) -> Conv:
         return layout.valid(out.reshape(layout.out_shape))
 
     return run
-
-
-def _check_vector_width(width: int) -> None:
-    if not 0 <= width <= CPU_VECTOR or (width and CPU_VECTOR % width):
-        raise ValueError(f"vector_width must be 0 or a divisor of {CPU_VECTOR}, got {width}")
 
 
 def check_input(x: np.ndarray, spec: LayerSpec) -> None:
@@ -428,7 +295,7 @@ def cuda_kernel(program: ir.Program, spec: LayerSpec, channel_groups: int = 1,
                 threads_per_block: int = 128) -> CudaConv:
     from numba import cuda
 
-    layer = cuda.jit(_compile(cuda_source(program, spec, channel_groups), {"cuda": cuda, "np": np}))
+    layer = cuda.jit(compile_source(cuda_source(program, spec, channel_groups), {"cuda": cuda, "np": np}))
     return CudaConv(spec, channel_groups, threads_per_block, layer)
 
 

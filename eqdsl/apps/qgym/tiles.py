@@ -25,11 +25,9 @@ from eqdsl.apps.qgym.baselines import OpCount, count_ops
 from eqdsl.apps.qgym.layer import LayerSpec, QuantizedLayer
 from eqdsl.apps.qgym.summerge import start_program
 
-# Input vectors one tile's body may read (R·S·channels). Measured side by side, 64×64 inputs, ms
-# per call by input channels per tile (BENCHMARKS, "Kernels over channel tiles"): (3,3,64,64) Q3 64 / 16 / 8:
-# 2.54 / 1.08 / 1.14; Q2 1.20 / 0.82 / 0.82; (3,3,32,32) Q3 32 / 16 / 8: 0.43 / 0.36 / 0.30;
-# (5,5,16,16) Q3 16 / 8 / 4: 0.23 / 0.20 / 0.20; (7,7,8,8) Q3 8 / 4 / 2: 0.082 / 0.069 / 0.074,
-# Q2 8 / 2: 0.052 / 0.058. Windows of 144–200 inputs are at or near the best on every layer.
+# Input vectors one tile's body may read (R·S·channels): a window small enough that the body's
+# live values stay in cache, large enough that a tile's overhead is shared; 144–200 inputs were at
+# or near the best on every layer tried (BENCHMARKS, "Kernels over channel tiles").
 TILE_WINDOW = 200
 
 

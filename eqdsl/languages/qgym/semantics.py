@@ -2,7 +2,7 @@
 
 The layer's activations and weights are integers (quantized levels); the laws the rules state
 (commutativity, associativity, distributivity) hold for any ring, so `verify` checks them on
-random reals like every other language, and `eqdsl.apps.qgym.check` checks extracted layers exactly
+random reals like every other language, and `eqdsl.apps.qgym.runners` checks extracted layers exactly
 on random integers.
 """
 from __future__ import annotations

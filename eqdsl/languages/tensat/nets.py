@@ -3,16 +3,17 @@
 Contract: `Net(lang)` wraps a `GraphBuilder` over the tensor language; every weight gets a unique
 id so that equal-shaped weights stay distinct tensors. As in TASO's model scripts (the graphs TENSAT
 and the PACT study loaded), activations and batch norms are operators of their own: `conv` and
-`matmul` never fuse one (act code NONE) and append a separate `relu` when asked. Padding codes:
-SAME = 0, VALID = 1; activations: NONE 0, SIGMOID 1, RELU 2, TANH 3 (TENSAT's codes).
+`matmul` never fuse one (act code NONE) and append a separate `relu` when asked. Padding and
+activation codes: `eqdsl.languages.tensor.codes` (TENSAT's).
 """
 from __future__ import annotations
 
 from eqdsl import ir
 from eqdsl.ir.builder import GraphBuilder, Tensor
+from eqdsl.languages.tensor.codes import Act, Pad
 
-SAME, VALID = 0, 1
-NONE, SIGMOID, RELU, TANH = 0, 1, 2, 3
+SAME, VALID = int(Pad.SAME), int(Pad.VALID)  # plain ints: the values programs hold
+NONE, SIGMOID, RELU, TANH = map(int, Act)
 
 
 class Net:

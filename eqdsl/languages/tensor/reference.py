@@ -1,8 +1,7 @@
 """Reference semantics of the tensor language (rulesets/tensor.eqr), NumPy, TASO's definitions.
 
-Layouts are TASO's: activations NCHW, conv weights [out, in / groups, kh, kw]. Activation codes:
-0 none, 1 sigmoid, 2 relu, 3 tanh. Padding: 0 SAME (TensorFlow's: the extra row/column goes at
-the bottom/right), 1 VALID. The operator table (`ops.py`) names these functions (and defines the
+Layouts are TASO's: activations NCHW, conv weights [out, in / groups, kh, kw]. Activation and
+padding codes: `eqdsl.languages.tensor.codes`. The operator table (`ops.py`) names these functions (and defines the
 one-line ones in place).
 """
 from __future__ import annotations
@@ -12,11 +11,13 @@ from typing import Callable
 import numpy as np
 from numpy.lib.stride_tricks import sliding_window_view
 
+from eqdsl.languages.tensor.codes import Act, Pad, same_padding
+
 ACTIVATIONS: dict[int, Callable[[np.ndarray], np.ndarray]] = {
-    0: lambda x: x,
-    1: lambda x: 1.0 / (1.0 + np.exp(-x)),
-    2: lambda x: np.maximum(x, 0.0),
-    3: np.tanh,
+    Act.NONE: lambda x: x,
+    Act.SIGMOID: lambda x: 1.0 / (1.0 + np.exp(-x)),
+    Act.RELU: lambda x: np.maximum(x, 0.0),
+    Act.TANH: np.tanh,
 }
 
 
@@ -24,14 +25,8 @@ def _activate(act: int, x: np.ndarray) -> np.ndarray:
     return ACTIVATIONS[act](x)
 
 
-def same_padding(size: int, kernel: int, stride: int) -> tuple[int, int]:
-    out = -(-size // stride)
-    total = max((out - 1) * stride + kernel - size, 0)
-    return total // 2, total - total // 2
-
-
 def _pad_spatial(x: np.ndarray, kh: int, kw: int, sh: int, sw: int, pad: int, fill: float) -> np.ndarray:
-    if pad == 1:
+    if pad == Pad.VALID:
         return x
     top, bottom = same_padding(x.shape[2], kh, sh)
     left, right = same_padding(x.shape[3], kw, sw)

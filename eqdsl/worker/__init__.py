@@ -20,7 +20,6 @@ associative-commutative sum grew to 9.8 GB and ignored Ctrl-C for 40 s). So:
 """
 from __future__ import annotations
 
-import fcntl
 import os
 import shutil
 import signal
@@ -29,268 +28,28 @@ import tempfile
 import time
 import traceback
 from contextlib import contextmanager
-from dataclasses import dataclass
-from enum import Enum
 from pathlib import Path
-from typing import Any, Callable, Generic, Iterable, Iterator, TypeVar
+from typing import Any, Callable, Iterable, Iterator
 
-T = TypeVar("T")
+from eqdsl.worker import role
+from eqdsl.worker.guard import Budget, Done, StopCause, Stopped, default_memory_bytes, guarded, guarding
+from eqdsl.worker.lineage import Lineage, reap_quietly, start_lineage, wait_lineages
+from eqdsl.worker.locks import hold_lock, is_abandoned, sweep_abandoned
+
+__all__ = [
+    "BEFORE_FORK", "INTERRUPTED", "STOP_GRACE_S", "STOP_SIGNALS", "Budget", "Done", "Interrupted", "Lineage",
+    "StopCause", "Stopped", "default_memory_bytes", "guarded", "guarding", "hold_lock", "is_abandoned",
+    "reap_quietly", "start_lineage", "stop_signals", "stop_signals_interrupt", "supervise", "supervisor_gone",
+    "sweep_abandoned", "wait_lineages",
+]
+
+BEFORE_FORK = role.BEFORE_FORK
+
 
 INTERRUPTED = 130
-POLL_S = 0.01
 
-_in_worker = False  # set in supervise's worker: guarded() may fork and kill
-_status_fd: int | None = None  # the worker lineage's write end of the exit-code pipe
-
-
-class StopCause(Enum):
-    MEMORY = "memory limit"
-    TIME = "time limit"
-    KILLED = "killed"  # died from outside during the step (most likely the kernel's OOM killer)
-
-
-@dataclass(frozen=True)
-class Budget:
-    """What one guarded step may use: bytes of memory (whole e-graph process) and a deadline
-    (`time.monotonic()` value); None for no bound."""
-
-    memory_bytes: int | None = None
-    deadline: float | None = None
-
-
-@dataclass(frozen=True)
-class Done(Generic[T]):
-    value: T
-
-
-@dataclass(frozen=True)
-class Stopped:
-    cause: StopCause
-    peak_bytes: int  # the memory measured when the step was stopped
-
-
-def default_memory_bytes() -> int:
-    """Half of the memory this process may use (the machine's, or its cgroup's if smaller)."""
-    total = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
-    try:
-        limit = open("/sys/fs/cgroup/memory.max").read().strip()
-        if limit.isdigit():
-            total = min(total, int(limit))
-    except OSError:
-        pass
-    return total // 2
-
-
-# Each stops a thread of this process before a fork (`status.suspend`: the status line's redraw
-# thread) and returns the call that starts it again: eqdsl forks only single-threaded processes
-# (native pools excepted that stop themselves at a fork: OpenBLAS's). Set by the CLI.
-BEFORE_FORK: list[Callable[[], Callable[[], None]]] = []
-
-
-def guarding() -> bool:
-    return _in_worker and hasattr(os, "fork")
-
-
-def guarded(step: Callable[[], T], budget: Budget) -> Done[T] | Stopped:
-    """Run `step` under `budget` (see the module docstring). Without a supervisor: just run it."""
-    if not guarding() or (budget.memory_bytes is None and budget.deadline is None):
-        return Done(step())
-    parent = os.getpid()
-    release_r, release_w = os.pipe()
-    sys.stdout.flush()
-    sys.stderr.flush()
-    resumes = [quiet() for quiet in BEFORE_FORK]
-    child = os.fork()
-    if child == 0:
-        os.close(release_w)
-        return _snapshot(parent, release_r, budget)
-    for resume in resumes:
-        resume()
-    os.close(release_r)
-    try:
-        value = step()
-    finally:
-        os.write(release_w, RELEASE)  # the step is over (also if it raised): the snapshot goes
-        os.close(release_w)
-        os.waitpid(child, 0)
-    return Done(value)
-
-
-def _snapshot(worker: int, release_fd: int, budget: Budget) -> Stopped:
-    """The snapshot's side of `guarded`: exit when released, take over when the worker must stop
-    (or died: end of file on the pipe without the release byte)."""
-    while True:
-        state = _release_state(release_fd)
-        if state == "released":
-            os._exit(0)
-        if state == "died":
-            os.close(release_fd)
-            return Stopped(StopCause.KILLED, 0)
-        used = 0 if budget.memory_bytes is None else _rss(worker) + _private_bytes(os.getpid())
-        cause = None
-        if budget.memory_bytes is not None and used > budget.memory_bytes:
-            cause = StopCause.MEMORY
-        elif budget.deadline is not None and time.monotonic() > budget.deadline:
-            cause = StopCause.TIME
-        if cause is not None:
-            # The worker cannot be past `guarded` (it waits for this process to exit), so once
-            # killed this process goes on, even if the step had just finished: it is undone.
-            _kill(worker)
-            os.close(release_fd)
-            return Stopped(cause, used)
-        time.sleep(POLL_S)
-
-
-RELEASE = b"r"
-
-
-def _release_state(fd: int) -> str:
-    """'running' (nothing to read yet), 'released' (the worker finished its step) or 'died'."""
-    import select
-
-    if not select.select([fd], [], [], 0)[0]:
-        return "running"
-    return "released" if os.read(fd, 1) == RELEASE else "died"
-
-
-def _kill(pid: int) -> None:
-    try:
-        os.kill(pid, signal.SIGKILL)
-    except ProcessLookupError:
-        pass
-
-
-def _rss(pid: int) -> int:
-    try:
-        with open(f"/proc/{pid}/statm") as f:
-            return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
-    except (OSError, ValueError, IndexError):
-        return 0
-
-
-def _private_bytes(pid: int) -> int:
-    """Pages only this process holds: after a fork, the originals of pages the other one wrote."""
-    try:
-        with open(f"/proc/{pid}/smaps_rollup") as f:
-            return sum(int(line.split()[1]) * 1024 for line in f if line.startswith("Private_"))
-    except (OSError, ValueError, IndexError):
-        return 0
-
-
-# ---- lineages: disposable processes whose work may be guarded ---------------------------------
-
-@dataclass(frozen=True)
-class Lineage:
-    """A forked process running one piece of work (a sweep task) with guarding on: its
-    snapshots may take over from it, and whichever process finishes writes the result to `fd`'s
-    pipe. End of file on `fd` means the lineage is over."""
-
-    pid: int
-    fd: int
-
-
-def start_lineage(work: Callable[[], bytes]) -> Lineage:
-    """Fork a lineage for `work()` (its bytes are the result; an exception is printed on stderr
-    and gives no result). It stays in the caller's process group, so the supervisor's kill of
-    that group takes it too."""
-    global _in_worker, _status_fd
-    result_r, result_w = os.pipe()
-    sys.stdout.flush()
-    sys.stderr.flush()
-    pid = os.fork()
-    if pid != 0:
-        os.close(result_w)
-        return Lineage(pid, result_r)
-    os.close(result_r)
-    if _status_fd is not None:  # only the command's worker reports the command's exit code
-        os.close(_status_fd)
-        _status_fd = None
-    _in_worker = True
-    data = b""
-    try:
-        data = work()
-    except BaseException:  # noqa: BLE001 - reported by the caller as a task without a result
-        traceback.print_exc()
-    finally:
-        _flush_quietly()
-        _write_all(result_w, data)
-        os._exit(0)
-
-
-def _write_all(fd: int, data: bytes) -> None:
-    view = memoryview(data)
-    while view:
-        view = view[os.write(fd, view):]
-
-
-def wait_lineages(running: dict[int, bytearray]) -> list[tuple[int, bytes | None]]:
-    """Block until at least one lineage (by its `fd`, with the bytes read so far) ends; returns
-    (fd, result or None when it died without one) for each that ended, and closes its fd."""
-    import select
-
-    ended: list[tuple[int, bytes | None]] = []
-    while not ended:
-        ready, _, _ = select.select(list(running), [], [])
-        for fd in ready:
-            chunk = os.read(fd, 1 << 16)
-            if chunk:
-                running[fd] += chunk
-                continue
-            os.close(fd)
-            data = bytes(running.pop(fd))
-            ended.append((fd, data or None))
-    return ended
-
-
-def reap_quietly(pid: int) -> int | None:
-    """The exit status of a child that has ended (None if it was already reaped)."""
-    try:
-        return os.waitpid(pid, 0)[1]
-    except ChildProcessError:
-        return None
-
-
-# ---- scratch of dead runs ----------------------------------------------------------------------
-
-LOCK_NAME = ".eqdsl-lock"
-
-
-def hold_lock(folder: Path) -> int:
-    """Lock `folder` as in use (an flock on a file inside) until the returned descriptor is
-    closed in this process and in every process forked meanwhile (the worker, the janitor):
-    once the whole run is gone, even by SIGKILL, the kernel drops the lock."""
-    fd = os.open(folder / LOCK_NAME, os.O_WRONLY | os.O_CREAT, 0o600)
-    fcntl.flock(fd, fcntl.LOCK_EX)
-    return fd
-
-
-def is_abandoned(folder: Path) -> bool:
-    """`folder` holds eqdsl's lock file and no live process holds the lock."""
-    try:
-        fd = os.open(folder / LOCK_NAME, os.O_WRONLY)
-    except OSError:
-        return False
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except OSError:
-        return False
-    finally:
-        os.close(fd)  # closing drops the lock just taken
-    return True
-
-
-def sweep_abandoned(folders: Iterable[Path]) -> None:
-    """Remove each folder a dead eqdsl run left (its lock file unheld): scratch the kill of a
-    whole process group, janitor included, could not clean."""
-    for folder in folders:
-        if folder.is_dir() and not folder.is_symlink() and is_abandoned(folder):
-            shutil.rmtree(folder, ignore_errors=True)
-
-
-# ---- the supervisor ----------------------------------------------------------------------------
 
 STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT)
-_lifeline_fd: int | None = None  # the worker lineage's read end: end of file once the supervisor is gone
 
 
 def supervisor_gone() -> bool:
@@ -298,7 +57,7 @@ def supervisor_gone() -> bool:
     nothing more from this run, so nothing may be published."""
     import select
 
-    return _lifeline_fd is not None and bool(select.select([_lifeline_fd], [], [], 0)[0])
+    return role.lifeline_fd is not None and bool(select.select([role.lifeline_fd], [], [], 0)[0])
 
 
 def supervise(work: Callable[[], int], cleanup: Callable[[], str | None] = lambda: None,
@@ -383,12 +142,11 @@ def _start_janitor(cleanup: Callable[[], object], unblocked: Iterable[int]) -> t
 
 def _worker_main(work: Callable[[], int], status_w: int, lifeline_r: int, private_tmp: str,
                  unblocked: Iterable[int]) -> None:
-    global _in_worker, _status_fd, _lifeline_fd
     _own_group(0)  # its own group: the supervisor kills every process of the lineage at once
     for s in STOP_SIGNALS:
         signal.signal(s, signal.SIG_IGN if s == signal.SIGINT else signal.SIG_DFL)  # the supervisor decides
     signal.pthread_sigmask(signal.SIG_SETMASK, unblocked)
-    _in_worker, _status_fd, _lifeline_fd = True, status_w, lifeline_r
+    role.in_worker, role.status_fd, role.lifeline_fd = True, status_w, lifeline_r
     tempfile.tempdir = os.environ["TMPDIR"] = private_tmp
     code = 1
     try:
@@ -398,20 +156,12 @@ def _worker_main(work: Callable[[], int], status_w: int, lifeline_r: int, privat
     except BaseException:  # noqa: BLE001 - an internal error: report it, never hang the supervisor
         traceback.print_exc()
     finally:
-        _flush_quietly()
+        role.flush_quietly()
         try:
             os.write(status_w, f"{code}\n".encode())
         except OSError:  # the supervisor is gone (killed): nobody is left to tell
             pass
         os._exit(code)
-
-
-def _flush_quietly() -> None:
-    for stream in (sys.stdout, sys.stderr):
-        try:
-            stream.flush()
-        except (OSError, ValueError):  # a closed terminal or pipe: nothing left to say
-            pass
 
 
 class Interrupted(Exception):
@@ -509,3 +259,4 @@ def _kill_group(pid: int) -> None:
         os.killpg(pid, signal.SIGKILL)
     except (ProcessLookupError, PermissionError):
         pass
+

@@ -1,0 +1,130 @@
+"""`eqdsl check`, `verify`, `compile`: a language and its rules."""
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import tempfile
+
+from eqdsl.cli.common import (
+    AT_LEAST_ONE,
+    AT_LEAST_ZERO,
+    NO_REF_HELP,
+    TARGET_HELP,
+    in_worker,
+    stdout,
+    with_target,
+)
+from eqdsl.diagnostics import EqdslError
+
+
+def cmd_check(args: argparse.Namespace) -> int:
+    from eqdsl.diagnostics import Diagnostic
+    from eqdsl.frontend import load_language
+    from eqdsl.frontend.check.lints import guard_warnings
+    from eqdsl.verify.shape_probe import shape_changing_rules
+
+    lang = load_language(args.file)
+    for warning in guard_warnings(lang):
+        print(warning.render(), file=sys.stderr)
+    unsound = shape_changing_rules(lang)
+    if unsound:
+        raise EqdslError([Diagnostic(f"rule {rule.name} unions terms of different shapes: {example}; "
+                                     "expected both sides to have the same shape", rule.span)
+                          for rule, example in unsound])
+    single, multi = len(lang.single_rules), len(lang.multi_rules)
+    print(f"ok: language {lang.name}: {len(lang.sorts)} sort(s), {len(lang.ops)} operator(s), "
+          f"{len(lang.rules)} rule(s) ({single} single, {multi} multi), "
+          f"{len(lang.shapes)} shape rule(s), {len(lang.costs)} cost rule(s), "
+          f"{len(lang.programs)} program(s)"
+          + (f", target params: {', '.join(lang.params)}" if lang.params else ""))
+    if args.rules:
+        multi_names = {r.name for r in lang.multi_rules}
+        for rule in lang.rules:
+            print(f"  {rule.name}  ({'multi' if rule.name in multi_names else 'single'}-pattern, {rule.span})")
+    return 0
+
+
+def cmd_verify(args: argparse.Namespace) -> int:
+    import shutil
+
+    # Hypothesis caches into ./.hypothesis by default: never into the user's folder
+    scratch = tempfile.mkdtemp(prefix="eqdsl-hypothesis-")
+    os.environ.setdefault("HYPOTHESIS_STORAGE_DIRECTORY", scratch)
+    try:
+        return _verify(args)
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)  # our own temporary folder
+
+
+def _verify(args: argparse.Namespace) -> int:
+    import numpy as np
+
+    from eqdsl.frontend import load_language
+    from eqdsl.verify.rules import Status, operator_rules, verify_rule
+    from eqdsl.verify.semantics import load_semantics
+
+    lang = with_target(load_language(args.file), args.target)
+    sem = load_semantics(lang, run_ref=not args.no_ref)
+    rules = operator_rules(lang, sem) + list(lang.rules)
+    if args.rule:
+        rules = [r for r in rules if r.name in args.rule]
+        missing = sorted(set(args.rule) - {r.name for r in rules})
+        if missing:
+            raise EqdslError.one(f"no rule named {', '.join(missing)} in {args.file}")
+    failed = 0
+    for rule in rules:
+        res = verify_rule(lang, sem, rule, args.examples, args.seed)
+        stdout.print(f"{res.status.value:7} {res.name:24} {res.examples:5} examples  {res.seconds:6.2f} s",
+                     markup=False)
+        if res.status is not Status.PASSED:
+            failed += 1
+        if res.counterexample is not None:
+            c = res.counterexample
+            sizes = ", ".join(f"?{v}: {list(s)}" for v, s in sorted(c.sizes.items()))
+            values = ", ".join(f"{k} = {v}" for k, v in sorted(c.values.items()))
+            stdout.print(f"        {c.message}; max error {c.max_error:.3g}\n        shapes {sizes}"
+                         + (f"; values {values}" if values else ""), markup=False)
+            for name, value in sorted(c.inputs.items()):
+                shown = np.array2string(np.asarray(value), threshold=64, precision=6, separator=", ")
+                stdout.print(f"        ?{name} = " + shown.replace("\n", "\n          "), markup=False)
+            stdout.print(f"        reproduce: eqdsl verify {args.file} --rule {res.name} --seed {args.seed} "
+                         f"--examples {args.examples}", markup=False)
+        elif res.status is Status.VACUOUS:
+            stdout.print("        no valid example could be drawn: the rule never applies", markup=False)
+    stdout.print(f"{len(rules) - failed}/{len(rules)} rules (operator checks op:* included) passed, "
+                 f"seed {args.seed}", markup=False)
+    return 1 if failed else 0
+
+
+def cmd_compile(args: argparse.Namespace) -> int:
+    from eqdsl.egglog.lower import load_program, lower_language
+    from eqdsl.frontend import load_language
+
+    lang = with_target(load_language(args.file), args.target)
+    lowered = lower_language(lang)
+    sys.stdout.write(lowered.text)
+    for program in lang.programs.values():
+        sys.stdout.write(f";; ---- program {program.name} ----\n" + load_program(program, lowered))
+    return 0
+
+
+def _language_commands(sub) -> None:
+    c = sub.add_parser("check", help="check a .eqr file; print every error")
+    c.add_argument("file", help="a .eqr path or a shipped ruleset name")
+    c.add_argument("--rules", action="store_true", help="list every rule: name, single- or multi-pattern, where")
+    c.set_defaults(fn=in_worker(cmd_check))
+    c = sub.add_parser("compile", help="print the egglog program a .eqr file lowers to")
+    c.add_argument("file", help="a .eqr path or a shipped ruleset name")
+    c.add_argument("--target", help=TARGET_HELP)
+    c.set_defaults(fn=in_worker(cmd_compile))
+    c = sub.add_parser("verify", help="check every rule of a .eqr file against the reference semantics")
+    c.add_argument("file", help="a .eqr path or a shipped ruleset name")
+    c.add_argument("--rule", action="append", help="only this rule (repeatable)")
+    c.add_argument("--examples", type=AT_LEAST_ONE, default=100,
+                   help="valid examples per rule (default 100)")
+    c.add_argument("--seed", type=AT_LEAST_ZERO, default=0, help="seed of the random examples (default 0)")
+    c.add_argument("--target", help=TARGET_HELP)
+    c.add_argument("--no-ref", action="store_true", help=NO_REF_HELP)
+    c.set_defaults(fn=in_worker(cmd_verify))
+

@@ -1,0 +1,157 @@
+"""`eqdsl synthesize` and `eqdsl derive`: rules from semantics (`eqdsl.synth`)."""
+from __future__ import annotations
+
+import argparse
+import os
+import tempfile
+from pathlib import Path
+
+from eqdsl import status
+from eqdsl.cli.common import (
+    AT_LEAST_ONE,
+    AT_LEAST_ZERO,
+    NO_REF_HELP,
+    POSITIVE,
+    Work,
+    in_worker,
+    int_list,
+    named_ints,
+    published,
+    stderr,
+    stdout,
+)
+from eqdsl.output import FileScratch
+
+
+def _synthesis_commands(sub) -> None:
+    c = sub.add_parser("derive", help="which rules of B the rules of A prove by equality saturation")
+    c.add_argument("a", help="the rules that prove (a .eqr path or a shipped ruleset name)")
+    c.add_argument("b", help="the rules to prove: those written in this file (not the ones it includes)")
+    c.add_argument("--iter-limit", type=AT_LEAST_ONE, default=8, help="iterations per rule (default 8)")
+    c.add_argument("--node-limit", type=AT_LEAST_ONE, default=20_000, help="e-nodes per rule (default 20000)")
+    c.add_argument("--time-limit", type=POSITIVE, default=10.0, help="seconds per rule (default 10)")
+    c.add_argument("--k-multi", type=AT_LEAST_ZERO, default=1,
+                   help="iterations with A's multi-pattern rules (default 1, as TENSAT)")
+    c.add_argument("--all", action="store_true", help="print every rule's verdict, not only those not derived")
+    c.set_defaults(fn=in_worker(cmd_derive))
+    c = sub.add_parser("synthesize", help="infer a small verified rule set from a language's reference semantics")
+    c.add_argument("language", help="a .eqr path or a shipped ruleset name (its operators and semantics)")
+    c.add_argument("-o", "--output", required=True, help="the .eqr file to write (a new file)")
+    c.add_argument("--ops", type=lambda t: [o for o in t.split(",") if o],
+                   help="operators to use, constant operators (scalar, num) too (default: all)")
+    c.add_argument("--size", type=AT_LEAST_ONE, default=2, help="operators per term, at most (default 2)")
+    c.add_argument("--vars", type=AT_LEAST_ONE, default=3, help="variables per sort (default 3)")
+    c.add_argument("--ints", type=int_list, default=[0, 1, 2], help="Int literals to try (default 0,1,2)")
+    c.add_argument("--values", type=named_ints, action="append", default=[], metavar="NAME=V,V",
+                   help="the Int literals for parameters of this name instead (--values act=0,2); repeatable")
+    c.add_argument("--shape", type=int_list, action="append",
+                   help="the shape of every variable of a sort with shapes (default 3,3); give it again for "
+                        "one more enumeration at that shape (--shape 3,3 --shape 2,2,3,3)")
+    c.add_argument("--examples", type=AT_LEAST_ONE, default=100, help="verify's examples per rule (default 100)")
+    c.add_argument("--time-limit", type=POSITIVE, default=600.0, help="seconds in all (default 600)")
+    c.add_argument("--seed", type=AT_LEAST_ZERO, default=0, help="seed of the fingerprint inputs (default 0)")
+    c.add_argument("--no-ref", action="store_true", help=NO_REF_HELP)
+    c.add_argument("--force", action="store_true", help="replace --output if it exists")
+    c.set_defaults(fn=cmd_synthesize)
+
+
+def cmd_synthesize(args: argparse.Namespace) -> Work:
+    """Like `writing`, but a stop keeps the rules verified so far: the worker writes them into
+    the scratch file after each kept rule, and the clean-up publishes what is there."""
+    scratch = FileScratch(Path(args.output), args.force, "--output")
+
+    def keep_verified() -> str | None:
+        kept = None
+        if scratch.file.is_file():
+            rules = sum(line.startswith("rule ") for line in scratch.file.read_text().splitlines())
+            names = [n for n in (scratch.target.name, scratch.target.stem + "_ref.py")
+                     if (scratch.folder / n).is_file()]
+            kept = f"interrupted: kept the {rules} rules verified so far in {scratch.publish(names)}"
+        scratch.discard()
+        return kept
+
+    def run() -> int:
+        # Hypothesis (verify) caches into ./.hypothesis by default: into the worker's private temporary folder
+        os.environ.setdefault("HYPOTHESIS_STORAGE_DIRECTORY", tempfile.mkdtemp(prefix="eqdsl-hypothesis-"))
+        return _synthesize(args, scratch)
+
+    return Work(run, keep_verified)
+
+
+def _synthesize(args: argparse.Namespace, scratch: FileScratch) -> int:
+    import time
+
+    from eqdsl.frontend import check_modules, load_language, load_modules, resolve_ruleset
+    from eqdsl.frontend.parse import parse_text
+    from eqdsl.output import write_file_atomically
+    from eqdsl.schedule.runner import Limits
+    from eqdsl.synth.enumerate import Space
+    from eqdsl.synth.synthesize import declarations, rules_text, semantics_companion, synthesize
+    from eqdsl.verify.semantics import load_semantics
+
+    lang = load_language(args.language)
+    shapes = tuple(tuple(shape) for shape in args.shape or [[3, 3]])
+    space = Space(args.size, args.vars, tuple(args.ints), tuple(args.ops or ()), seed=args.seed, shapes=shapes,
+                  params=tuple(args.values))
+    files = [scratch.target.name]
+    if (companion := semantics_companion(lang)) is not None:  # a user's semantics: found from beside the file
+        files.append(scratch.target.stem + "_ref.py")
+        (scratch.folder / files[-1]).write_text(companion)
+    declared = declarations(lang, lang.name)
+
+    def checkpoint(partial) -> None:  # what a stop keeps (`cmd_synthesize`)
+        header = "STOPPED before the end: the rules verified so far, written after each kept rule."
+        write_file_atomically(scratch.file, rules_text(lang, partial, header, declared))
+
+    status.show(stderr)
+    with status.stage("synthesize"):
+        found = synthesize(lang, load_semantics(lang, run_ref=not args.no_ref), space, Limits(8, 20_000, 5),
+                           args.examples, time.monotonic() + args.time_limit, lambda note: status.update(note=note),
+                           checkpoint)
+    header = (f"Synthesized by `eqdsl synthesize {args.language} --size {args.size} --vars {args.vars} --ints "
+              f"{','.join(map(str, args.ints))}{''.join(' --shape ' + ','.join(map(str, s)) for s in shapes)}"
+              f"{''.join(f' --values {n}=' + ','.join(map(str, v)) for n, v in args.values)}"
+              f"{' --ops ' + ','.join(args.ops) if args.ops else ''}` from the "
+              f"reference semantics of {lang.name}:\n{found.terms} terms in {found.classes} fingerprint classes, "
+              f"{found.candidates} candidate rules; {len(found.kept)} kept, each passing `eqdsl verify` "
+              f"({args.examples} examples); {found.rejected} failed `verify`."
+              + (f"\nNo single-pattern rule is derivable from the others; the last {found.merges} are "
+                 "multi-pattern merges lifted from equations over a concat (none an instance of another)."
+                 if found.complete else
+                 "\nSTOPPED at --time-limit: the rules verified so far (each not derivable from those kept before "
+                 "it; the last pass, which drops a rule the later ones derive, did not finish)."))
+    text = rules_text(lang, found, header, declared)
+    base = [] if f"include {lang.name}" not in text else load_modules(resolve_ruleset(lang.name))
+    check_modules([*base, parse_text(text, str(args.output))])  # never write a file that does not check
+    write_file_atomically(scratch.file, text)
+    written = scratch.publish(files)
+    also = f" (and {files[1]}, which finds {lang.name}'s semantics)" if len(files) > 1 else ""
+    stopped = "" if found.complete else "; stopped at --time-limit"
+    stdout.print(f"wrote {published(written, args.output)}{also}: {len(found.kept)} rules, {found.merges} of them "
+                 f"multi-pattern ({found.rejected} "
+                 f"candidates failed verify) in {found.seconds:.1f} s{stopped}", markup=False)
+    return 0
+
+
+def cmd_derive(args: argparse.Namespace) -> int:
+    from eqdsl.frontend import load_language
+    from eqdsl.schedule.runner import Limits
+    from eqdsl.synth.derive import Verdict, derive, own_rules
+
+    a, b = load_language(args.a), load_language(args.b)
+    limits = Limits(args.iter_limit, args.node_limit, args.time_limit)
+
+    def progress(done: int, total: int, d) -> None:
+        status.update(step=f"{done}/{total}", note=d.rule)
+        if args.all or d.verdict is not Verdict.DERIVED:
+            why = f" ({d.why})" if d.why else ""
+            stdout.print(f"{d.verdict.value:16} {d.rule}{why}", markup=False)
+
+    status.show(stderr)
+    with status.stage("derive"):
+        found = derive(a, own_rules(b), limits, args.k_multi, progress)
+    derived = sum(d.verdict is Verdict.DERIVED for d in found)
+    share = 100.0 * derived / len(found) if found else 0.0
+    stdout.print(f"derived {derived} of {len(found)} rules ({share:.1f} %)", markup=False)
+    return 0
+
