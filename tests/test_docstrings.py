@@ -11,7 +11,7 @@ import pytest
 from conftest import ROOT
 
 DOTTED = re.compile(r"\beqdsl(?:\.[A-Za-z_][A-Za-z0-9_]*)+")
-GROUP = re.compile(r'entry_points\(group="(eqdsl\.[a-z_]+)"\)')  # entry-point groups: names, not modules
+GROUP = re.compile(r'Registry\("[^"]*", "(eqdsl\.[a-z_]+)"')  # entry-point groups: names, not modules
 
 
 def _groups() -> set[str]:

@@ -18,7 +18,7 @@ PACKAGE = ROOT / "eqdsl"
 # bottom → top; a unit is a subpackage or a top-level module of eqdsl
 LAYERS: list[set[str]] = [
     {"diagnostics"},
-    {"graphs", "worker", "fields", "status"},
+    {"graphs", "worker", "fields", "status", "registry"},
     {"output"},
     {"ir"},
     {"frontend", "extract", "languages"},

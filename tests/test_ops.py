@@ -10,6 +10,8 @@ from eqdsl.frontend.load import load_language
 from eqdsl.languages.base import External, Leaf
 from eqdsl.languages.tensor.ops import OPS, SPECS
 
+from conftest import ROOT
+
 TENSOR = load_language("tensor")
 
 
@@ -66,3 +68,22 @@ def test_an_operator_with_a_scalar_operand_is_timed():
     from eqdsl.frontend import load_language
 
     assert OrtBackend().time_ns(load_language("tensat"), "ewadd", ((1, 8, 4, 4), ()), 3) > 0
+
+
+# the generic drivers: they walk the table. The forms (`onnx/import_forms.py`, `export_forms.py`)
+# are family code (a Gemm imports as a matmul plus an ewadd) and may name what they build.
+DRIVERS = [p for d in ("kernels", "execute", "onnx") for p in sorted((ROOT / "eqdsl" / d).glob("*.py"))
+           if p.name not in ("import_forms.py", "export_forms.py")]
+
+
+def test_no_driver_names_an_operator_outside_the_table():
+    """Planners, fused activations, opsets, weight facts, multi-output parts: the table's fields,
+    not names in a driver. A program's structure (leaves, the root tuple) is every driver's own."""
+    import ast
+
+    from eqdsl.languages.tensor.ops import STRUCTURE
+
+    named = {spec.name for spec in OPS} - STRUCTURE
+    found = [f"{p.relative_to(ROOT)}:{n.lineno}: {n.value!r}" for p in DRIVERS for n in ast.walk(ast.parse(p.read_text()))
+             if isinstance(n, ast.Constant) and isinstance(n.value, str) and n.value in named]
+    assert len(DRIVERS) > 15 and found == []

@@ -66,7 +66,7 @@ class IdleScheduler:
 
 @pytest.fixture
 def toy_extractor(monkeypatch):
-    monkeypatch.setattr(extractors, "EXTRACTORS", dict(extractors.EXTRACTORS))
+    monkeypatch.setattr(extractors, "EXTRACTORS", extractors.EXTRACTORS.copy())
     monkeypatch.setattr(starts, "STARTS", dict(starts.STARTS))
     extractors.register_extractor(extractors.ExtractorKind(
         "first", lambda options, budget: FirstNodeExtractor(options.pick), "each class's first node",
@@ -75,7 +75,7 @@ def toy_extractor(monkeypatch):
 
 @pytest.fixture
 def idle_schedule(monkeypatch):
-    monkeypatch.setattr(schedules, "SCHEDULES", dict(schedules.SCHEDULES))
+    monkeypatch.setattr(schedules, "SCHEDULES", schedules.SCHEDULES.copy())
     schedules.register_schedule(schedules.ScheduleKind("idle", IdleConfig,
                                                        lambda cfg, ctx: IdleScheduler(cfg.naps), "grows nothing"))
 
@@ -111,7 +111,8 @@ class UnitTarget:
 
 @pytest.fixture
 def unit_target(monkeypatch):
-    monkeypatch.setitem(targets.TARGET_KINDS, "unit", UnitTarget)
+    monkeypatch.setattr(targets, "TARGET_KINDS", targets.TARGET_KINDS.copy())
+    targets.TARGET_KINDS.register(UnitTarget, UnitTarget.kind)
 
 
 def _config(tmp_path, **sections):
@@ -252,3 +253,25 @@ def test_every_registered_extractor_gives_a_valid_selection(method):
 def test_every_schedule_kind_reads_its_defaults(tmp_path, kind):
     cfg = _config(tmp_path, schedule={"kind": kind})
     assert type(cfg.schedule) is schedules.SCHEDULES[kind].config
+
+
+def test_every_kind_is_one_registry_shape_with_entry_points_and_a_suggestion(tmp_path):
+    """Sources, schedules, extractors, target kinds and exports: one `Registry` each, an entry-point
+    group each, and a mistyped name answered with the names and the closest one."""
+    from eqdsl.exports.registry import EXPORTS
+    from eqdsl.registry import Registry
+    from eqdsl.sources.registry import SOURCES
+
+    kinds = [SOURCES, schedules.SCHEDULES, extractors.EXTRACTORS, targets.TARGET_KINDS, EXPORTS]
+    assert all(isinstance(k, Registry) and k.group and k.group.startswith("eqdsl.") for k in kinds)
+    with pytest.raises(EqdslError) as err:
+        targets.TARGET_KINDS.lookup("rooflin", "target.kind")
+    d = err.value.diagnostics[0]
+    assert d.path == "target.kind" and "roofline, measure" in d.message and "did you mean 'roofline'" in d.message
+    with pytest.raises(EqdslError, match="did you mean 'roofline'"):
+        _config(tmp_path, target={"kind": "rooflin"})
+    toy = Registry("toy", None)
+    toy.register(object(), "a")
+    copy = toy.copy()
+    copy.register(object(), "b")
+    assert toy.names() == ["a"] and copy.names() == ["a", "b"]

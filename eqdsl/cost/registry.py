@@ -6,7 +6,8 @@
 Contract: `read_target(data, base)` returns a `TargetConfig` (None for no target) or raises
 `EqdslError` naming the YAML path; a string is the `roofline` kind, a mapping names its kind with
 `kind:` (default `measure`; `{kind: roofline, file: t4}` is the string's long form). A kind is one
-class in `TARGET_KINDS` with `read(data, base)`, and on the instance `params(lang)` (the values
+class in `TARGET_KINDS` (registered under its `kind`, or by an entry point in `eqdsl.targets`)
+with `read(data, base)`, and on the instance `params(lang)` (the values
 its cost rules read), `cost_model(lang, progress)` (the `CostModel` the run prices with, built
 once), `runtime_rules(lang)` (the language's rules whose rewrites the target's runtime makes
 itself: the run prices its input as the runtime runs it) and `inputs()` (files the run reads).
@@ -24,6 +25,7 @@ from eqdsl import ir
 from eqdsl.cost.model import CostModel, RuleCosts
 from eqdsl.cost.targets import bind_target, load_target, target_path
 from eqdsl.diagnostics import EqdslError
+from eqdsl.registry import Registry
 
 BACKENDS: dict[str, str] = {
     "ort": "eqdsl.execute.backends:OrtBackend",  # ONNX Runtime CPU, one thread, a one-operator model
@@ -133,7 +135,9 @@ class MeasureTarget:
         return [self.cache_path] + (self.fallback.inputs() if self.fallback is not None else [])
 
 
-TARGET_KINDS: dict[str, Any] = {"roofline": RooflineTarget, "measure": MeasureTarget}
+TARGET_KINDS: Registry[Any] = Registry("target kind", "eqdsl.targets")
+for _kind in (RooflineTarget, MeasureTarget):
+    TARGET_KINDS.register(_kind, _kind.kind)
 
 
 def read_target(data: Any, base: Path | None) -> TargetConfig | None:
@@ -141,9 +145,8 @@ def read_target(data: Any, base: Path | None) -> TargetConfig | None:
         return None
     if isinstance(data, str):
         return RooflineTarget.read(data, base)
-    kind = data.get("kind", "measure") if isinstance(data, dict) else None  # a mapping without kind measures
-    if kind not in TARGET_KINDS:
+    if not isinstance(data, dict):
         raise EqdslError.one(f"expected a target name, a .yaml path, or a mapping naming one of: "
                              f"{', '.join(TARGET_KINDS)}", path="target")
-    body = {k: v for k, v in data.items() if k != "kind"}
-    return TARGET_KINDS[kind].read(body, base)
+    kind = TARGET_KINDS.lookup(data.get("kind", "measure"), "target.kind")  # a mapping without kind measures
+    return kind.read({k: v for k, v in data.items() if k != "kind"}, base)

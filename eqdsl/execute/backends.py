@@ -77,7 +77,7 @@ def one_op_session(lang: ir.Language, op: str, args: tuple[Any, ...], threads: i
     operands = [g.input(f"in{k}", list(a)) if is_tensor else a
                 for k, (a, is_tensor) in enumerate(zip(args, _tensor_params(lang, op)))]
     node = g.op(op, *operands)
-    roots = [g.split0(node), g.split1(node)] if op == "split" else [node]
+    roots = [g.op(part, node) for part in SPECS[op].parts] or [node]
     return session(to_onnx(lang, g.program(op, roots), {}).SerializeToString(), threads)
 
 

@@ -3,7 +3,8 @@
 Contract: `EXPORTS` maps a name to an `Export`; `read_export(data)` turns an `export:` value (a
 name, or `{format, runtime_check, runs, seed, keep_if_slower, device}`, or false) into `ExportSettings` or None,
 raising `EqdslError` that names the YAML path (also for `device: cuda` where this ONNX Runtime has no
-CUDA execution provider). Adding an export is one module and one line here.
+CUDA execution provider). Adding an export is one module and one `EXPORTS.register` line here, or
+an entry point in the `eqdsl.exports` group.
 """
 from __future__ import annotations
 
@@ -13,8 +14,10 @@ from eqdsl.exports.base import Export, ExportSettings
 from eqdsl.exports.onnx import OnnxExport
 from eqdsl.fields import Reader, fail, int_at_least, is_bool
 from eqdsl.onnx.runtime import PROVIDERS, missing_device
+from eqdsl.registry import Registry
 
-EXPORTS: dict[str, Export] = {e.name: e for e in [OnnxExport()]}
+EXPORTS: Registry[Export] = Registry("export", "eqdsl.exports")
+EXPORTS.register(OnnxExport())
 
 
 def read_export(data: Any) -> ExportSettings | None:

@@ -15,10 +15,8 @@ class declares it (`acyclic`, `warm_start`, `parts`, `search`: cpsat's).
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
-from importlib.metadata import entry_points
 from typing import Any, Callable
 
-from eqdsl.diagnostics import EqdslError
 from eqdsl.extract import starts
 from eqdsl.extract.cpsat import CpSatExtractor
 from eqdsl.extract.cpsat_options import DEFAULT_WORKERS, CpSatOptions
@@ -28,6 +26,7 @@ from eqdsl.extract.ocf import GreedyOcfExtractor
 from eqdsl.extract.result import ExtractBudget, Extractor
 from eqdsl.extract.starts import Start, tree_start
 from eqdsl.fields import Reader, int_at_least, is_bool, names, one_of, option, positive_number, read_fields
+from eqdsl.registry import Registry
 
 
 @dataclass(frozen=True)
@@ -41,18 +40,20 @@ class ExtractorKind:
     start: Start | None = None  # a warm start it offers other extractors (`extract.warm_start`)
 
 
-EXTRACTORS: dict[str, ExtractorKind] = {}
+def _offer_start(name: str, kind: ExtractorKind) -> None:
+    if kind.start is not None:
+        starts.register_start(name, kind.start)
+
+
+EXTRACTORS: Registry[ExtractorKind] = Registry("extractor", "eqdsl.extractors", on_register=_offer_start)
 
 
 def register_extractor(kind: ExtractorKind) -> None:
-    EXTRACTORS[kind.name] = kind
-    if kind.start is not None:
-        starts.register_start(kind.name, kind.start)
+    EXTRACTORS.register(kind)
 
 
 def extractor_names() -> list[str]:
-    _load_plugins()
-    return list(EXTRACTORS)
+    return EXTRACTORS.names()
 
 
 def dag_extractor_names() -> list[str]:
@@ -61,7 +62,6 @@ def dag_extractor_names() -> list[str]:
 
 def is_exact(name: str) -> bool:
     """`name` (a registered extractor) returns the minimum DAG cost wherever it proves it."""
-    _load_plugins()
     return EXTRACTORS[name].exact
 
 
@@ -73,17 +73,6 @@ def option_classes() -> dict[type, list[str]]:
         if options is not None:
             classes.setdefault(options, []).append(name)
     return classes
-
-
-_plugins_loaded = False
-
-
-def _load_plugins() -> None:
-    global _plugins_loaded
-    if not _plugins_loaded:
-        _plugins_loaded = True
-        for point in entry_points(group="eqdsl.extractors"):
-            register_extractor(point.load())
 
 
 def _extractor_list(v: object) -> bool:
@@ -128,11 +117,7 @@ def read_extract(data: Any, path: str = "extract") -> ExtractConfig:
 def make_extractor(method: str, cfg: ExtractConfig, path: str = "extract.method",
                    budget: ExtractBudget | None = None) -> Extractor:
     """`method` made with its options from `cfg` and `budget` (default: `cfg`'s own)."""
-    _load_plugins()
-    kind = EXTRACTORS.get(method)
-    if kind is None:
-        raise EqdslError.one(f"unknown extractor {method!r}; expected one of {', '.join(extractor_names())}",
-                             path=path)
+    kind = EXTRACTORS.lookup(method, path)
     return kind.make(cfg.options_for(method), budget or cfg.budget())
 
 

@@ -311,9 +311,9 @@ def _run_binary(code: int) -> Callable[..., np.ndarray]:
     return run_binary
 
 
-def run_layout(op: str, *args: Any) -> Any:
+def run_layout(planner: str, *args: Any) -> Any:
     fork_safe_threads()
-    plan = layout.plan(op, args)
+    plan = layout.plan(planner, args)
     outs = [np.empty(shape, np.float32) if plan.fill is None else np.full(shape, plan.fill, np.float32)
             for shape in plan.outputs]
     for c in plan.copies:
@@ -328,8 +328,8 @@ def run_layout(op: str, *args: Any) -> Any:
 FAMILIES: dict[str, Callable[..., Callable[..., Any]]] = {
     "unary": lambda op, code: _run_unary(code), "pointwise": lambda op, element: _run_pointwise(element),
     "binary": lambda op, code: _run_binary(code),
-    "matmul": fixed(_run_matmul), "conv2d": fixed(_run_conv2d), "pool": lambda op, is_max: _run_pool(is_max),
-    "batchnorm": fixed(_run_batchnorm), "layout": lambda op: (lambda *args: run_layout(op, *args)),
+    "product": fixed(_run_matmul), "convolution": fixed(_run_conv2d), "pool": lambda op, is_max: _run_pool(is_max),
+    "normalize": fixed(_run_batchnorm), "layout": lambda op, planner: (lambda *args: run_layout(planner, *args)),
 }
 RUNNERS: dict[str, Callable[..., Any]] = {spec.name: FAMILIES[spec.cpu.family](spec.name, *spec.cpu.params)
                                           for spec in OPS if spec.cpu is not None}

@@ -283,9 +283,9 @@ def _launch_binary(code: int) -> Callable[..., Any]:
     return launch
 
 
-def launch_layout(op: str, *args: Any, out=None) -> Any:
+def launch_layout(planner: str, *args: Any, out=None) -> Any:
     """A data-movement operator: fill (where the plan has one), then the plan's strided copies."""
-    plan = layout.plan(op, args)
+    plan = layout.plan(planner, args)
     if out is None:
         outs = [output(None, shape) for shape in plan.outputs]
     else:  # the timing path: the buffers of an earlier launch
@@ -312,9 +312,9 @@ def _launch_batchnorm(x, scale, bias, mean, var, out=None):
 FAMILIES: dict[str, Callable[..., Callable[..., Any]]] = {
     "unary": lambda op, code: _launch_unary(code), "pointwise": lambda op, element: _launch_pointwise(element),
     "binary": lambda op, code: _launch_binary(code),
-    "matmul": fixed(_launch_matmul), "conv2d": fixed(_launch_conv2d),
-    "pool": lambda op, is_max: _launch_pool(is_max), "batchnorm": fixed(_launch_batchnorm),
-    "layout": lambda op: (lambda *args, out=None: launch_layout(op, *args, out=out)),
+    "product": fixed(_launch_matmul), "convolution": fixed(_launch_conv2d),
+    "pool": lambda op, is_max: _launch_pool(is_max), "normalize": fixed(_launch_batchnorm),
+    "layout": lambda op, planner: (lambda *args, out=None: launch_layout(planner, *args, out=out)),
 }
 LAUNCHERS: dict[str, Callable[..., Any]] = {spec.name: FAMILIES[spec.cuda.family](spec.name, *spec.cuda.params)
                                             for spec in OPS if spec.cuda is not None}

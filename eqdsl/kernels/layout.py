@@ -8,7 +8,8 @@ elements) and padded in front to `RANK` axes (extent 1, stride 0), so a kernel's
 has a fixed arity and a long innermost loop. The same stride vectors express broadcasting:
 `broadcast(a, b)` reads each operand with stride 0 along its broadcast axes.
 
-Contract: `plan(op, args)` takes the operator's arguments in the reference order (arrays may be
+Contract: `plan(planner, args)` takes the planner's name (the operator's `layout` kernel form
+names it: `join` for every concat) and the operator's arguments in the reference order (arrays may be
 any object with `.shape`: NumPy or device arrays) and returns the `Plan`: output shapes, the fill
 value (None: every element is copied), and the copies, each naming its source tensor (index into
 `Plan.sources`) and output. Raises `Unsupported` past `RANK` axes.
@@ -155,11 +156,12 @@ def _pad2d(x: Any, top: int, bottom: int, left: int, right: int, fill: int) -> P
     return Plan((x,), (out,), LOWEST if fill else 0.0, (copy,))
 
 
+# the planners by the name an operator's `layout` kernel form gives (`languages/tensor/ops.py`)
 PLANNERS: dict[str, Callable[..., Plan]] = {
-    "transpose": _transpose, "concat": _concat, "concat3": _concat, "concat4": _concat, "concat5": _concat,
-    "split": _split, "enlarge": _enlarge, "merge": _merge, "pad2d": _pad2d,
+    "permute": _transpose, "join": _concat, "cut": _split, "centre": _enlarge, "regroup": _merge,
+    "pad": _pad2d,
 }
 
 
-def plan(op: str, args: tuple[Any, ...]) -> Plan:
-    return PLANNERS[op](*args)
+def plan(planner: str, args: tuple[Any, ...]) -> Plan:
+    return PLANNERS[planner](*args)

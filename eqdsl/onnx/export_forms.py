@@ -184,10 +184,10 @@ def _capture(e: Emitter, name: str, value: str) -> None:
 
 
 FAMILIES: dict[str, Callable[..., Emit]] = {
-    "simple": lambda op, op_type: _simple(op_type), "matmul": fixed(_matmul), "conv": fixed(_conv),
+    "simple": lambda op, op_type: _simple(op_type), "product": fixed(_matmul), "conv": fixed(_conv),
     "pool": lambda op, op_type: _pool(op_type),
-    "transpose": fixed(lambda e, i, a: e.node("Transpose", [a[0]], f"t{i}", perm=list(a[1]))),
-    "concat": fixed(_concat), "split": fixed(_split), "part": lambda op, k: _part(k), "reshape": fixed(_reshape),
-    "batchnorm": fixed(lambda e, i, a: e.node("BatchNormalization", a, f"t{i}", epsilon=1e-5)),
+    "permute": fixed(lambda e, i, a: e.node("Transpose", [a[0]], f"t{i}", perm=list(a[1]))),
+    "join": fixed(_concat), "cut": fixed(_split), "part": lambda op, k: _part(k), "view": fixed(_reshape),
+    "normalize": fixed(lambda e, i, a: e.node("BatchNormalization", a, f"t{i}", epsilon=1e-5)),
     "alias": fixed(lambda e, i, a: a[0]), "pad": fixed(_pad), "opaque": fixed(_opaque),
 }

@@ -266,10 +266,10 @@ def _constant(r: Reader, node: onnx.NodeProto, attrs: dict) -> list[Value]:
 
 
 FAMILIES: dict[str, Callable[..., Handler]] = {
-    "conv": fixed(_conv), "gemm": fixed(_gemm), "matmul": fixed(_matmul),
+    "conv": fixed(_conv), "gemm": fixed(_gemm), "product": fixed(_matmul),
     "commutative": _commutative, "sub": fixed(_sub), "div": fixed(_div), "unary": _activation,
     "pool": lambda op, kind: _pool(kind), "global_pool": lambda op, kind: _global_pool(kind),
-    "concat": fixed(_concat), "split": fixed(_split), "reshape": fixed(_reshape), "flatten": fixed(_flatten),
-    "transpose": fixed(_transpose), "batchnorm": fixed(_batchnorm), "alias": fixed(_alias),
-    "constant": fixed(_constant), "clip": fixed(_clip),
+    "join": fixed(_concat), "cut": fixed(_split), "view": fixed(_reshape), "flatten": fixed(_flatten),
+    "permute": fixed(_transpose), "normalize": fixed(_batchnorm), "alias": fixed(_alias),
+    "constant": fixed(_constant), "clamp": fixed(_clip),
 }

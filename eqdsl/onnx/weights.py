@@ -13,14 +13,13 @@ import zlib
 import numpy as np
 
 from eqdsl import ir
+from eqdsl.languages.tensor.ops import SPECS
 
 Weights = dict[str, np.ndarray]
 
-_BATCHNORM_POSITIVE = {1, 4}  # batchnorm(x, scale, bias, mean, var): scale and variance
-
-
 def weight_roles(program: ir.Program) -> dict[str, str]:
-    """'positive' for weights a batch norm uses as scale or variance, else 'plain'."""
+    """'positive' for weights an operator needs positive (`OpSpec.positive`: a batch norm's scale
+    and variance), else 'plain'."""
     roles: dict[str, str] = {}
     for node in program.nodes:
         for position, a in enumerate(node.args):
@@ -28,7 +27,7 @@ def weight_roles(program: ir.Program) -> dict[str, str]:
                 continue
             child = program.nodes[a.index]
             if child.op == "weight":
-                positive = node.op == "batchnorm" and position in _BATCHNORM_POSITIVE
+                positive = node.op in SPECS and position in SPECS[node.op].positive
                 roles[str(child.args[0])] = "positive" if positive else roles.get(str(child.args[0]), "plain")
     return roles
 

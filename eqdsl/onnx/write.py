@@ -34,8 +34,10 @@ OPSET = opaque.DEFAULT_OPSET
 # A model with opaque nodes is written at the highest opset their semantics name (`opaque.OPSET`),
 # raised to what the forms eqdsl writes itself need (13; these later): an opaque node keeps its
 # semantics (ReduceMean's `axes` attribute before 18, an input from 18 on).
-MIN_OPSET, OWN_MIN_OPSET = {"HardSwish": 14}, 13
-ACT_OPS: dict[int, str] = {Act.SIGMOID: "Sigmoid", Act.RELU: "Relu", Act.TANH: "Tanh"}
+OWN_MIN_OPSET = 13
+# from the operator table: the ONNX node types that need a later opset, the activations by code
+MIN_OPSET = {s.onnx_out.params[0]: s.min_opset for s in OPS if s.min_opset and s.onnx_out and s.onnx_out.params}
+ACT_OPS: dict[int, str] = {s.act: s.onnx_out.params[0] for s in OPS if s.act is not None and s.onnx_out}
 
 
 class Emitter:

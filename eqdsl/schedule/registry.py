@@ -9,11 +9,11 @@ Contract: `SCHEDULES` maps `schedule.kind` to a `ScheduleKind`; it feeds config 
 from __future__ import annotations
 
 from dataclasses import dataclass, fields
-from importlib.metadata import entry_points
 from typing import Any, Callable
 
 from eqdsl.diagnostics import EqdslError
 from eqdsl.fields import Reader, names, one_of, read_fields
+from eqdsl.registry import Registry
 from eqdsl.schedule.mcts import MctsConfig, build_mcts
 from eqdsl.schedule.pulsed import PulsedConfig, build_pulsed
 from eqdsl.schedule.runner import LimitsConfig, ScheduleContext, Scheduler
@@ -28,24 +28,16 @@ class ScheduleKind:
     summary: str
 
 
-SCHEDULES: dict[str, ScheduleKind] = {}
+SCHEDULES: Registry[ScheduleKind] = Registry("schedule kind", "eqdsl.schedules")
 DEFAULT_KIND = "saturate"
 
 
 def register_schedule(kind: ScheduleKind) -> None:
-    SCHEDULES[kind.name] = kind
-
-
-_plugins_loaded = False
+    SCHEDULES.register(kind)
 
 
 def schedule_names() -> list[str]:
-    global _plugins_loaded
-    if not _plugins_loaded:
-        _plugins_loaded = True
-        for point in entry_points(group="eqdsl.schedules"):
-            register_schedule(point.load())
-    return list(SCHEDULES)
+    return SCHEDULES.names()
 
 
 def read_schedule(data: Any) -> LimitsConfig:

@@ -9,34 +9,23 @@ one module plus one `register_source` line, or an entry point in `eqdsl.program_
 """
 from __future__ import annotations
 
-from importlib.metadata import entry_points
 from pathlib import Path
 from typing import Any, Callable
 
 from eqdsl import ir
 from eqdsl.diagnostics import EqdslError
 from eqdsl.fields import Reader, fail
+from eqdsl.registry import Registry
 from eqdsl.sources.base import ProgramRef, ProgramSource, SourceProgram
 from eqdsl.sources.eqr import EqrSource
 from eqdsl.sources.models import MODEL_SOURCES
 from eqdsl.sources.onnx import OnnxSource
 
-SOURCES: dict[str, ProgramSource] = {}
+SOURCES: Registry[ProgramSource] = Registry("program source", "eqdsl.program_sources")
+register_source = SOURCES.register
 
 
-def register_source(source: ProgramSource) -> None:
-    SOURCES[source.name] = source
-
-
-_plugins_loaded = False
-
-
-def sources() -> dict[str, ProgramSource]:
-    global _plugins_loaded
-    if not _plugins_loaded:
-        _plugins_loaded = True
-        for point in entry_points(group="eqdsl.program_sources"):
-            register_source(point.load())
+def sources() -> Registry[ProgramSource]:
     return SOURCES
 
 

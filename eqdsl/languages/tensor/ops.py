@@ -58,6 +58,10 @@ class OpSpec:
     cuda: Form | None = None                       # Numba CUDA kernel
     view: bool = False                             # relabels memory: the executor runs `reference` in place
     timed: bool = True                             # False: leaves, roots, free views (measuring skips them)
+    parts: tuple[str, ...] = ()                    # a result of several tensors: the operators taking each
+    act: int | None = None                         # the activation it is (`codes.Act`), as a matmul fuses it
+    positive: tuple[int, ...] = ()                 # arguments whose weights must be positive (a variance)
+    min_opset: int | None = None                   # the lowest ONNX opset its export form needs
 
 
 class _Kernels(TypedDict):
@@ -72,12 +76,12 @@ def _kernels(family: str, *params: Any) -> _Kernels:
 
 def _act(code: int, onnx: str, name: str) -> OpSpec:
     return OpSpec(name, ref.ACTIVATIONS[code], ((onnx, form("unary")),), form("simple", onnx),
-                  **_kernels("unary", code))
+                  **_kernels("unary", code), act=code)
 
 
 def _concat(name: str) -> OpSpec:
-    return OpSpec(name, ref.concat, (("Concat", form("concat")),) if name == "concat" else (),
-                  form("concat"), **_kernels("layout"))
+    return OpSpec(name, ref.concat, (("Concat", form("join")),) if name == "concat" else (),
+                  form("join"), **_kernels("layout", "join"))
 
 
 def _opaque(name: str) -> OpSpec:
@@ -96,36 +100,39 @@ OPS: tuple[OpSpec, ...] = (
     _act(3, "Tanh", "tanh"),
     _act(1, "Sigmoid", "sigmoid"),
     OpSpec("matmul", lambda act, a, b: ref.ACTIVATIONS[act](a @ b),
-           (("MatMul", form("matmul")), ("Gemm", form("gemm"))), form("matmul"), **_kernels("matmul")),
-    OpSpec("conv2d", ref.conv2d, (("Conv", form("conv")),), form("conv"), **_kernels("conv2d")),
+           (("MatMul", form("product")), ("Gemm", form("gemm"))), form("product"), **_kernels("product")),
+    OpSpec("conv2d", ref.conv2d, (("Conv", form("conv")),), form("conv"), **_kernels("convolution")),
     OpSpec("poolmax", ref.poolmax, (("MaxPool", form("pool", "max")), ("GlobalMaxPool", form("global_pool", "max"))),
            form("pool", "MaxPool"),
            **_kernels("pool", True)),
     OpSpec("poolavg", ref.poolavg,
            (("AveragePool", form("pool", "avg")), ("GlobalAveragePool", form("global_pool", "avg"))),
            form("pool", "AveragePool"), **_kernels("pool", False)),
-    OpSpec("transpose", lambda x, perm: np.transpose(x, perm), (("Transpose", form("transpose")),),
-           form("transpose"), **_kernels("layout")),
-    OpSpec("enlarge", ref.enlarge, (), None, **_kernels("layout")),
-    OpSpec("merge", ref.merge, (), None, **_kernels("layout")),
+    OpSpec("transpose", lambda x, perm: np.transpose(x, perm), (("Transpose", form("permute")),),
+           form("permute"), **_kernels("layout", "permute")),
+    OpSpec("enlarge", ref.enlarge, (), None, **_kernels("layout", "centre")),
+    OpSpec("merge", ref.merge, (), None, **_kernels("layout", "regroup")),
     _concat("concat"), _concat("concat3"), _concat("concat4"), _concat("concat5"),
-    OpSpec("split", ref.split, (("Split", form("split")),), form("split"), **_kernels("layout")),
+    OpSpec("split", ref.split, (("Split", form("cut")),), form("cut"), **_kernels("layout", "cut"),
+           parts=("split0", "split1")),
     OpSpec("split0", lambda t: t[0], (), form("part", 0), view=True, timed=False),
     OpSpec("split1", lambda t: t[1], (), form("part", 1), view=True, timed=False),
-    OpSpec("reshape", ref.reshape, (("Reshape", form("reshape")), ("Flatten", form("flatten"))),
-           form("reshape"), view=True),
-    OpSpec("batchnorm", ref.batchnorm, (("BatchNormalization", form("batchnorm")),), form("batchnorm"),
-           **_kernels("batchnorm")),
+    OpSpec("reshape", ref.reshape, (("Reshape", form("view")), ("Flatten", form("flatten"))),
+           form("view"), view=True),
+    OpSpec("batchnorm", ref.batchnorm, (("BatchNormalization", form("normalize")),), form("normalize"),
+           **_kernels("normalize"), positive=(1, 4)),  # batchnorm(x, scale, bias, mean, var)
     OpSpec("dropout", lambda x: x, (("Dropout", form("alias")), ("Identity", form("alias"))), form("alias"),
            view=True, timed=False),
     OpSpec("noop", lambda a, b: (a, b), timed=False),
-    OpSpec("pad2d", ref.pad, (), form("pad"), **_kernels("layout")),
+    OpSpec("pad2d", ref.pad, (), form("pad"), **_kernels("layout", "pad")),
     *(_opaque(f"opaque{n}") for n in range(1, opaque.MAX_INPUTS + 1)),
     OpSpec("scalar", ref.scalar, timed=False),
-    OpSpec("clip", ref.clip, (("Clip", form("clip")),), form("simple", "Clip"), cpu=None, cuda=None),
+    OpSpec("clip", ref.clip, (("Clip", form("clamp")),), form("simple", "Clip"), cpu=None, cuda=None),
     OpSpec("hardswish", ref.hardswish, (("HardSwish", form("unary")),), form("simple", "HardSwish"),
-           **_kernels("pointwise", ref.hardswish_element)),
+           **_kernels("pointwise", ref.hardswish_element), min_opset=14),
 )
 
 SPECS: dict[str, OpSpec] = {spec.name: spec for spec in OPS}
+# a program's leaves, constants and root tuple: the structure every driver walks, so each names them
+STRUCTURE = frozenset({"input", "weight", "scalar", "noop"})
 SEMANTICS: dict[str, OpSemantics] = {spec.name: spec.reference for spec in OPS}
