@@ -174,6 +174,28 @@ def _activation(op: str) -> Handler:
     return lambda r, node, attrs: [r.g.op(op, r.tensor(node.input[0]))]
 
 
+def _plain(op: str, *fixed_attrs: tuple[str, Any]) -> Handler:
+    """A node whose inputs are `op`'s tensor arguments in order and whose attributes its semantics
+    fix (`fixed_attrs`, name and value; ONNX's defaults as a rule): another value keeps the node
+    opaque (NodeError). The form of an operator that is ONNX's own (`LayerNormalization`)."""
+    fixed_values = dict(fixed_attrs)
+
+    def handle(r: Reader, node: onnx.NodeProto, attrs: dict) -> list[Value]:
+        for key, value in attrs.items():
+            if key not in fixed_values or not _same(value, fixed_values[key]):
+                want = f"{fixed_values[key]!r}" if key in fixed_values else "absent"
+                raise NodeError(f"attribute {key}={value!r}: {op} takes it {want}")
+        return [r.g.op(op, *(r.tensor(n) for n in node.input))]
+    return handle
+
+
+def _same(value: Any, fixed_value: Any) -> bool:
+    """Equal, a float attribute (stored as float32) within float32's rounding."""
+    if isinstance(value, float) and isinstance(fixed_value, float):
+        return abs(value - fixed_value) <= 1e-6 * abs(fixed_value)
+    return bool(value == fixed_value)
+
+
 def _alias(r: Reader, node: onnx.NodeProto, attrs: dict) -> list[Value]:
     if node.op_type == "Dropout" and len(node.output) > 1 and r.used(node.output[1]):
         raise NodeError("Dropout's mask output is used; only inference (no mask) is supported")
@@ -271,5 +293,5 @@ FAMILIES: dict[str, Callable[..., Handler]] = {
     "pool": lambda op, kind: _pool(kind), "global_pool": lambda op, kind: _global_pool(kind),
     "join": fixed(_concat), "cut": fixed(_split), "view": fixed(_reshape), "flatten": fixed(_flatten),
     "permute": fixed(_transpose), "normalize": fixed(_batchnorm), "alias": fixed(_alias),
-    "constant": fixed(_constant), "clamp": fixed(_clip),
+    "constant": fixed(_constant), "clamp": fixed(_clip), "plain": _plain,
 }
