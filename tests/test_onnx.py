@@ -401,3 +401,29 @@ def test_impossible_input_sizes_are_refused_at_import(tmp_path, run_cli, dims, f
     code, _, err = run_cli("import", "onnx", tmp_path / "m.onnx", *(["--shape", flag] if flag else []))
     assert code == 2 and expected in err and "Traceback" not in err
     assert "dynamic" not in err and "not a valid ONNX model" not in err
+
+
+def layernorm_model(epsilon: float) -> onnx.ModelProto:
+    """A transformer block's MatMul then LayerNormalization (opset 17), as PyTorch exports it."""
+    rng = np.random.default_rng(3)
+    nodes = [helper.make_node("MatMul", ["x", "w"], ["m"]),
+             helper.make_node("LayerNormalization", ["m", "s", "b"], ["y"], axis=-1, epsilon=epsilon)]
+    inits = [_init("w", rng.standard_normal((8, 8))), _init("s", rng.random(8)), _init("b", rng.random(8))]
+    graph = helper.make_graph(nodes, "ln", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 5, 8])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 5, 8])], inits)
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+
+
+def test_layernorm_is_one_table_entry_end_to_end(tmp_path, run_cli, tensat):
+    """The family added as `.eqr` lines, a table entry and its reference: ONNX's LayerNormalization
+    imports as `layernorm` (its attributes at the values the semantics fix), computes what ONNX
+    Runtime does, and is written back as itself; another epsilon keeps the node opaque."""
+    onnx.save(layernorm_model(1e-5), tmp_path / "ln.onnx")
+    imported = read_onnx(tmp_path / "ln.onnx", tensat)
+    assert "layernorm" in {n.op for n in imported.program.nodes}
+    run_model(tmp_path, run_cli, layernorm_model(1e-5), "tensat", "{iter_limit: 2, node_limit: 2000}")
+    report = json.loads((tmp_path / "out" / "report.json").read_text())
+    assert report["validation"]["ok"] and report["export"]["ok"]
+    onnx.save(layernorm_model(1e-12), tmp_path / "other.onnx")
+    other = read_onnx(tmp_path / "other.onnx", tensat)
+    assert "layernorm" not in {n.op for n in other.program.nodes}

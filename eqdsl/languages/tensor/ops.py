@@ -130,6 +130,9 @@ OPS: tuple[OpSpec, ...] = (
     OpSpec("clip", ref.clip, (("Clip", form("clamp")),), form("simple", "Clip"), cpu=None, cuda=None),
     OpSpec("hardswish", ref.hardswish, (("HardSwish", form("unary")),), form("simple", "HardSwish"),
            **_kernels("pointwise", ref.hardswish_element), min_opset=14),
+    OpSpec("layernorm", ref.layernorm,
+           (("LayerNormalization", form("plain", ("axis", -1), ("epsilon", 1e-5), ("stash_type", 1))),),
+           form("simple", "LayerNormalization"), min_opset=17),
 )
 
 SPECS: dict[str, OpSpec] = {spec.name: spec for spec in OPS}

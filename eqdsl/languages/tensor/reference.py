@@ -98,6 +98,13 @@ def batchnorm(x, scale, bias, mean, var, eps: float = 1e-5):
     return (x - per_channel(mean)) / np.sqrt(np.abs(per_channel(var)) + eps) * per_channel(scale) + per_channel(bias)
 
 
+def layernorm(x, scale, bias, eps: float = 1e-5):
+    """ONNX's LayerNormalization over the last axis (axis -1, its default epsilon)."""
+    mean = x.mean(axis=-1, keepdims=True)
+    var = ((x - mean) ** 2).mean(axis=-1, keepdims=True)
+    return (x - mean) / np.sqrt(var + eps) * scale + bias
+
+
 LOWEST = float(np.finfo(np.float32).min)  # fill 1: below every float32, so a max pool never picks it
 
 
