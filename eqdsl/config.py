@@ -7,7 +7,7 @@ from its registry (schedule kinds, extractors, program sources).
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, fields, is_dataclass, replace
 from pathlib import Path
 from typing import Any, Callable, TypeVar
 
@@ -42,6 +42,29 @@ class RunConfig:
     execute: ExecuteSettings | None = None  # run input and optimized programs with eqdsl's kernels
     he: HeConfig | None = None  # run the optimized program under homomorphic encryption (a source's runner)
     report_html: bool = False  # `report: html`: also report.html (eqdsl.report_page) in the output folder
+
+
+def effective(config: RunConfig) -> dict[str, Any]:
+    """The configuration that ran, as JSON: every section with its defaults filled in and the
+    command's flags applied (`report.json` keeps the YAML as read beside it)."""
+    sections = {f.name: getattr(config, f.name) for f in fields(config) if f.name not in ("raw", "source")}
+    sections["schedule"] = {"kind": getattr(config.schedule, "kind", None), **_plain(config.schedule)}
+    sections["program"] = {"source": config.program.source, **_plain(dict(config.program.params))}
+    return {name: _plain(value) for name, value in sections.items()}
+
+
+def _plain(value: Any) -> Any:
+    if is_dataclass(value) and not isinstance(value, type):
+        return {f.name: _plain(getattr(value, f.name)) for f in fields(value)}
+    if isinstance(value, dict):
+        return {str(k): _plain(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_plain(v) for v in value]
+    if isinstance(value, Path):
+        return str(value)
+    if value is None or isinstance(value, (bool, int, float, str)):
+        return value
+    return getattr(value, "__name__", None) or repr(value)  # a warm start's function, a callable
 
 
 @dataclass(frozen=True)

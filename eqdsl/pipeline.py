@@ -175,7 +175,7 @@ def measure_costs(config: RunConfig, timing: TimingProgress | None = None,
 
 def run_pipeline(config: RunConfig, progress: ProgressFn | None = None) -> RunResult:
     result, loaded = _start(config)
-    stages = [(stage, stage.settings(config, loaded)) for stage in STAGES]  # a stage refuses before any work
+    stages = [(stage, stage.settings(config, loaded)) for stage in STAGES.values()]  # a stage refuses before any work
     _optimize(result, config.schedule, progress)
     job: StageJob | None = None
     for stage, settings in stages:

@@ -17,6 +17,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from eqdsl import ir
+from eqdsl.config import effective
 from eqdsl.cost.measured import noisy_text
 from eqdsl.extract.egraph import ExtractionProblem, cost_by_op
 from eqdsl.extract.result import Extraction
@@ -47,6 +48,7 @@ def report_json(result: RunResult) -> dict:
     best = result.best
     return {
         "config": None if result.config is None else result.config.raw,
+        "effective_config": None if result.config is None else effective(result.config),
         "language": result.language.name,
         "program": result.program.name,
         "input_notes": list(result.notes),
@@ -77,7 +79,7 @@ def report_json(result: RunResult) -> dict:
         "optimized_program": result.optimized_text,
         "programs": {"input": program_json(result.program), "optimized": program_json(result.optimized_program())},
         "cost_by_op": {"input": result.input_cost_by_op, "optimized": cost_by_op(problem, best.selection)},
-        **{stage.key: _stage_json(result, stage.key) for stage in STAGES},  # None: the stage did not run
+        **{stage.key: _stage_json(result, stage.key) for stage in STAGES.values()},  # None: the stage did not run
         "measured_costs": None if result.measured is None else _measured_json(result),
     }
 

@@ -12,7 +12,8 @@ own result: `Validation`, `ExecutionCheck`, `ExportOutcome`) and `files`: names 
 in `job.folder`, a private temporary folder eqdsl made for the run's stages; only those are
 published with the results (a bare name; anything else is refused, so a stage can never make
 eqdsl move a user's file). `STAGES` lists them in the order they
-run and are reported. Adding a stage is one class here and one entry in `STAGES`.
+run and are reported. Adding a stage is one class and one `STAGES.register` line (or an entry
+point in `eqdsl.stages`).
 """
 from __future__ import annotations
 
@@ -29,6 +30,7 @@ from eqdsl.exports.base import Candidate, ExportJob, ExportSettings
 from eqdsl.exports.registry import EXPORTS
 from eqdsl.frontend import load_program_text
 from eqdsl.onnx.weights import random_weights
+from eqdsl.registry import Registry
 from eqdsl.sources.base import RunnerOutcome, SourceProgram
 from eqdsl.verify.validate import validate
 
@@ -166,5 +168,7 @@ class ExportStage:
         return Finished(self.key, out.ok, {**out.report, "ok": out.ok}, lines, out, list(out.files))
 
 
-STAGES: tuple[Stage, ...] = (ValidateStage(), ExecuteStage(), HeStage(), ExportStage())
+STAGES: Registry[Stage] = Registry("stage", "eqdsl.stages")  # in the order they run and are reported
+for _stage in (ValidateStage(), ExecuteStage(), HeStage(), ExportStage()):
+    STAGES.register(_stage, _stage.key)
 

@@ -119,6 +119,11 @@ def test_execute_command_compares_input_and_optimized(tmp_path, run_cli):
     execution = json.loads((tmp_path / "out" / "report.json").read_text())["execution"]
     # the flag over the config's runs; the config's seed kept (it was dropped once)
     assert execution["ok"] and execution["device"] == "cpu" and execution["runs"] == 2 and execution["seed"] == 7
+    report = json.loads((tmp_path / "out" / "report.json").read_text())
+    assert report["config"]["execute"] == {"runs": 3, "seed": 7}  # as read; and as it ran:
+    assert report["effective_config"]["execute"] == {"device": "cpu", "runs": 2, "seed": 7}
+    assert report["effective_config"]["schedule"]["kind"] == "saturate"
+    assert report["effective_config"]["schedule"]["iter_limit"] == 3
     assert execution["original_ms"] > 0 and execution["reference_semantics_ops"] == []
     assert "executed with eqdsl's cpu kernels: outputs agree" in out
 

@@ -21,6 +21,7 @@ from eqdsl.extract.result import Extraction, ExtractStatus
 from eqdsl.fields import int_at_least, one_of, option
 from eqdsl.output import Scratch
 from eqdsl.pipeline import run_pipeline
+from eqdsl.registry import Registry
 from eqdsl.report import write_outputs
 from eqdsl.schedule import registry as schedules
 from eqdsl.schedule.runner import LimitsConfig, ScheduleOutcome, StopReason
@@ -203,9 +204,10 @@ class AuditStage:
 
 
 def test_toy_stage_reports_and_fails_the_run(tmp_path, monkeypatch, run_cli):
-    """A new optional stage = one class + one entry in STAGES: the run, report.json, the summary and
-    the exit code pick it up, and none of them names it."""
-    monkeypatch.setattr(stages, "STAGES", (*stages.STAGES, AuditStage()))
+    """A new optional stage = one class + one `STAGES.register`: the run, report.json, the summary
+    and the exit code pick it up, and none of them names it."""
+    monkeypatch.setattr(stages, "STAGES", stages.STAGES.copy())
+    stages.STAGES.register(AuditStage(), AuditStage.key)
     monkeypatch.setattr(pipeline, "STAGES", stages.STAGES)
     monkeypatch.setattr(report, "STAGES", stages.STAGES)
     (tmp_path / "c.yaml").write_text(f"ruleset: arith\nprogram: {EXAMPLES / 'arith' / 'input.eqr'}\n")
@@ -225,7 +227,9 @@ def test_a_stage_cannot_publish_a_file_outside_its_folder(tmp_path, monkeypatch)
     victim = tmp_path / "users-file.txt"
     victim.write_text("mine")
     GrabbyStage.victim = victim
-    monkeypatch.setattr(pipeline, "STAGES", (GrabbyStage(),))
+    only = Registry("stage")
+    only.register(GrabbyStage(), GrabbyStage.key)
+    monkeypatch.setattr(pipeline, "STAGES", only)
     result = run_pipeline(_config(tmp_path))
     with pytest.raises(ValueError, match="expected a file name in its folder"):
         write_outputs(result, Scratch(tmp_path / "out"))
@@ -262,7 +266,7 @@ def test_every_kind_is_one_registry_shape_with_entry_points_and_a_suggestion(tmp
     from eqdsl.registry import Registry
     from eqdsl.sources.registry import SOURCES
 
-    kinds = [SOURCES, schedules.SCHEDULES, extractors.EXTRACTORS, targets.TARGET_KINDS, EXPORTS]
+    kinds = [SOURCES, schedules.SCHEDULES, extractors.EXTRACTORS, targets.TARGET_KINDS, EXPORTS, stages.STAGES]
     assert all(isinstance(k, Registry) and k.group and k.group.startswith("eqdsl.") for k in kinds)
     with pytest.raises(EqdslError) as err:
         targets.TARGET_KINDS.lookup("rooflin", "target.kind")

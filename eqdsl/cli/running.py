@@ -35,6 +35,7 @@ def cmd_run(args: argparse.Namespace) -> Work:
         config = replace(config, validate=replace(config.validate, run_ref=False))
     output = Path(args.output) if args.output else config.output
     resolved = check_output(output, config_inputs(config), args.force)  # before the run, not after it
+    config = replace(config, output=resolved)  # the folder written, as `report.json`'s effective config says
     scratch = Scratch(resolved, args.force)
 
     def progress(report) -> None:
