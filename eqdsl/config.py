@@ -17,7 +17,7 @@ from eqdsl.execute.executor import ExecuteSettings, read_execute
 from eqdsl.exports.base import ExportSettings
 from eqdsl.exports.registry import read_export
 from eqdsl.extract.registry import ExtractConfig, read_extract
-from eqdsl.fields import REQUIRED, Reader, int_at_least, load_yaml
+from eqdsl.fields import REQUIRED, Reader, int_at_least, load_yaml, option, read_section
 from eqdsl.schedule.registry import read_schedule
 from eqdsl.schedule.runner import LimitsConfig
 from eqdsl.sources.base import ProgramRef
@@ -72,16 +72,16 @@ class HeConfig:
     """`he: true` or `{batch: 8, seed: 0}`: the optimized program as a TenSEAL BFV circuit on a
     batch of random inputs (sources that have an HE runner: Q-gym's conv_layer)."""
 
-    batch: int = 8
-    seed: int = 0
+    batch: int = option(8, int_at_least(1), "an integer >= 1")
+    seed: int = option(0, int_at_least(0), "an integer >= 0")
 
 
 @dataclass(frozen=True)
 class ValidateConfig:
     """Run the input and the extracted program on the same random inputs (eqdsl.verify.validate)."""
 
-    samples: int = 3
-    seed: int = 0
+    samples: int = option(3, int_at_least(1), "an integer >= 1")
+    seed: int = option(0, int_at_least(0), "an integer >= 0")
     run_ref: bool = True  # load a user ruleset's `_ref.py` (Python); `--no-ref` turns it off
 
 
@@ -113,34 +113,17 @@ def parse_config(data: Any, source: Path) -> RunConfig:
     target = read(lambda: read_target(r.get("target", None, lambda v: v is None or is_str(v) or isinstance(v, dict),
                                             "a target name, a .yaml path, or {measure: ort|cpu|cuda, fallback: ...}"),
                                       base))
-    validate = read(lambda: _switched(r.get("validate", False, lambda v: isinstance(v, (bool, dict)),
-                                            "true/false or a mapping with samples/seed"), ValidateConfig, "validate",
-                                      {"samples": 1, "seed": 0}))
+    validate = read(lambda: read_section(r.get("validate", False, lambda v: True, ""), ValidateConfig, "validate"))
     export_given = isinstance(data, dict) and "export" in data
     export = read(lambda: read_export(r.get("export", None, lambda v: True, "")))
     execute = read(lambda: read_execute(r.get("execute", None, lambda v: True, "")))
-    he = read(lambda: _switched(r.get("he", False, lambda v: isinstance(v, (bool, dict)),
-                                      "true/false or a mapping with batch/seed"), HeConfig, "he",
-                                {"batch": 1, "seed": 0}))
+    he = read(lambda: read_section(r.get("he", False, lambda v: True, ""), HeConfig, "he"))
     report = read(lambda: r.get("report", "json", lambda v: v in ("json", "html"), "json or html"))
     read(r.finish)
     if problems:
         raise EqdslError(problems)
     return RunConfig(source, ruleset, program, schedule, extract, output, data, target, validate, export,
                      export_given, execute, he, report == "html")
-
-
-def _switched(data: bool | dict, cls: type[T], path: str, least: dict[str, int]) -> T | None:
-    """A `key: true | false | {field: int, ...}` section: None for false, `cls`'s defaults for true,
-    else the given int fields, each at least its `least`."""
-    if data is False:
-        return None
-    if data is True:
-        return cls()
-    r = Reader(data, path)
-    values = {k: r.get(k, getattr(cls, k), int_at_least(n), f"an integer >= {n}") for k, n in least.items()}
-    r.finish()
-    return cls(**values)
 
 
 def load_config(path: Path) -> RunConfig:

@@ -1,10 +1,11 @@
 """Typed configuration fields read from YAML, with errors that name the YAML path.
 
 Contract: a config section is a frozen dataclass whose fields are made with `option(default,
-check, expected, convert)`; `read_section(cls, data, path)` returns an instance or raises
-`EqdslError` naming the bad key (`schedule.k_multi: expected an int ≥ 0, got 'one'`). Unknown
-keys are errors. `check` and `expected` may read a registry at call time, so a kind registered
-later (a plugin, a test) is accepted and listed.
+check, expected, convert)`; `read_fields(cls, reader)` returns an instance or raises
+`EqdslError` naming the bad key (`schedule.k_multi: expected an int ≥ 0, got 'one'`), and
+`read_section(data, cls, path, shorthand)` reads a whole optional section (`false`, `true`, a
+mapping, or a shorthand string: `execute: cuda`) that way. Unknown keys are errors. `check` and
+`expected` may read a registry at call time, so a kind registered later (a plugin, a test) is accepted and listed.
 
 `load_yaml(text, file)` is the one way eqdsl reads a YAML file: safe tags only, aliases bounded
 (a document that expands to more than `MAX_YAML_NODES` nodes, a "billion laughs", or refers to
@@ -172,6 +173,25 @@ class Reader:
                                  path=self.at(unknown[0]))
 
 
+def read_section(data: Any, cls: type, path: str, shorthand: str | None = None) -> Any:
+    """A `key: false | true | {field: value, ...}` section of the dataclass `cls` (its `option`
+    fields), or with `shorthand` also a string meaning `{shorthand: string}`: None for false or
+    absent, `cls`'s defaults for true, else the fields read and checked, unknown keys refused."""
+    if data is None or data is False:
+        return None
+    if data is True:
+        return cls()
+    if isinstance(data, str) and shorthand is not None:
+        data = {shorthand: data}
+    keys = "/".join(f.name for f in fields(cls) if "check" in f.metadata)
+    if not isinstance(data, dict):
+        raise fail(path, f"true, false{', a ' + shorthand if shorthand else ''} or a mapping with {keys}", data)
+    reader = Reader(data, path)
+    value = read_fields(cls, reader)
+    reader.finish()
+    return value
+
+
 def read_fields(cls: type, reader: Reader, **fixed: Any) -> Any:
     """An instance of the dataclass `cls` from `reader`'s mapping (the caller calls `finish`)."""
     values = dict(fixed)
@@ -244,13 +264,6 @@ def _flag_parser(check: Check, expected: Expected) -> Callable[[str], Any]:
         return value
     parse.__name__ = "value"  # argparse names the type in its messages
     return parse
-
-
-def read_section(cls: type, data: Any, path: str) -> Any:
-    reader = Reader(data if data is not None else {}, path)
-    section = read_fields(cls, reader)
-    reader.finish()
-    return section
 
 
 def int_at_least(n: int) -> Check:

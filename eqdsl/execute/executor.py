@@ -20,6 +20,7 @@ import numpy as np
 
 from eqdsl import ir
 from eqdsl.diagnostics import EqdslError
+from eqdsl.fields import int_at_least, one_of, option, read_section
 from eqdsl.kernels.shapes import Unsupported
 from eqdsl.languages.tensor.folding import const_nodes, output_nodes
 from eqdsl.languages.tensor.ops import SEMANTICS, SPECS
@@ -203,23 +204,10 @@ def require_cuda() -> None:
 class ExecuteSettings:
     """`execute: cpu` or `{device: cpu|cuda, runs: 10, seed: 0}` in a run config."""
 
-    device: str = "cpu"
-    runs: int = 10
-    seed: int = 0
+    device: str = option("cpu", one_of(tuple(DEVICES)), f"one of: {', '.join(DEVICES)}")
+    runs: int = option(10, int_at_least(1), "an integer >= 1")
+    seed: int = option(0, int_at_least(0), "an integer >= 0")
 
 
 def read_execute(data: Any) -> ExecuteSettings | None:
-    from eqdsl.fields import Reader, fail, int_at_least
-
-    if data is None or data is False:
-        return None
-    if isinstance(data, str):
-        data = {"device": data}
-    if not isinstance(data, dict):
-        raise fail("execute", f"one of {', '.join(DEVICES)}, false, or a mapping with device/runs/seed", data)
-    r = Reader(data, "execute")
-    device = r.get("device", ExecuteSettings.device, lambda v: v in DEVICES, f"one of: {', '.join(DEVICES)}")
-    runs = r.get("runs", ExecuteSettings.runs, int_at_least(1), "an integer >= 1")
-    seed = r.get("seed", ExecuteSettings.seed, int_at_least(0), "an integer >= 0")
-    r.finish()
-    return ExecuteSettings(device, runs, seed)
+    return read_section(data, ExecuteSettings, "execute", shorthand="device")

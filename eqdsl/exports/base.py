@@ -15,16 +15,28 @@ from typing import Any, Mapping, Protocol
 import numpy as np
 
 from eqdsl import ir
+from eqdsl.fields import int_at_least, is_bool, one_of, option
+from eqdsl.onnx.runtime import PROVIDERS
 
 
 @dataclass(frozen=True)
 class ExportSettings:
-    format: str
-    runtime_check: bool = True
-    runs: int = 20
-    seed: int = 0
-    keep_if_slower: bool = False  # keep the optimized model even when measured slower than the input
-    device: str = "cpu"  # where the runtime check runs: "cpu", or "cuda" (ONNX Runtime's CUDA provider)
+    """`export: onnx` or `{format, runtime_check, runs, seed, keep_if_slower, device}` in a run config."""
+
+    format: str = option("onnx", one_of(lambda: export_names()), lambda: f"one of: {', '.join(export_names())}")
+    runtime_check: bool = option(True, is_bool, "true or false")
+    runs: int = option(20, int_at_least(20), "an integer >= 20")
+    seed: int = option(0, int_at_least(0), "an integer >= 0")
+    # keep the optimized model even when measured slower than the input
+    keep_if_slower: bool = option(False, is_bool, "true or false")
+    # where the runtime check runs: "cpu", or "cuda" (ONNX Runtime's CUDA provider)
+    device: str = option("cpu", one_of(tuple(PROVIDERS)), f"one of: {', '.join(PROVIDERS)}")
+
+
+def export_names() -> list[str]:
+    from eqdsl.exports.registry import EXPORTS  # the registry imports this module
+
+    return EXPORTS.names()
 
 
 @dataclass(frozen=True)

@@ -12,8 +12,8 @@ from typing import Any
 
 from eqdsl.exports.base import Export, ExportSettings
 from eqdsl.exports.onnx import OnnxExport
-from eqdsl.fields import Reader, fail, int_at_least, is_bool
-from eqdsl.onnx.runtime import PROVIDERS, missing_device
+from eqdsl.fields import fail, read_section
+from eqdsl.onnx.runtime import missing_device
 from eqdsl.registry import Registry
 
 EXPORTS: Registry[Export] = Registry("export", "eqdsl.exports")
@@ -21,22 +21,11 @@ EXPORTS.register(OnnxExport())
 
 
 def read_export(data: Any) -> ExportSettings | None:
-    if data is None or data is False:
+    settings = read_section(data, ExportSettings, "export", shorthand="format")
+    if settings is None:
         return None
-    if isinstance(data, str):
-        data = {"format": data}
-    if not isinstance(data, dict):
-        raise fail("export", f"one of {', '.join(EXPORTS)}, false, or a mapping with format/runtime_check/runs",
-                   data)
-    r = Reader(data, "export")
-    fmt = r.get("format", "onnx", lambda v: v in EXPORTS, f"one of: {', '.join(EXPORTS)}")
-    check = r.get("runtime_check", True, is_bool, "true or false")
-    runs = r.get("runs", ExportSettings.runs, int_at_least(20), "an integer >= 20")
-    seed = r.get("seed", ExportSettings.seed, int_at_least(0), "an integer >= 0")
-    keep = r.get("keep_if_slower", False, is_bool, "true or false")
-    device = r.get("device", "cpu", lambda v: v in PROVIDERS, f"one of: {', '.join(PROVIDERS)}")
-    r.finish()
-    if device != "cpu" and check and (instead := missing_device(device)) is not None:
+    device = settings.device
+    if device != "cpu" and settings.runtime_check and (instead := missing_device(device)) is not None:
         raise fail("export.device", f"a device this ONNX Runtime runs on ({instead}; {device} needs "
                    "onnxruntime-gpu and a CUDA GPU)", device)
-    return ExportSettings(fmt, check, runs, seed, keep, device)
+    return settings
