@@ -20,6 +20,7 @@ from eqdsl import status
 from eqdsl.cli.common import Work
 from eqdsl.cli.files import _file_commands
 from eqdsl.cli.language import _language_commands
+from eqdsl.cli.optimize import add_optimize_command
 from eqdsl.cli.running import _run_commands
 from eqdsl.cli.synthesis import _synthesis_commands
 from eqdsl.diagnostics import EqdslError
@@ -32,6 +33,7 @@ def build_parser() -> argparse.ArgumentParser:
     _language_commands(sub)
     _synthesis_commands(sub)
     _run_commands(sub)
+    add_optimize_command(sub)
     _file_commands(sub)
     return p
 

@@ -16,6 +16,7 @@ from eqdsl.cli.common import (
     stdout,
 )
 from eqdsl.config import ValidateConfig
+from eqdsl.diagnostics import EqdslError
 from eqdsl.execute.executor import ExecuteSettings
 
 
@@ -25,6 +26,9 @@ def cmd_run(args: argparse.Namespace) -> Work:
     from eqdsl.pipeline import config_inputs, run_pipeline
     from eqdsl.report import print_summary, write_outputs
 
+    if Path(args.config).suffix.lower() == ".onnx":
+        raise EqdslError.one(f"{args.config} is an ONNX model, not a run config; `eqdsl optimize {args.config} "
+                             "-o OUT.onnx` optimizes it without one (or name it in a config: program: {onnx: ...})")
     config = load_config(Path(args.config))
     if args.validate and config.validate is None:
         config = replace(config, validate=ValidateConfig())
