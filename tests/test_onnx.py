@@ -427,3 +427,24 @@ def test_layernorm_is_one_table_entry_end_to_end(tmp_path, run_cli, tensat):
     onnx.save(layernorm_model(1e-12), tmp_path / "other.onnx")
     other = read_onnx(tmp_path / "other.onnx", tensat)
     assert "layernorm" not in {n.op for n in other.program.nodes}
+
+
+def test_an_n_ary_sum_imports_as_additions_the_rules_see(tmp_path, tensat):
+    """ONNX's Sum (ResNet-50's 16 residual joins) is a chain of `ewadd`, broadcasting as Add does;
+    the program computes what ONNX Runtime does."""
+    import onnxruntime as ort
+
+    rng = np.random.default_rng(5)
+    nodes = [helper.make_node("Sum", ["x", "b", "c"], ["y"])]
+    inits = [_init("b", rng.standard_normal((4,))), _init("c", rng.standard_normal((2, 4)))]
+    graph = helper.make_graph(nodes, "sum", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 4])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 4])], inits)
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)]), tmp_path / "s.onnx")
+    imported = read_onnx(tmp_path / "s.onnx", tensat)
+    assert [n.op for n in imported.program.nodes].count("ewadd") == 2
+    assert not any(n.op.startswith("opaque") for n in imported.program.nodes)
+    x = rng.standard_normal((2, 4)).astype(np.float32)
+    want = ort.InferenceSession(str(tmp_path / "s.onnx")).run(None, {"x": x})[0]
+    leaf = lambda n: (imported.weights if n.op == "weight" else {"x": x})[n.args[0]].astype(np.float64)  # noqa: E731
+    got = evaluate_program(imported.program, load_semantics(tensat), 0, leaf)
+    assert np.allclose(want, got[0], atol=1e-5)

@@ -131,6 +131,21 @@ def _commutative(op: str) -> Handler:
     return handle
 
 
+def _variadic(op: str) -> Handler:
+    """Sum (and the like): n inputs folded left to right with the binary `op`, each step's
+    operands broadcast as Add's; one input is itself. Opaque where a step does not broadcast."""
+    def handle(r: Reader, node: onnx.NodeProto, attrs: dict) -> list[Value]:
+        names = [n for n in node.input if n]
+        y = r.tensor(names[0])
+        for name in names[1:]:
+            step = _broadcast(r, op, y, r.operand(name, names[0]))
+            if step is None:
+                return [opaque_of(r, node)]
+            y = step
+        return [y]
+    return handle
+
+
 def _sub(r: Reader, node: onnx.NodeProto, attrs: dict) -> list[Value]:
     a, b = r.tensor(node.input[0]), r.tensor(node.input[1])
     if not broadcasts(b.dims, a.dims):
@@ -289,7 +304,7 @@ def _constant(r: Reader, node: onnx.NodeProto, attrs: dict) -> list[Value]:
 
 FAMILIES: dict[str, Callable[..., Handler]] = {
     "conv": fixed(_conv), "gemm": fixed(_gemm), "product": fixed(_matmul),
-    "commutative": _commutative, "sub": fixed(_sub), "div": fixed(_div), "unary": _activation,
+    "commutative": _commutative, "variadic": _variadic, "sub": fixed(_sub), "div": fixed(_div), "unary": _activation,
     "pool": lambda op, kind: _pool(kind), "global_pool": lambda op, kind: _global_pool(kind),
     "join": fixed(_concat), "cut": fixed(_split), "view": fixed(_reshape), "flatten": fixed(_flatten),
     "permute": fixed(_transpose), "normalize": fixed(_batchnorm), "alias": fixed(_alias),

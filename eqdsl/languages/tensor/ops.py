@@ -91,7 +91,7 @@ def _opaque(name: str) -> OpSpec:
 OPS: tuple[OpSpec, ...] = (
     OpSpec("input", Leaf(lambda id_, dims: tuple(dims)), timed=False),
     OpSpec("weight", Leaf(lambda id_, dims: tuple(dims)), (("Constant", form("constant")),), timed=False),
-    OpSpec("ewadd", lambda a, b: a + b, (("Add", form("commutative")), ("Sub", form("sub"))),
+    OpSpec("ewadd", lambda a, b: a + b, (("Add", form("commutative")), ("Sub", form("sub")), ("Sum", form("variadic"))),
            form("simple", "Add"), **_kernels("binary", 0)),
     OpSpec("ewmul", lambda a, b: a * b, (("Mul", form("commutative")), ("Div", form("div"))),
            form("simple", "Mul"), **_kernels("binary", 1)),
