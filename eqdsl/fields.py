@@ -185,7 +185,7 @@ def read_section(data: Any, cls: type, path: str, shorthand: str | None = None) 
         data = {shorthand: data}
     keys = "/".join(f.name for f in fields(cls) if "check" in f.metadata)
     if not isinstance(data, dict):
-        raise fail(path, f"true, false{', a ' + shorthand if shorthand else ''} or a mapping with {keys}", data)
+        raise fail(path, f"true/false{', a ' + shorthand if shorthand else ''} or a mapping with {keys}", data)
     reader = Reader(data, path)
     value = read_fields(cls, reader)
     reader.finish()

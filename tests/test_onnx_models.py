@@ -147,7 +147,7 @@ def test_attributes_the_language_lacks_keep_the_node_opaque(tmp_path, tensat, ru
                                                   pads=[2, 2, 2, 2], dilations=[2, 2]))
     onnx.save(model, tmp_path / "m.onnx")
     imported = read_onnx(tmp_path / "m.onnx", tensat, {"x": (1, 3, 16, 16)})
-    assert "1 Conv node(s) kept as opaque operators: attribute dilations=[2, 2]: only 1 is supported" in imported.notes
+    assert "1 Conv node(s) kept as opaque operators (the rules cannot see inside): attribute dilations=[2, 2]: only 1 is supported" in imported.notes
     ops = [n.op for n in imported.program.nodes]
     assert "conv2d" not in ops and "opaque3" in ops
     code, report, text = _run(tmp_path, run_cli, model, "{onnx: m.onnx, shapes: {x: [1, 3, 16, 16]}}")

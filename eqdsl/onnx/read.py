@@ -238,8 +238,15 @@ def _node(r: Reader, node: onnx.NodeProto) -> None:
     if outputs is None:
         tensors = [n for n in node.input if isinstance(r.env.get(n), Tensor)]
         # other types flow only through opaque nodes (a Constant's value is whatever it holds)
-        float_only = not tensors or all(r.dtype(n) == np.float32 for n in tensors + [o for o in node.output if o])
-        outputs = list(_handled(r, node, handler, attrs) if handler and float_only else opaque_outputs(r, node))
+        # an output nothing reads (Dropout's mask) does not count
+        used_outputs = [o for o in node.output if o and r.used(o)]
+        float_only = not tensors or all(r.dtype(n) == np.float32 for n in tensors + used_outputs)
+        if handler and float_only:
+            outputs = list(_handled(r, node, handler, attrs))
+        else:
+            outputs = list(opaque_outputs(r, node))
+            why = "the language has no operator for it" if handler is None else "it computes on non-float tensors"
+            r.opaque_notes[(node.op_type, why)] = r.opaque_notes.get((node.op_type, why), 0) + 1
     for name, value in zip(node.output, outputs):
         want = r.shapes.get(name)
         if isinstance(value, Tensor) and want is not None and value.dims != want:
@@ -299,7 +306,8 @@ def read_onnx(path: Path, lang: ir.Language, shapes: Shapes | None = None,
             raise EqdslError.one(f"{path}: output {o!r} is {r.dtype(o)}: eqdsl writes float32 outputs")
     program = without_dead_nodes(r.g.program(name, roots))
     used = {str(n.args[0]) for n in program.nodes if n.op == "weight"}
-    notes += [f"{n} {op} node(s) kept as opaque operators: {why}" for (op, why), n in r.opaque_notes.items()]
+    notes += [f"{n} {op} node(s) kept as opaque operators (the rules cannot see inside): {why}"
+              for (op, why), n in sorted(r.opaque_notes.items(), key=lambda item: (-item[1], item[0]))]
     fixed = {name: cast(np.ndarray, r.env[name]) for name in constants}
     return Imported(program, {k: v for k, v in r.weights.items() if k in used}, tuple(outputs), tuple(notes), fixed)
 

@@ -133,6 +133,8 @@ OPS: tuple[OpSpec, ...] = (
     OpSpec("layernorm", ref.layernorm,
            (("LayerNormalization", form("plain", ("axis", -1), ("epsilon", 1e-5), ("stash_type", 1))),),
            form("simple", "LayerNormalization"), min_opset=17),
+    OpSpec("bnscale", ref.bnscale),  # of weights only: folded before export and execution
+    OpSpec("bnshift", ref.bnshift),
 )
 
 SPECS: dict[str, OpSpec] = {spec.name: spec for spec in OPS}

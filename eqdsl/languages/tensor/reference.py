@@ -105,6 +105,16 @@ def layernorm(x, scale, bias, eps: float = 1e-5):
     return (x - mean) / np.sqrt(var + eps) * scale + bias
 
 
+def bnscale(scale, var, eps: float = 1e-5):
+    """A batch norm's factor (`batchnorm`'s, |var| alike) as a conv kernel's per-output-channel scale."""
+    return (scale / np.sqrt(np.abs(var) + eps)).reshape(-1, 1, 1, 1)
+
+
+def bnshift(scale, bias, mean, var, eps: float = 1e-5):
+    """A batch norm's shift after its factor, as a bias over NCHW's channels."""
+    return (bias - mean * scale / np.sqrt(np.abs(var) + eps)).reshape(1, -1, 1, 1)
+
+
 LOWEST = float(np.finfo(np.float32).min)  # fill 1: below every float32, so a max pool never picks it
 
 
