@@ -107,3 +107,43 @@ def test_the_many_operator_cost_form_reads_out(tmp_path, run_cli):
     code, out, err = run_cli("run", tmp_path / "c.yaml", "--output", tmp_path / "out", "--quiet")
     report = json.loads((tmp_path / "out" / "report.json").read_text())
     assert code == 0 and report["original_cost"] == 14 and report["best_cost"] == 7, err
+
+
+BLOCKS = """language mats
+sort Mat { shape: [Int] }
+op leaf(id: Str, dims: [Int]) -> Mat const { shape = dims; cost = 0; }
+op mm(a: Mat, b: Mat) -> Mat {
+    shape = [a[0], b[1]]  require a[1] == b[0]
+    cost = a[0] * a[1] * b[1]
+}
+rule mm-assoc: mm(mm(?x, ?y), ?z) <=> mm(?x, mm(?y, ?z))
+"""
+SCATTERED = """language mats
+sort Mat { shape: [Int] }
+op leaf(id: Str, dims: [Int]) -> Mat const
+op mm(a: Mat, b: Mat) -> Mat
+shape leaf(id, dims) = dims
+shape mm(a, b) = [a[0], b[1]]  require a[1] == b[0]
+cost leaf(id, dims) = 0
+cost mm(a, b) = a[0] * a[1] * b[1]
+rule mm-assoc: mm(mm(?x, ?y), ?z) <=> mm(?x, mm(?y, ?z))
+"""
+
+
+def test_an_operator_block_is_its_declaration_shape_and_cost(tmp_path):
+    """`op f(...) -> T { shape = ...; cost = ... }` lowers to exactly what the scattered form does;
+    its rules read the operator's parameters, and a mistake in it points into the block."""
+    from eqdsl.egglog.lower import lower_language
+
+    (tmp_path / "blocks.eqr").write_text(BLOCKS)
+    (tmp_path / "scattered.eqr").write_text(SCATTERED)
+    texts = [lower_language(load_language(str(tmp_path / f))).text for f in ("blocks.eqr", "scattered.eqr")]
+    assert texts[0] == texts[1]
+    (tmp_path / "bad.eqr").write_text(BLOCKS.replace("b[1]]  require", "c[1]]  require"))
+    with pytest.raises(EqdslError) as err:
+        load_language(str(tmp_path / "bad.eqr"))
+    d = err.value.diagnostics[0]
+    assert (d.span.line, "unknown name 'c'") == (5, d.message[:16]) and "expected one of: a, b" in d.message
+    (tmp_path / "typo.eqr").write_text(BLOCKS.replace("cost = 0;", "price = 0;"))
+    with pytest.raises(EqdslError, match="expected 'cost' or 'shape' or '}'"):
+        load_language(str(tmp_path / "typo.eqr"))

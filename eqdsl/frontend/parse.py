@@ -42,7 +42,9 @@ def parse_text(text: str, file: str) -> ast.Module:
         raise EqdslError.one(f"{file}: terms nested too deeply to read (thousands of levels); "
                              "expected nesting of at most a few hundred levels: name subterms "
                              "with `let`") from None
-    module = ast.Module(file, tuple(items.children))
+    # an operator block stands for its declaration and its shape and cost rules
+    flat = [item for child in items.children for item in (child if isinstance(child, list) else [child])]
+    module = ast.Module(file, tuple(flat))
     _check_int_ranges(module)
     return module
 
@@ -169,10 +171,24 @@ class _ToAst(Transformer):
         return ast.TargetParamDecl(str(c[0]), c[1], self._s(meta), default)
 
     def op(self, meta, c):
-        *head, result, const = c
+        *head, result, const, body = c
         params = tuple(p for p in head[1:] if p is not None)
-        return ast.OpDecl(str(c[0]), params, str(result), self._s(meta), self._s(result),
-                          const is not None)
+        decl = ast.OpDecl(str(c[0]), params, str(result), self._s(meta), self._s(result), const is not None)
+        if body is None:
+            return decl
+        names = tuple(p.name for p in params)  # the block's rules read the operator's parameters
+        return [decl, *(member(decl.name, names) for member in body)]
+
+    def op_body(self, meta, c):
+        return list(c)
+
+    def op_shape(self, meta, c):
+        body, *rest = c
+        requires = tuple(rest[0][1]) if rest and rest[0] is not None else ()
+        return lambda op, names: ast.ShapeDecl(op, names, body, requires, self._s(meta))
+
+    def op_cost(self, meta, c):
+        return lambda op, names: ast.CostDecl((op,), names, c[0], self._s(meta))
 
     def rule(self, meta, c):
         name, lhs, arrow, rhs, *clauses = c
