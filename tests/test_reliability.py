@@ -264,6 +264,19 @@ def test_check_reports_a_rule_that_changes_the_shape(tmp_path, run_cli):
         assert run_cli("check", shipped)[0] == 0
 
 
+def test_check_probes_a_multi_pattern_rules_where_and_conditions(tmp_path, run_cli):
+    """TASO's m05 with its split point taken from the wrong weight: the sizes verify would draw
+    (meeting the `where` and conditions) give the first left pattern another shape than its
+    right side; `check` says so before any run. TASO's own m05..m15 raise no alarm (above)."""
+    (tmp_path / "m.eqr").write_text(
+        "language m\ninclude tensor\nrule bad-merge:\n    matmul(0, ?t1, ?t4),\n    matmul(0, ?t1, ?t5)\n"
+        " => split0(split(1, k, matmul(0, ?t1, concat(1, ?t4, ?t5)))),\n"
+        "    split1(split(1, k, matmul(0, ?t1, concat(1, ?t4, ?t5))))\n    where k = shape(?t5)[1]\n")
+    code, _, err = run_cli("check", tmp_path / "m.eqr")
+    assert code == 2 and "m.eqr:3:1" in err and "rule bad-merge unions terms of different shapes" in err
+    assert "left pattern 1 has shape" in err
+
+
 def test_files_added_during_a_run_are_never_replaced(tmp_path):
     from eqdsl.output import MARKER, Scratch, check_output
 

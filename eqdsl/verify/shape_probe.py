@@ -2,9 +2,11 @@
 
 Contract: `shape_changing_rules(lang, tries, seed)` returns (rule, example) pairs where random small
 shapes for the rule's variables make both sides well-shaped with different shapes. Only
-unconditional single-pattern rules are probed (an `if` or `where` may be what keeps the shapes
-equal), so every report is a real counterexample to the shape rules; `eqdsl verify` is the full
-check.
+unconditional single-pattern rules are probed by drawing shapes alone (an `if` or `where` may be
+what keeps the shapes equal); multi-pattern rules are probed at the sizes `eqdsl verify` would
+draw (`verify.examples.ExampleSpace`, which meets their `where`s and shape conditions), each left
+pattern against its right one. Every report is a real counterexample to the shape rules; `eqdsl
+verify` is the full check.
 """
 from __future__ import annotations
 
@@ -38,7 +40,32 @@ def shape_changing_rules(lang: ir.Language, tries: int = 200, seed: int = 0) -> 
                 found.append((rule, f"with {shapes} the left side has shape {list(left)}, the right "
                                     f"side {list(right)}"))
                 break
+    for rule in lang.multi_rules:
+        example = _multi_pattern_mismatch(lang, rule, tries, rng)
+        if example is not None:
+            found.append((rule, example))
     return found
+
+
+def _multi_pattern_mismatch(lang: ir.Language, rule: ir.Rule, tries: int, rng: random.Random) -> str | None:
+    """Where the sizes verify draws for `rule` give a left pattern a shape other than its right
+    one's: which pair, and the shapes."""
+    from eqdsl.verify.examples import ExampleSpace
+
+    space = ExampleSpace(lang, rule)
+    for ranks in space.rank_choices[:max(1, tries // 20)]:
+        hints = [rng.randint(1, 6) for _ in range(space.hint_count(ranks))]
+        assignment = space.solve(ranks, hints)
+        concrete = None if assignment is None else space.concrete(assignment)
+        if assignment is None or concrete is None:
+            continue
+        for k, (left, right) in enumerate(zip(rule.lhs, rule.rhs)):
+            shapes = [_concrete_shape(lang, p, dict(concrete.env), concrete.wheres) for p in (left, right)]
+            if all(isinstance(x, (tuple, list)) for x in shapes) and tuple(shapes[0]) != tuple(shapes[1]):
+                sizes = ", ".join(f"?{v}: {list(d)}" for v, d in sorted(assignment.sizes.items()))
+                return (f"with {sizes} left pattern {k + 1} has shape {list(shapes[0])}, its right side "
+                        f"{list(shapes[1])}")
+    return None
 
 
 def _shape_or_none(lang: ir.Language, p: ir.Pattern, env: dict) -> tuple | None:
