@@ -5,6 +5,7 @@ import argparse
 import os
 import sys
 import tempfile
+from pathlib import Path
 
 from eqdsl.cli.common import (
     AT_LEAST_ONE,
@@ -109,6 +110,28 @@ def cmd_compile(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_fmt(args: argparse.Namespace) -> int:
+    from eqdsl.frontend.fmt import format_text
+    from eqdsl.output import write_file_atomically
+
+    path = Path(args.file)
+    try:
+        text = path.read_text()
+    except (OSError, UnicodeDecodeError) as err:
+        raise EqdslError.one(f"cannot read {path}: {err}; expected a .eqr file") from None
+    formatted = format_text(text, str(path))
+    if args.check:
+        if formatted != text:
+            print(f"{path}: not formatted (`eqdsl fmt --write {path}` formats it)", file=sys.stderr)
+        return 0 if formatted == text else 1
+    if not args.write:
+        sys.stdout.write(formatted)
+    elif formatted != text:  # the file the user named, replaced whole or not at all
+        write_file_atomically(path, formatted)
+        print(f"formatted {path}", file=sys.stderr)
+    return 0
+
+
 def _language_commands(sub) -> None:
     c = sub.add_parser("check", help="check a .eqr file; print every error")
     c.add_argument("file", help="a .eqr path or a shipped ruleset name")
@@ -127,4 +150,9 @@ def _language_commands(sub) -> None:
     c.add_argument("--target", help=TARGET_HELP)
     c.add_argument("--no-ref", action="store_true", help=NO_REF_HELP)
     c.set_defaults(fn=in_worker(cmd_verify))
+    c = sub.add_parser("fmt", help="print a .eqr file in one canonical layout (comments kept)")
+    c.add_argument("file", help="a .eqr file")
+    c.add_argument("--write", action="store_true", help="replace the file with its formatted text (atomically)")
+    c.add_argument("--check", action="store_true", help="print nothing; exit 1 if the file is not formatted")
+    c.set_defaults(fn=in_worker(cmd_fmt))
 

@@ -49,6 +49,23 @@ def parse_text(text: str, file: str) -> ast.Module:
     return module
 
 
+def comments_of(text: str) -> list[tuple[int, int, str]]:
+    """Every `# ...` comment of a `.eqr` text as (line, column, text), both 1-based; a `#` inside
+    a string literal is not one (strings do not span lines)."""
+    found = []
+    for number, line in enumerate(text.splitlines(), 1):
+        in_string = escaped = False
+        for col, ch in enumerate(line, 1):
+            if in_string:
+                in_string, escaped = (not (ch == '"' and not escaped)), (ch == "\\" and not escaped)
+            elif ch == '"':
+                in_string = True
+            elif ch == "#":
+                found.append((number, col, line[col - 1:]))
+                break
+    return found
+
+
 I64 = (-(1 << 63), (1 << 63) - 1)  # egglog's i64: the Int every rule, cost and program uses
 
 
