@@ -58,3 +58,16 @@ def test_parentheses_are_kept_exactly_where_precedence_needs_them(cost):
     once = format_text(text, "x.eqr")
     assert _without_spans(parse_text(once, "f").items) == _without_spans(parse_text(text, "f").items)
     assert once.splitlines()[-1] == f"cost f(a) = {cost}".replace("(a[0] - a[1]) - 1", "a[0] - a[1] - 1")
+
+
+def test_an_egglog_block_is_kept_verbatim_and_verify_says_it_cannot_see_it(tmp_path, run_cli):
+    from test_front_end import BLOCKY
+
+    once = format_text(BLOCKY, "b.eqr")
+    assert "egglog {\n    (rewrite (mul x (num 1)) x :ruleset user)\n}" in once and format_text(once, "b.eqr") == once
+    (tmp_path / "blocky.eqr").write_text(BLOCKY)
+    (tmp_path / "blocky_ref.py").write_text(
+        "from eqdsl.languages.base import Leaf\nSEMANTICS = {'num': Leaf(lambda v: ()), 'var': Leaf(lambda n: ()),"
+        " 'mul': lambda a, b: a * b}\n")
+    code, out, _ = run_cli("verify", tmp_path / "blocky.eqr")
+    assert "not verified: the egglog block at" in out and "blocky.eqr:10" in out

@@ -147,3 +147,31 @@ def test_an_operator_block_is_its_declaration_shape_and_cost(tmp_path):
     (tmp_path / "typo.eqr").write_text(BLOCKS.replace("cost = 0;", "price = 0;"))
     with pytest.raises(EqdslError, match="expected 'cost' or 'shape' or '}'"):
         load_language(str(tmp_path / "typo.eqr"))
+
+
+BLOCKY = """language blocky
+sort N
+op num(v: Int) -> N
+op var(name: Str) -> N
+op mul(a: N, b: N) -> N
+cost num, var = 0
+cost mul = 4
+# an egglog rewrite, in egglog's own syntax: `user` runs with the single-pattern rules
+egglog {
+    (rewrite (mul x (num 1)) x :ruleset user)
+}
+program main:
+  root mul(var("a"), num(1))
+"""
+
+
+def test_an_egglog_block_runs_verbatim_and_egglog_checks_it(tmp_path, run_cli):
+    (tmp_path / "blocky.eqr").write_text(BLOCKY)
+    (tmp_path / "run.yaml").write_text("ruleset: blocky.eqr\nprogram: blocky.eqr\nextract: {method: greedy}\n")
+    code, out, err = run_cli("run", tmp_path / "run.yaml", "--output", tmp_path / "out", "--quiet")
+    assert code == 0, out + err
+    assert json.loads((tmp_path / "out" / "report.json").read_text())["optimized_program"].strip().endswith(
+        'root var("a")')
+    (tmp_path / "bad.eqr").write_text(BLOCKY.replace("(mul x (num 1))", "(mull x (num 1))"))
+    code, _, err = run_cli("check", tmp_path / "bad.eqr")
+    assert code == 2 and "bad.eqr:10:" in err and "egglog rejects this block" in err and "mull" in err

@@ -28,6 +28,11 @@ def cmd_check(args: argparse.Namespace) -> int:
     lang = load_language(args.file)
     for warning in guard_warnings(lang):
         print(warning.render(), file=sys.stderr)
+    from eqdsl.egglog.blocks import egglog_block_errors
+
+    blocks = egglog_block_errors(lang)
+    if blocks:
+        raise EqdslError(blocks)
     unsound = shape_changing_rules(lang)
     if unsound:
         raise EqdslError([Diagnostic(f"rule {rule.name} unions terms of different shapes: {example}; "
@@ -95,6 +100,9 @@ def _verify(args: argparse.Namespace) -> int:
             stdout.print("        no valid example could be drawn: the rule never applies", markup=False)
     stdout.print(f"{len(rules) - failed}/{len(rules)} rules (operator checks op:* included) passed, "
                  f"seed {args.seed}", markup=False)
+    for _, span in lang.egglog:
+        stdout.print(f"not verified: the egglog block at {span.file}:{span.line} (verify sees .eqr rules only; "
+                     "its rewrites are the author's to prove)", markup=False)
     return 1 if failed else 0
 
 

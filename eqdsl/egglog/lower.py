@@ -21,6 +21,7 @@ from eqdsl import ir
 from eqdsl.diagnostics import EqdslError
 from eqdsl.egglog.names import (
     PRIM_SORTS,
+    USER_RULESET,
     VEC_SORT,
     Sampled,
     egg_name,
@@ -62,6 +63,10 @@ def lower_language(lang: ir.Language) -> Lowered:
         sections.append(rule_text(query, actions, ruleset_of(rule), rule.name))
         if rule.is_multi and all(isinstance(p, ir.PApp) for p in rule.lhs):
             sampled[rule.name] = sampled_form(lang, rule, query, actions)
+    if lang.egglog:  # the author's own egglog, verbatim, after what eqdsl declared; its rules go in `user`
+        sections.append(f"(ruleset {USER_RULESET})")
+        for text, span in lang.egglog:
+            sections += [f";; ---- egglog block at {span.file}:{span.line} ----", text.strip()]
     sections.extend(_groups(lang))
     shaped = [s for s in lang.sorts.values() if s.shape_type is not None]
     return Lowered(
@@ -133,7 +138,7 @@ def _shape_rule(lang: ir.Language, rule: ir.ShapeRule) -> str:
 
 
 def _groups(lang: ir.Language) -> list[str]:
-    single = " ".join(ruleset_of(r) for r in lang.single_rules)
+    single = " ".join([*(ruleset_of(r) for r in lang.single_rules), *([USER_RULESET] if lang.egglog else [])])
     multi = " ".join(ruleset_of(r) for r in lang.multi_rules)
     out = [";; ---- groups ----"]
     for name, members in (("single", single), ("multi", multi)):

@@ -18,6 +18,7 @@ PRIM_SORTS = {ir.Prim.INT: "i64", ir.Prim.STR: "String", ir.Prim.BOOL: "bool", i
 
 
 GROUPS = ("single", "multi", "all")
+USER_RULESET = "user"  # an `egglog { ... }` block's rules: `:ruleset user` runs them with the single-pattern rules
 
 
 @functools.cache

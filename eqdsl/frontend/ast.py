@@ -218,6 +218,15 @@ class CostDecl:
 
 
 @dataclass(frozen=True)
+class EgglogDecl:
+    """`egglog { ... }`: egglog commands passed through verbatim (eqdsl's checks cannot see them)."""
+
+    text: str
+    span: Span
+    text_line: int  # the line the text starts on
+
+
+@dataclass(frozen=True)
 class LetStmt:
     name: str
     value: Expr
@@ -238,7 +247,7 @@ class ProgramDecl:
 
 
 Item = (LanguageDecl | IncludeDecl | SortDecl | OpDecl | RuleDecl | ShapeDecl | CostDecl
-        | ProgramDecl)
+        | ProgramDecl | EgglogDecl)
 
 
 @dataclass(frozen=True)

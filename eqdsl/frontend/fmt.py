@@ -13,6 +13,7 @@ the grammar's precedence allows.
 from __future__ import annotations
 
 import json
+import textwrap
 from dataclasses import dataclass
 
 from eqdsl.frontend import ast
@@ -93,6 +94,9 @@ def _item(item: ast.Item, members: list[ast.Item]) -> str:
             return f"cost {', '.join(ops)} = {expr(body)}"
         case ast.CostDecl(ops=ops, params=params, body=body):
             return f"cost {ops[0]}({', '.join(params or ())}) = {expr(body)}"
+        case ast.EgglogDecl(text=text):  # verbatim, re-indented
+            verbatim = textwrap.dedent("\n".join(line.rstrip() for line in text.strip("\n").splitlines()))
+            return "\n".join(["egglog {", *(INDENT + line if line else "" for line in verbatim.splitlines()), "}"])
         case ast.ProgramDecl(name=name, stmts=stmts):
             return "\n".join([f"program {name}:"] + [INDENT + _stmt(s) for s in stmts])
     raise AssertionError(item)

@@ -114,7 +114,8 @@ def check_modules(modules: list[ast.Module]) -> ir.Language:
     sink.raise_if_any()
     lineage = tuple((decl.name, m.file) for m in modules for decl in m.items
                     if isinstance(decl, ast.LanguageDecl))
-    return ir.Language(name, sorts, ops, tuple(rules), shapes, costs, programs, params, lineage)
+    egglog = tuple((d.text, Span(d.span.file, d.text_line, 1)) for d in of(ast.EgglogDecl))
+    return ir.Language(name, sorts, ops, tuple(rules), shapes, costs, programs, params, lineage, egglog)
 
 
 def load_language(ref: str | Path, base: Path | None = None) -> ir.Language:

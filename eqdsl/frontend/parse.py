@@ -244,6 +244,10 @@ class _ToAst(Transformer):
     def cost_const(self, meta, c):
         return ast.CostDecl(tuple(str(n) for n in c[:-1]), None, c[-1], self._s(meta))
 
+    def egglog(self, meta, c):
+        text = "\n".join(str(t) for t in c)  # pieces around an .eqr comment
+        return ast.EgglogDecl(text, self._s(meta), c[0].line if c else meta.line)
+
     def program(self, meta, c):
         return ast.ProgramDecl(str(c[0]), tuple(c[1:]), self._s(meta))
 

@@ -285,6 +285,8 @@ class Language:
     # (language name, .eqr file) of this language and every language it includes, included first:
     # where reference semantics are looked up (eqdsl.verify.semantics)
     lineage: tuple[tuple[str, str], ...] = ()
+    # `egglog { ... }` blocks: (text, the .eqr span of its first line), appended verbatim
+    egglog: tuple[tuple[str, Span], ...] = ()
 
     @property
     def single_rules(self) -> tuple[Rule, ...]:
