@@ -331,7 +331,7 @@ FAMILIES: dict[str, Callable[..., Callable[..., Any]]] = {
     "product": fixed(_run_matmul), "convolution": fixed(_run_conv2d), "pool": lambda op, is_max: _run_pool(is_max),
     "normalize": fixed(_run_batchnorm), "layout": lambda op, planner: (lambda *args: run_layout(planner, *args)),
 }
-RUNNERS: dict[str, Callable[..., Any]] = {spec.name: FAMILIES[spec.cpu.family](spec.name, *spec.cpu.params)
+RUNNERS: dict[str, Callable[..., Any]] = {spec.name: FAMILIES[spec.cpu.family](spec.name, **spec.cpu.kwargs)
                                           for spec in OPS if spec.cpu is not None}
 
 

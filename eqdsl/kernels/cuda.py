@@ -316,7 +316,7 @@ FAMILIES: dict[str, Callable[..., Callable[..., Any]]] = {
     "pool": lambda op, is_max: _launch_pool(is_max), "normalize": fixed(_launch_batchnorm),
     "layout": lambda op, planner: (lambda *args, out=None: launch_layout(planner, *args, out=out)),
 }
-LAUNCHERS: dict[str, Callable[..., Any]] = {spec.name: FAMILIES[spec.cuda.family](spec.name, *spec.cuda.params)
+LAUNCHERS: dict[str, Callable[..., Any]] = {spec.name: FAMILIES[spec.cuda.family](spec.name, **spec.cuda.kwargs)
                                             for spec in OPS if spec.cuda is not None}
 
 

@@ -1,7 +1,7 @@
 """How tensor-language operators are written as ONNX nodes: the export families the operator
 table (`eqdsl.languages.tensor.ops`, column `onnx_out`) names.
 
-Contract: `FAMILIES[family](op, *params)` returns an `Emit`: `emit(emitter, i, args)` appends the
+Contract: `FAMILIES[family](op, **params)` returns an `Emit`: `emit(emitter, i, args)` appends the
 ONNX nodes for program node i (tensor operands already ONNX value names in `args`, the rest as
 the program holds them) to `emitter` and returns the name of the value holding its result.
 """
@@ -184,8 +184,8 @@ def _capture(e: Emitter, name: str, value: str) -> None:
 
 
 FAMILIES: dict[str, Callable[..., Emit]] = {
-    "simple": lambda op, op_type: _simple(op_type), "product": fixed(_matmul), "conv": fixed(_conv),
-    "pool": lambda op, op_type: _pool(op_type),
+    "simple": lambda op, onnx_type: _simple(onnx_type), "product": fixed(_matmul), "conv": fixed(_conv),
+    "pool": lambda op, onnx_type: _pool(onnx_type),
     "permute": fixed(lambda e, i, a: e.node("Transpose", [a[0]], f"t{i}", perm=list(a[1]))),
     "join": fixed(_concat), "cut": fixed(_split), "part": lambda op, k: _part(k), "view": fixed(_reshape),
     "normalize": fixed(lambda e, i, a: e.node("BatchNormalization", a, f"t{i}", epsilon=1e-5)),

@@ -1,7 +1,7 @@
 """How ONNX operators become tensor-language terms: the import families the operator table
 (`eqdsl.languages.tensor.ops`, column `onnx_in`) names.
 
-Contract: `FAMILIES[family](op, *params)` returns a `Handler`: `handler(reader, node, attrs)` gives
+Contract: `FAMILIES[family](op, **params)` returns a `Handler`: `handler(reader, node, attrs)` gives
 one value per node output (a program `Tensor`, or a NumPy constant not yet used as a tensor), or
 raises `NodeError` for what it cannot import exactly. A binary operator whose operands do not
 broadcast the language's way becomes an opaque node (`opaque_of`), exactly as written.
@@ -189,11 +189,11 @@ def _activation(op: str) -> Handler:
     return lambda r, node, attrs: [r.g.op(op, r.tensor(node.input[0]))]
 
 
-def _plain(op: str, *fixed_attrs: tuple[str, Any]) -> Handler:
+def _plain(op: str, attrs: tuple[tuple[str, Any], ...] = ()) -> Handler:
     """A node whose inputs are `op`'s tensor arguments in order and whose attributes its semantics
     fix (`fixed_attrs`, name and value; ONNX's defaults as a rule): another value keeps the node
     opaque (NodeError). The form of an operator that is ONNX's own (`LayerNormalization`)."""
-    fixed_values = dict(fixed_attrs)
+    fixed_values = dict(attrs)
 
     def handle(r: Reader, node: onnx.NodeProto, attrs: dict) -> list[Value]:
         for key, value in attrs.items():

@@ -52,7 +52,7 @@ class Imported:
 
 def _handlers() -> dict[str, Handler]:
     """ONNX op_type → its handler, from the operator table's `onnx_in` column."""
-    return {op_type: FAMILIES[f.family](spec.name, *f.params) for spec in OPS for op_type, f in spec.onnx_in}
+    return {op_type: FAMILIES[f.family](spec.name, **f.kwargs) for spec in OPS for op_type, f in spec.onnx_in}
 
 
 HANDLERS: dict[str, Handler] = _handlers()

@@ -36,8 +36,9 @@ OPSET = opaque.DEFAULT_OPSET
 # semantics (ReduceMean's `axes` attribute before 18, an input from 18 on).
 OWN_MIN_OPSET = 13
 # from the operator table: the ONNX node types that need a later opset, the activations by code
-MIN_OPSET = {s.onnx_out.params[0]: s.min_opset for s in OPS if s.min_opset and s.onnx_out and s.onnx_out.params}
-ACT_OPS: dict[int, str] = {s.act: s.onnx_out.params[0] for s in OPS if s.act is not None and s.onnx_out}
+MIN_OPSET = {s.onnx_out.kwargs["onnx_type"]: s.min_opset for s in OPS
+             if s.min_opset and s.onnx_out and "onnx_type" in s.onnx_out.kwargs}
+ACT_OPS: dict[int, str] = {s.act: s.onnx_out.kwargs["onnx_type"] for s in OPS if s.act is not None and s.onnx_out}
 
 
 class Emitter:
@@ -151,7 +152,7 @@ def _weight(weights: Weights, wid: str, dims: tuple[int, ...]) -> np.ndarray:
     return value.reshape(dims)
 
 
-EMITTERS: dict[str, Emit] = {spec.name: FAMILIES[spec.onnx_out.family](spec.name, *spec.onnx_out.params)
+EMITTERS: dict[str, Emit] = {spec.name: FAMILIES[spec.onnx_out.family](spec.name, **spec.onnx_out.kwargs)
                              for spec in OPS if spec.onnx_out is not None}
 EXTERNAL_DATA_BYTES = 1 << 30  # protobuf cannot hold 2 GiB: larger models keep weights beside the file
 

@@ -10,8 +10,10 @@ operator themselves.
 
 An interpretation the drivers build is a `Form`: the name of a family of code in that driver (its
 `FAMILIES` table: `unary` kernels, `simple` ONNX nodes, ...) with the family's parameters. The
-driver calls `FAMILIES[form.family](op_name, *form.params)`. Data rather than functions, because
-the drivers sit above this layer (the ONNX and Numba imports are theirs, made only when used).
+driver calls `FAMILIES[form.family](op_name, **form.kwargs)`: parameters are named (`pool`'s
+`kind="max"` imports a MaxPool, its export's `onnx_type="MaxPool"`, its kernel's `is_max=True`).
+Data rather than functions, because the drivers sit above this layer (the ONNX and Numba imports
+are theirs, made only when used).
 
 Contract: `OPS` lists one `OpSpec` per operator of `tensor.eqr`, in its order (tests/test_ops.py
 checks both ways); `SPECS` maps names to them. `None` for a kernel or an export form says the
@@ -36,11 +38,15 @@ class Form:
     after the operator's name."""
 
     family: str
-    params: tuple[Any, ...] = ()
+    params: tuple[tuple[str, Any], ...] = ()  # (name, value): the family's keyword arguments
+
+    @property
+    def kwargs(self) -> dict[str, Any]:
+        return dict(self.params)
 
 
-def form(family: str, *params: Any) -> Form:
-    return Form(family, params)
+def form(family: str, **params: Any) -> Form:
+    return Form(family, tuple(params.items()))
 
 
 def fixed(code: Any) -> Callable[..., Any]:
@@ -69,19 +75,19 @@ class _Kernels(TypedDict):
     cuda: Form | None
 
 
-def _kernels(family: str, *params: Any) -> _Kernels:
+def _kernels(family: str, **params: Any) -> _Kernels:
     """The same kernel family on both devices."""
-    return {"cpu": form(family, *params), "cuda": form(family, *params)}
+    return {"cpu": form(family, **params), "cuda": form(family, **params)}
 
 
 def _act(code: int, onnx: str, name: str) -> OpSpec:
-    return OpSpec(name, ref.ACTIVATIONS[code], ((onnx, form("unary")),), form("simple", onnx),
-                  **_kernels("unary", code), act=code)
+    return OpSpec(name, ref.ACTIVATIONS[code], ((onnx, form("unary")),), form("simple", onnx_type=onnx),
+                  **_kernels("unary", code=code), act=code)
 
 
 def _concat(name: str) -> OpSpec:
     return OpSpec(name, ref.concat, (("Concat", form("join")),) if name == "concat" else (),
-                  form("join"), **_kernels("layout", "join"))
+                  form("join"), **_kernels("layout", planner="join"))
 
 
 def _opaque(name: str) -> OpSpec:
@@ -92,31 +98,32 @@ OPS: tuple[OpSpec, ...] = (
     OpSpec("input", Leaf(lambda id_, dims: tuple(dims)), timed=False),
     OpSpec("weight", Leaf(lambda id_, dims: tuple(dims)), (("Constant", form("constant")),), timed=False),
     OpSpec("ewadd", lambda a, b: a + b, (("Add", form("commutative")), ("Sub", form("sub")), ("Sum", form("variadic"))),
-           form("simple", "Add"), **_kernels("binary", 0)),
+           form("simple", onnx_type="Add"), **_kernels("binary", code=0)),
     OpSpec("ewmul", lambda a, b: a * b, (("Mul", form("commutative")), ("Div", form("div"))),
-           form("simple", "Mul"), **_kernels("binary", 1)),
-    OpSpec("smul", lambda x, s: x * s.reshape(()), (), form("simple", "Mul")),
+           form("simple", onnx_type="Mul"), **_kernels("binary", code=1)),
+    OpSpec("smul", lambda x, s: x * s.reshape(()), (), form("simple", onnx_type="Mul")),
     _act(2, "Relu", "relu"),
     _act(3, "Tanh", "tanh"),
     _act(1, "Sigmoid", "sigmoid"),
     OpSpec("matmul", lambda act, a, b: ref.ACTIVATIONS[act](a @ b),
            (("MatMul", form("product")), ("Gemm", form("gemm"))), form("product"), **_kernels("product")),
     OpSpec("conv2d", ref.conv2d, (("Conv", form("conv")),), form("conv"), **_kernels("convolution")),
-    OpSpec("poolmax", ref.poolmax, (("MaxPool", form("pool", "max")), ("GlobalMaxPool", form("global_pool", "max"))),
-           form("pool", "MaxPool"),
-           **_kernels("pool", True)),
+    OpSpec("poolmax", ref.poolmax,
+           (("MaxPool", form("pool", kind="max")), ("GlobalMaxPool", form("global_pool", kind="max"))),
+           form("pool", onnx_type="MaxPool"),
+           **_kernels("pool", is_max=True)),
     OpSpec("poolavg", ref.poolavg,
-           (("AveragePool", form("pool", "avg")), ("GlobalAveragePool", form("global_pool", "avg"))),
-           form("pool", "AveragePool"), **_kernels("pool", False)),
+           (("AveragePool", form("pool", kind="avg")), ("GlobalAveragePool", form("global_pool", kind="avg"))),
+           form("pool", onnx_type="AveragePool"), **_kernels("pool", is_max=False)),
     OpSpec("transpose", lambda x, perm: np.transpose(x, perm), (("Transpose", form("permute")),),
-           form("permute"), **_kernels("layout", "permute")),
-    OpSpec("enlarge", ref.enlarge, (), None, **_kernels("layout", "centre")),
-    OpSpec("merge", ref.merge, (), None, **_kernels("layout", "regroup")),
+           form("permute"), **_kernels("layout", planner="permute")),
+    OpSpec("enlarge", ref.enlarge, (), None, **_kernels("layout", planner="centre")),
+    OpSpec("merge", ref.merge, (), None, **_kernels("layout", planner="regroup")),
     _concat("concat"), _concat("concat3"), _concat("concat4"), _concat("concat5"),
-    OpSpec("split", ref.split, (("Split", form("cut")),), form("cut"), **_kernels("layout", "cut"),
+    OpSpec("split", ref.split, (("Split", form("cut")),), form("cut"), **_kernels("layout", planner="cut"),
            parts=("split0", "split1")),
-    OpSpec("split0", lambda t: t[0], (), form("part", 0), view=True, timed=False),
-    OpSpec("split1", lambda t: t[1], (), form("part", 1), view=True, timed=False),
+    OpSpec("split0", lambda t: t[0], (), form("part", k=0), view=True, timed=False),
+    OpSpec("split1", lambda t: t[1], (), form("part", k=1), view=True, timed=False),
     OpSpec("reshape", ref.reshape, (("Reshape", form("view")), ("Flatten", form("flatten"))),
            form("view"), view=True),
     OpSpec("batchnorm", ref.batchnorm, (("BatchNormalization", form("normalize")),), form("normalize"),
@@ -124,15 +131,15 @@ OPS: tuple[OpSpec, ...] = (
     OpSpec("dropout", lambda x: x, (("Dropout", form("alias")), ("Identity", form("alias"))), form("alias"),
            view=True, timed=False),
     OpSpec("noop", lambda a, b: (a, b), timed=False),
-    OpSpec("pad2d", ref.pad, (), form("pad"), **_kernels("layout", "pad")),
+    OpSpec("pad2d", ref.pad, (), form("pad"), **_kernels("layout", planner="pad")),
     *(_opaque(f"opaque{n}") for n in range(1, opaque.MAX_INPUTS + 1)),
     OpSpec("scalar", ref.scalar, timed=False),
-    OpSpec("clip", ref.clip, (("Clip", form("clamp")),), form("simple", "Clip"), cpu=None, cuda=None),
-    OpSpec("hardswish", ref.hardswish, (("HardSwish", form("unary")),), form("simple", "HardSwish"),
-           **_kernels("pointwise", ref.hardswish_element), min_opset=14),
+    OpSpec("clip", ref.clip, (("Clip", form("clamp")),), form("simple", onnx_type="Clip"), cpu=None, cuda=None),
+    OpSpec("hardswish", ref.hardswish, (("HardSwish", form("unary")),), form("simple", onnx_type="HardSwish"),
+           **_kernels("pointwise", element=ref.hardswish_element), min_opset=14),
     OpSpec("layernorm", ref.layernorm,
-           (("LayerNormalization", form("plain", ("axis", -1), ("epsilon", 1e-5), ("stash_type", 1))),),
-           form("simple", "LayerNormalization"), min_opset=17),
+           (("LayerNormalization", form("plain", attrs=(("axis", -1), ("epsilon", 1e-5), ("stash_type", 1)))),),
+           form("simple", onnx_type="LayerNormalization"), min_opset=17),
     OpSpec("bnscale", ref.bnscale),  # of weights only: folded before export and execution
     OpSpec("bnshift", ref.bnshift),
 )
