@@ -85,6 +85,19 @@ class ValidateConfig:
     run_ref: bool = True  # load a user ruleset's `_ref.py` (Python); `--no-ref` turns it off
 
 
+def _with_key(data: Any, keys: list[str], value: Any, whole: str) -> Any:
+    """`data` with the nested key set to `value` (mappings made where missing)."""
+    if not keys[0]:
+        raise EqdslError.one(f"--set {whole}: expected a dotted key such as schedule.iter_limit")
+    if data is None:
+        data = {}
+    if not isinstance(data, dict):
+        raise EqdslError.one(f"--set {whole}: `{keys[0]}` is inside a value that is not a mapping")
+    data = dict(data)
+    data[keys[0]] = value if len(keys) == 1 else _with_key(data.get(keys[0]), keys[1:], value, whole)
+    return data
+
+
 def parse_config(data: Any, source: Path) -> RunConfig:
     """Every section is read even when an earlier one is bad: all their errors are reported."""
     base = source.parent
@@ -126,12 +139,16 @@ def parse_config(data: Any, source: Path) -> RunConfig:
                      export_given, execute, he, report == "html")
 
 
-def load_config(path: Path) -> RunConfig:
+def load_config(path: Path, overrides: tuple[tuple[str, Any], ...] = ()) -> RunConfig:
+    """The config at `path`, with `overrides` ((`schedule.iter_limit`, 5), ...: `--set`) applied to
+    its YAML before it is read, so they are checked as the file's own keys are."""
     try:
         text = path.read_text()
     except (OSError, UnicodeDecodeError) as err:
         raise EqdslError.one(f"cannot read config {path}: {err}") from None
     data = load_yaml(text, str(path))
+    for key, value in overrides:
+        data = _with_key(data, key.split("."), value, key)
     try:
         return parse_config(data, path)
     except EqdslError as err:

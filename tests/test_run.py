@@ -178,3 +178,14 @@ def test_an_integer_past_64_bits_is_refused_where_it_is_written(tmp_path, run_cl
     code, _, err = run_cli("run", tmp_path / "c.yaml", "--output", tmp_path / "out")
     assert code == 2 and "p.eqr:2:26: error: integer 10000000000000000000000000000000000000 is out of range" in err
     assert "egglog" not in err
+
+
+def test_set_overrides_one_key_checked_as_the_files_own(tmp_path, run_cli):
+    config = EXAMPLES / "arith" / "config.yaml"
+    code, out, err = run_cli("run", config, "--output", tmp_path / "o", "--quiet", "--set", "schedule.iter_limit=1",
+                             "--set", "extract={method: greedy}")
+    assert code == 0, out + err
+    effective = json.loads((tmp_path / "o" / "report.json").read_text())["effective_config"]
+    assert effective["schedule"]["iter_limit"] == 1 and effective["extract"]["method"] == "greedy"
+    code, _, err = run_cli("run", config, "--set", "schedule.iter_limit=zero")
+    assert code == 2 and "schedule.iter_limit" in err and "expected an int" in err

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
+from typing import Any, Callable
 
 from rich.console import Console
 
@@ -87,6 +87,19 @@ def shape_flag(text: str) -> tuple[str, tuple[int, ...]]:
     if not name or not shape or any(d <= 0 for d in shape):
         raise argparse.ArgumentTypeError(f"expected INPUT=D1,D2,... with dimensions > 0, got {text!r}")
     return name, shape
+
+
+def setting_flag(text: str) -> tuple[str, Any]:
+    """`KEY=VALUE` of `--set`: the value read as YAML (`5`, `true`, `[greedy]`, `{method: cpsat}`)."""
+    from eqdsl.fields import load_yaml
+
+    key, sep, value = text.partition("=")
+    if not sep or not key.strip():
+        raise argparse.ArgumentTypeError(f"expected KEY=VALUE (e.g. schedule.iter_limit=5), got {text!r}")
+    try:
+        return key.strip(), load_yaml(value, "--set")
+    except EqdslError as err:
+        raise argparse.ArgumentTypeError(f"{text!r}: {err.diagnostics[0].message}") from None
 
 
 def constant_flag(text: str) -> tuple[str, float | int]:

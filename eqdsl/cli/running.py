@@ -12,6 +12,7 @@ from eqdsl.cli.common import (
     NO_REF_HELP,
     Work,
     in_worker,
+    setting_flag,
     stderr,
     stdout,
 )
@@ -29,7 +30,7 @@ def cmd_run(args: argparse.Namespace) -> Work:
     if Path(args.config).suffix.lower() == ".onnx":
         raise EqdslError.one(f"{args.config} is an ONNX model, not a run config; `eqdsl optimize {args.config} "
                              "-o OUT.onnx` optimizes it without one (or name it in a config: program: {onnx: ...})")
-    config = load_config(Path(args.config))
+    config = load_config(Path(args.config), tuple(args.set))
     if args.validate and config.validate is None:
         config = replace(config, validate=ValidateConfig())
     if getattr(args, "execute", False):  # `eqdsl execute`: the config's settings, flags over them
@@ -145,6 +146,9 @@ def _run_options(c, validate_help: str) -> None:
     c.add_argument("--validate", action="store_true", help=validate_help)
     c.add_argument("--force", action="store_true", help=FORCE_HELP)
     c.add_argument("--no-ref", action="store_true", help=NO_REF_HELP)
+    c.add_argument("--set", action="append", type=setting_flag, default=[], metavar="KEY=VALUE",
+                   help="override one config key, checked as the file's own (--set schedule.iter_limit=5, "
+                        "--set 'extract={method: greedy}'); repeatable")
     c.set_defaults(fn=cmd_run)
 
 
