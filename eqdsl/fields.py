@@ -169,7 +169,11 @@ class Reader:
     def finish(self) -> None:
         unknown = self.unknown()
         if unknown:
-            raise EqdslError.one(f"unknown key; expected one of: {', '.join(sorted(self.used))}",
+            import difflib
+
+            close = difflib.get_close_matches(unknown[0], sorted(self.used), n=1)
+            hint = f" (did you mean {close[0]!r}?)" if close else ""
+            raise EqdslError.one(f"unknown key; expected one of: {', '.join(sorted(self.used))}{hint}",
                                  path=self.at(unknown[0]))
 
 

@@ -189,3 +189,14 @@ def test_set_overrides_one_key_checked_as_the_files_own(tmp_path, run_cli):
     assert effective["schedule"]["iter_limit"] == 1 and effective["extract"]["method"] == "greedy"
     code, _, err = run_cli("run", config, "--set", "schedule.iter_limit=zero")
     assert code == 2 and "schedule.iter_limit" in err and "expected an int" in err
+
+
+def test_version_and_a_mistyped_key_gets_the_closest_one(tmp_path, run_cli, capfd):
+    from eqdsl.cli import main
+
+    with pytest.raises(SystemExit) as done:
+        main(["--version"])
+    assert done.value.code == 0 and capfd.readouterr().out.startswith("eqdsl ")
+    (tmp_path / "c.yaml").write_text("ruleset: arith\nprogram: x.eqr\nschedule: {iter_limt: 3}\n")
+    code, _, err = run_cli("run", tmp_path / "c.yaml")
+    assert code == 2 and "schedule.iter_limt" in err and "did you mean 'iter_limit'?" in err

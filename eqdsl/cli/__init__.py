@@ -29,6 +29,7 @@ from eqdsl.output import remove_prepared
 
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="eqdsl", description="Equality saturation for tensor programs.")
+    p.add_argument("--version", action="version", version=f"eqdsl {_version()}")
     sub = p.add_subparsers(dest="command", required=True)
     _language_commands(sub)
     _synthesis_commands(sub)
@@ -36,6 +37,15 @@ def build_parser() -> argparse.ArgumentParser:
     add_optimize_command(sub)
     _file_commands(sub)
     return p
+
+
+def _version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("eqdsl")
+    except PackageNotFoundError:  # run from a source tree without installing
+        return "(not installed)"
 
 
 def main(argv: list[str] | None = None) -> int:
