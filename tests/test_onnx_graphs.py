@@ -215,7 +215,7 @@ def test_an_unchanged_program_is_handed_back_as_written_only_if_that_is_faster(t
     import eqdsl.exports.onnx as export
     from eqdsl.onnx.runtime import RuntimeCheck
 
-    def times(original, others, runs, seed, fixed=None, shapes=None, device="cpu"):  # runs in the worker process
+    def times(original, others, runs, seed, thread_counts=None, fixed=None, shapes=None, device="cpu"):  # runs in the worker process
         assert [Path(o).stem for o in others] == ["written"]  # your file is not timed against itself
         interval = (0.7, 0.9) if written_faster else (0.9, 1.2)
         return [RuntimeCheck(True, 0.0, runs, {1: 1.0}, {1: 0.8 if written_faster else 1.0}, "agree", interval)]

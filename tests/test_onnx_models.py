@@ -159,7 +159,7 @@ def test_a_model_measured_slower_is_not_handed_back(tmp_path, run_cli, monkeypat
     import eqdsl.exports.onnx as export
     from eqdsl.onnx.runtime import RuntimeCheck
 
-    def slower(original, others, runs, seed, fixed=None, shapes=None, device="cpu"):
+    def slower(original, others, runs, seed, thread_counts=None, fixed=None, shapes=None, device="cpu"):
         return [RuntimeCheck(True, 0.0, runs, {1: 1.0}, {1: 1.5}, "ONNX Runtime outputs agree", (1.4, 1.6))]
 
     monkeypatch.setattr(export, "compare_many", slower)
@@ -181,7 +181,7 @@ def test_candidates_are_timed_with_the_input_and_the_fastest_is_handed_back(tmp_
     import eqdsl.exports.onnx as export
     from eqdsl.onnx.runtime import RuntimeCheck
 
-    def times(original, others, runs, seed, fixed=None, shapes=None, device="cpu"):  # runs in the worker process
+    def times(original, others, runs, seed, thread_counts=None, fixed=None, shapes=None, device="cpu"):  # runs in the worker process
         ms = {"optimized": 1.5, "candidate-2": 0.8 if fastest == "candidate-2" else 1.2}
         beyond_noise = {"candidate-2": (0.7, 0.9)} if fastest == "candidate-2" else {}
         return [RuntimeCheck(True, 0.0, runs, {1: 1.0}, {1: ms.get(Path(o).stem, 1.3)}, "agree",
