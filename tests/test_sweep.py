@@ -32,7 +32,7 @@ def test_sweep_runs_every_task_records_failures_and_skips_finished_ones(tmp_path
     assert [(r["schedule"].split(",")[0], r["seed"], r["status"]) for r in rows] == [
         ("kind=saturate", "", "ok"), ("kind=mcts", "0", "ok"), ("kind=mcts", "1", "ok"), ("kind=saturate", "", "failed")]
     assert "expected a node limit of at least the input program's 4 e-nodes" in rows[3]["error"]
-    assert float(rows[0]["speedup_pct"]) > 0 and (tmp_path / "out" / "results.md").read_text().count("\n") == 6
+    assert float(rows[0]["speedup"]) > 1 and float(rows[0]["cost_removed_pct"]) > 0 and (tmp_path / "out" / "results.md").read_text().count("\n") == 6
     task = json.loads((tmp_path / "out" / "tasks" / f"{rows[1]['task']}.json").read_text())
     assert task["ok"] and task["rule_matches"] and task["config"]["schedule"]["seed"] == 0
     assert (tmp_path / "out" / "plots" / "speedup_vs_time_input.png").stat().st_size > 0  # one file per model
@@ -48,7 +48,7 @@ def test_sweep_on_ray(tmp_path, run_cli):
                                     "workers": 2, "executor": "ray"}))
     code, out, err = run_cli("sweep", path)
     assert code == 0, out + err
-    assert out.count("% cheaper") == 2 and "on ray (2 at once)" in out
+    assert out.count("× (predicted)") == 2 and "on ray (2 at once)" in out
 
 
 @pytest.mark.parametrize("change, path, message", [

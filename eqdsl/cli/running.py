@@ -111,7 +111,8 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     def progress(task, result, done: int, total: int) -> None:
         what = ", ".join(f"{k}={v}" for k, v in task.labels)
         if result.get("ok"):
-            stdout.print(f"[{done}/{total}] {what}: {result['speedup_pct']:.2f} % cheaper, "
+            ratio = result["original_cost"] / result["best_cost"] if result.get("best_cost") else 1.0
+            stdout.print(f"[{done}/{total}] {what}: {ratio:.2f}× (predicted), "
                          f"{result['optimization_seconds']:.1f} s", markup=False)
         else:
             stdout.print(f"[{done}/{total}] {what}: FAILED: {result.get('error', '')[:300]}", markup=False)
