@@ -146,7 +146,7 @@ def _write_page(report: dict, path: Path) -> None:
               "published without it", file=sys.stderr)
 
 
-SHOWN_LINES = 40
+SHOWN_LINES = 12  # a real model's program runs to hundreds of lines: the folder has it whole
 
 
 def print_summary(result: RunResult, console: Console) -> None:
@@ -159,7 +159,7 @@ def print_summary(result: RunResult, console: Console) -> None:
     lines = result.optimized_text.rstrip().splitlines()
     console.print("\n".join(lines[:SHOWN_LINES]), markup=False)
     if len(lines) > SHOWN_LINES:
-        console.print(f"… {len(lines) - SHOWN_LINES} more line(s): the whole program is in the output folder")
+        console.print(f"… {len(lines) - SHOWN_LINES} more line(s): the whole program is optimized.eqr, in the output")
     if result.measured is not None:
         m = result.measured
         rules = ", ".join(sorted(m.stats.rule_priced)) or "none"

@@ -81,16 +81,25 @@ def line() -> str:
     if "step" in facts:
         parts.append(f"step {facts['step']}")
     if "incumbent" in facts:
-        parts.append(f"incumbent {facts['incumbent']:,.6g}")
+        parts.append(f"incumbent {number(facts['incumbent'])}")
     if "bound" in facts:
-        parts.append(f"bound {facts['bound']:,.6g}")
+        parts.append(f"bound {number(facts['bound'])}")
         if facts.get("incumbent"):
             parts.append(f"gap {max(0.0, 1 - facts['bound'] / facts['incumbent']):.2%}")
     if "best" in facts:
-        parts.append(f"best cost {facts['best']:,.6g}")
+        parts.append(f"best cost {number(facts['best'])}")
     if "note" in facts:
         parts.append(str(facts["note"]))
     return " · ".join(parts)
+
+
+def number(x: float) -> str:
+    """A cost as people read one: whole numbers with thousands separators (93,630,015), small
+    ones to 4 significant digits, astronomical ones in scientific notation; the same for every
+    fact, so an incumbent and its bound line up."""
+    if abs(x) >= 1e15:
+        return f"{x:.4g}"
+    return f"{x:,.0f}" if abs(x) >= 1000 else f"{x:.4g}"
 
 
 class _Line:
