@@ -61,3 +61,23 @@ def test_the_first_language_does_what_the_readme_says(tmp_path, run_cli):
     (tmp_path / "bad.eqr").write_text((first / "mats.eqr").read_text() + "rule flip: matmul(?a, ?b) => matmul(?b, ?a)\n")
     code, _, err = run_cli("check", tmp_path / "bad.eqr")
     assert code == 2 and "rule flip unions terms of different shapes" in err
+
+
+def test_check_and_verify_speak_json_for_scripts(tmp_path, run_cli):
+    import json
+
+    first = ROOT / "examples" / "first"
+    code, out, _ = run_cli("check", first / "mats.eqr", "--json")
+    checked = json.loads(out)
+    assert code == 0 and checked["ok"] and [r["name"] for r in checked["rules"]][-1] == "merge-matmuls"
+    (tmp_path / "bad.eqr").write_text((first / "mats.eqr").read_text() + "rule flip: matmul(?a, ?b) => matmul(?b, ?a)\n")
+    code, out, _ = run_cli("check", tmp_path / "bad.eqr", "--json")
+    refused = json.loads(out)
+    assert code == 2 and not refused["ok"] and refused["diagnostics"][0]["line"] == 30  # the added line
+    (tmp_path / "bad_ref.py").write_text((first / "mats_ref.py").read_text())
+    (tmp_path / "bad.eqr").write_text((first / "mats.eqr").read_text()
+                                      + "rule comm: matmul(?a, ?b) => matmul(?b, ?a) if shape(?a) == shape(?b)\n")
+    code, out, _ = run_cli("verify", tmp_path / "bad.eqr", "--rule", "comm", "--json")
+    verdict = json.loads(out)
+    assert code == 1 and verdict["passed"] == 0 and verdict["rules"][0]["status"] == "FAIL"
+    assert verdict["rules"][0]["counterexample"]["message"] == "left and right sides differ"

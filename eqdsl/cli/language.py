@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import sys
 import tempfile
@@ -20,24 +21,23 @@ from eqdsl.diagnostics import EqdslError
 
 
 def cmd_check(args: argparse.Namespace) -> int:
-    from eqdsl.diagnostics import Diagnostic
-    from eqdsl.frontend import load_language
     from eqdsl.frontend.check.lints import guard_warnings
-    from eqdsl.verify.shape_probe import shape_changing_rules
 
-    lang = load_language(args.file)
-    for warning in guard_warnings(lang):
+    try:
+        lang = _checked(args.file)
+    except EqdslError as err:
+        if not args.json:
+            raise
+        print(json.dumps({"ok": False, "diagnostics": [_diagnostic_json(d) for d in err.diagnostics]}))
+        return 2
+    warnings = guard_warnings(lang)
+    if args.json:
+        print(json.dumps({"ok": True, "language": lang.name, "sorts": len(lang.sorts), "operators": len(lang.ops),
+                          "rules": [{"name": r.name, "multi": r.is_multi, "at": str(r.span)} for r in lang.rules],
+                          "diagnostics": [_diagnostic_json(w) for w in warnings]}))
+        return 0
+    for warning in warnings:
         print(warning.render(), file=sys.stderr)
-    from eqdsl.egglog.blocks import egglog_block_errors
-
-    blocks = egglog_block_errors(lang)
-    if blocks:
-        raise EqdslError(blocks)
-    unsound = shape_changing_rules(lang)
-    if unsound:
-        raise EqdslError([Diagnostic(f"rule {rule.name} unions terms of different shapes: {example}; "
-                                     "expected both sides to have the same shape", rule.span)
-                          for rule, example in unsound])
     single, multi = len(lang.single_rules), len(lang.multi_rules)
     print(f"ok: language {lang.name}: {len(lang.sorts)} sort(s), {len(lang.ops)} operator(s), "
           f"{len(lang.rules)} rule(s) ({single} single, {multi} multi), "
@@ -49,6 +49,30 @@ def cmd_check(args: argparse.Namespace) -> int:
         for rule in lang.rules:
             print(f"  {rule.name}  ({'multi' if rule.name in multi_names else 'single'}-pattern, {rule.span})")
     return 0
+
+
+def _checked(file: str):
+    """The language, its egglog blocks run by egglog and its rules probed for shape changes."""
+    from eqdsl.diagnostics import Diagnostic
+    from eqdsl.egglog.blocks import egglog_block_errors
+    from eqdsl.frontend import load_language
+    from eqdsl.verify.shape_probe import shape_changing_rules
+
+    lang = load_language(file)
+    blocks = egglog_block_errors(lang)
+    if blocks:
+        raise EqdslError(blocks)
+    unsound = shape_changing_rules(lang)
+    if unsound:
+        raise EqdslError([Diagnostic(f"rule {rule.name} unions terms of different shapes: {example}; "
+                                     "expected both sides to have the same shape", rule.span)
+                          for rule, example in unsound])
+    return lang
+
+
+def _diagnostic_json(d) -> dict:
+    where = {"file": d.span.file, "line": d.span.line, "col": d.span.col} if d.span else {"path": d.path}
+    return {"level": d.level, "message": d.message, **where}
 
 
 def cmd_verify(args: argparse.Namespace) -> int:
@@ -64,7 +88,6 @@ def cmd_verify(args: argparse.Namespace) -> int:
 
 
 def _verify(args: argparse.Namespace) -> int:
-    import numpy as np
 
     from eqdsl.frontend import load_language
     from eqdsl.verify.rules import Status, operator_rules, verify_rule
@@ -78,32 +101,57 @@ def _verify(args: argparse.Namespace) -> int:
         missing = sorted(set(args.rule) - {r.name for r in rules})
         if missing:
             raise EqdslError.one(f"no rule named {', '.join(missing)} in {args.file}")
-    failed = 0
+    failed, results = 0, []
     for rule in rules:
         res = verify_rule(lang, sem, rule, args.examples, args.seed)
-        stdout.print(f"{res.status.value:7} {res.name:24} {res.examples:5} examples  {res.seconds:6.2f} s",
-                     markup=False)
+        results.append(res)
         if res.status is not Status.PASSED:
             failed += 1
-        if res.counterexample is not None:
-            c = res.counterexample
-            sizes = ", ".join(f"?{v}: {list(s)}" for v, s in sorted(c.sizes.items()))
-            values = ", ".join(f"{k} = {v}" for k, v in sorted(c.values.items()))
-            stdout.print(f"        {c.message}; max error {c.max_error:.3g}\n        shapes {sizes}"
-                         + (f"; values {values}" if values else ""), markup=False)
-            for name, value in sorted(c.inputs.items()):
-                shown = np.array2string(np.asarray(value), threshold=64, precision=6, separator=", ")
-                stdout.print(f"        ?{name} = " + shown.replace("\n", "\n          "), markup=False)
-            stdout.print(f"        reproduce: eqdsl verify {args.file} --rule {res.name} --seed {args.seed} "
-                         f"--examples {args.examples}", markup=False)
-        elif res.status is Status.VACUOUS:
-            stdout.print("        no valid example could be drawn: the rule never applies", markup=False)
+        if not args.json:
+            _print_verdict(args, res)
+    if args.json:
+        print(json.dumps({"passed": len(rules) - failed, "total": len(rules), "seed": args.seed,
+                          "not_verified": [f"{span.file}:{span.line}" for _, span in lang.egglog],
+                          "rules": [_verdict_json(r) for r in results]}))
+        return 1 if failed else 0
     stdout.print(f"{len(rules) - failed}/{len(rules)} rules (operator checks op:* included) passed, "
                  f"seed {args.seed}", markup=False)
     for _, span in lang.egglog:
         stdout.print(f"not verified: the egglog block at {span.file}:{span.line} (verify sees .eqr rules only; "
                      "its rewrites are the author's to prove)", markup=False)
     return 1 if failed else 0
+
+
+def _verdict_json(res) -> dict:
+    c = res.counterexample
+    example = None if c is None else {"message": c.message, "max_error": c.max_error,
+                                      "sizes": {v: list(s) for v, s in c.sizes.items()},
+                                      "values": {k: v if isinstance(v, (int, float, str)) else str(v)
+                                                 for k, v in c.values.items()}}
+    return {"name": res.name, "status": res.status.value, "examples": res.examples,
+            "seconds": round(res.seconds, 3), "counterexample": example}
+
+
+def _print_verdict(args: argparse.Namespace, res) -> None:
+    """One rule's verdict, and its counterexample with the line that reproduces it."""
+    import numpy as np
+
+    from eqdsl.verify.rules import Status
+
+    stdout.print(f"{res.status.value:7} {res.name:24} {res.examples:5} examples  {res.seconds:6.2f} s", markup=False)
+    c = res.counterexample
+    if c is not None:
+        sizes = ", ".join(f"?{v}: {list(s)}" for v, s in sorted(c.sizes.items()))
+        values = ", ".join(f"{k} = {v}" for k, v in sorted(c.values.items()))
+        stdout.print(f"        {c.message}; max error {c.max_error:.3g}\n        shapes {sizes}"
+                     + (f"; values {values}" if values else ""), markup=False)
+        for name, value in sorted(c.inputs.items()):
+            shown = np.array2string(np.asarray(value), threshold=64, precision=6, separator=", ")
+            stdout.print(f"        ?{name} = " + shown.replace("\n", "\n          "), markup=False)
+        stdout.print(f"        reproduce: eqdsl verify {args.file} --rule {res.name} --seed {args.seed} "
+                     f"--examples {args.examples}", markup=False)
+    elif res.status is Status.VACUOUS:
+        stdout.print("        no valid example could be drawn: the rule never applies", markup=False)
 
 
 def cmd_compile(args: argparse.Namespace) -> int:
@@ -144,6 +192,7 @@ def _language_commands(sub) -> None:
     c = sub.add_parser("check", help="check a .eqr file; print every error")
     c.add_argument("file", help="a .eqr path or a shipped ruleset name")
     c.add_argument("--rules", action="store_true", help="list every rule: name, single- or multi-pattern, where")
+    c.add_argument("--json", action="store_true", help="print one JSON object (ok, rules, diagnostics) instead")
     c.set_defaults(fn=in_worker(cmd_check))
     c = sub.add_parser("compile", help="print the egglog program a .eqr file lowers to")
     c.add_argument("file", help="a .eqr path or a shipped ruleset name")
@@ -157,6 +206,8 @@ def _language_commands(sub) -> None:
     c.add_argument("--seed", type=AT_LEAST_ZERO, default=0, help="seed of the random examples (default 0)")
     c.add_argument("--target", help=TARGET_HELP)
     c.add_argument("--no-ref", action="store_true", help=NO_REF_HELP)
+    c.add_argument("--json", action="store_true", help="print one JSON object (passed, total, rules with "
+                                                       "counterexamples) instead")
     c.set_defaults(fn=in_worker(cmd_verify))
     c = sub.add_parser("fmt", help="print a .eqr file in one canonical layout (comments kept)")
     c.add_argument("file", help="a .eqr file")
