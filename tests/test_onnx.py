@@ -202,6 +202,8 @@ def test_not_an_onnx_file(tmp_path, run_cli):
     (tmp_path / "x.onnx").write_text("hello")
     code, _, err = run_cli("import", "onnx", tmp_path / "x.onnx")
     assert code == 2 and "x.onnx" in err and "Traceback" not in err
+    code, _, err = run_cli("import", "onnx", tmp_path / "missing.onnx")  # not "not a valid ONNX model"
+    assert code == 2 and "missing.onnx: no such file; expected an ONNX model" in err
 
 
 def test_import_and_export_commands(tmp_path, run_cli):

@@ -64,6 +64,9 @@ def _load(path: Path, shapes: Shapes, fixed: set[str]) -> tuple[onnx.ModelProto,
     in external data files. Also the notes on what was changed."""
     from onnx.external_data_helper import load_external_data_for_model, uses_external_data
 
+    if not path.is_file():
+        raise EqdslError.one(f"{path}: no such file; expected an ONNX model (.onnx)"
+                             + (" (it is a folder)" if path.is_dir() else ""))
     try:
         onnx.checker.check_model(str(path), full_check=True)
         model = onnx.load(str(path), load_external_data=False)
