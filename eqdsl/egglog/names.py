@@ -5,18 +5,21 @@ from __future__ import annotations
 import functools
 from dataclasses import dataclass
 
-from egglog import bindings
-
 from eqdsl import ir
 from eqdsl.diagnostics import EqdslError
 from eqdsl.egglog.terms import Unlowerable
 
+
+def _egglog():
+    """egglog's bindings, imported on first use: importing eqdsl (`eqdsl --help`) need not load
+    egglog and what it imports."""
+    from egglog import bindings
+
+    return bindings
+
+
 VEC_SORT = "IVec"
-
-
 PRIM_SORTS = {ir.Prim.INT: "i64", ir.Prim.STR: "String", ir.Prim.BOOL: "bool", ir.Prim.INTS: VEC_SORT}
-
-
 GROUPS = ("single", "multi", "all")
 USER_RULESET = "user"  # an `egglog { ... }` block's rules: `:ruleset user` runs them with the single-pattern rules
 
@@ -24,11 +27,11 @@ USER_RULESET = "user"  # an `egglog { ... }` block's rules: `:ruleset user` runs
 @functools.cache
 def egg_name(op: str) -> str:
     """The op's name in egglog: itself unless egglog already has a primitive of that name."""
-    probe = bindings.EGraph()
+    probe = _egglog().EGraph()
     try:
         probe.parse_and_run_program(f"(sort Probe__)\n(constructor {op} () Probe__)")
         return op
-    except bindings.EggSmolError:  # a clash with a primitive; anything else (a stop) is not a name
+    except _egglog().EggSmolError:  # a clash with a primitive; anything else (a stop) is not a name
         return op + "_"
 
 

@@ -18,7 +18,6 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Callable
 
 from eqdsl.extract import starts
-from eqdsl.extract.cpsat import CpSatExtractor
 from eqdsl.extract.cpsat_options import DEFAULT_WORKERS, CpSatOptions
 from eqdsl.extract.dag import GreedyDagExtractor, best_greedy
 from eqdsl.extract.greedy import GreedyExtractor
@@ -121,7 +120,9 @@ def make_extractor(method: str, cfg: ExtractConfig, path: str = "extract.method"
     return kind.make(cfg.options_for(method), budget or cfg.budget())
 
 
-def _cpsat(options: CpSatOptions, budget: ExtractBudget) -> CpSatExtractor:
+def _cpsat(options: CpSatOptions, budget: ExtractBudget) -> Extractor:
+    from eqdsl.extract.cpsat import CpSatExtractor  # OR-Tools (and the pandas it loads): when used
+
     return CpSatExtractor(time_limit_s=budget.time_s, acyclic=options.acyclic,
                           warm_start=starts.STARTS.get(options.warm_start or "", best_greedy),
                           workers=1 if budget.deterministic else budget.threads, parts=options.parts,
