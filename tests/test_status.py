@@ -33,3 +33,18 @@ def test_nothing_is_drawn_or_kept_without_a_terminal():
         status.update(step=3)
         assert status.line() == "validate 0 s"
     assert out.getvalue() == ""
+
+
+def test_a_stop_message_clears_the_status_line_on_a_terminal_only(monkeypatch):
+    import io
+
+    from eqdsl import worker
+
+    class Terminal(io.StringIO):
+        def isatty(self) -> bool:
+            return True
+
+    for stream, start in ((Terminal(), "\r\033[K"), (io.StringIO(), "interrupted")):
+        monkeypatch.setattr("sys.stderr", stream)
+        worker._say("interrupted: stopped, nothing written")
+        assert stream.getvalue().startswith(start) and stream.getvalue().endswith("nothing written\n")

@@ -69,7 +69,8 @@ def main(argv: list[str] | None = None) -> int:
             if isinstance(outcome, Work):
                 outcome.cleanup()
             remove_prepared()  # a scratch folder made before the command handed it over
-            print("interrupted: stopped, nothing written", file=sys.stderr)
+            print(("\r\033[K" if sys.stderr.isatty() else "") + "interrupted: stopped, nothing written",
+                  file=sys.stderr)  # on a terminal, over the status line
         return 130
 
 

@@ -239,8 +239,9 @@ def _wait(pid: int, status_r: int, cleanup: Callable[[], str | None], unblocked:
 
 
 def _say(line: str) -> None:
+    """`line` on stderr; on a terminal, over the status line a stopped worker left drawn."""
     try:
-        print(line, file=sys.stderr, flush=True)
+        print(("\r\033[K" if sys.stderr.isatty() else "") + line, file=sys.stderr, flush=True)
     except OSError:  # the terminal is gone (SIGHUP): the exit code says it
         pass
 
