@@ -245,17 +245,34 @@ def _measured(r: dict) -> str:
     rows = []
     execution, export = r.get("execution"), r.get("export")
     if isinstance(execution, dict) and "speedup" in execution:
-        rows.append([f"eqdsl's {_e(execution.get('device'))} kernels", _num(execution.get("predicted_speedup")),
-                     _num(execution.get("speedup")), _e(execution.get("ok"))])
+        rows.append([f"eqdsl's {_e(execution.get('device'))} kernels", _ratio(execution.get("predicted_speedup")),
+                     _ratio(execution.get("speedup")), _e(execution.get("ok"))])
     runtime = export.get("runtime") if isinstance(export, dict) else None
     if isinstance(runtime, dict) and isinstance(runtime.get("speedup"), dict):
         for threads, speedup in runtime["speedup"].items():
             rows.append([f"ONNX Runtime CPU, {_e(threads)} thread(s) (exported models)",
-                         _num(runtime.get("predicted_speedup")), _num(speedup), _e(runtime.get("ok"))])
+                         _ratio(runtime.get("predicted_speedup")), _ratio(speedup), _e(runtime.get("ok"))])
     if not rows:
         return ""
-    return "<h2>Predicted and measured</h2>" + _table(["measured on", "predicted speed-up", "measured speed-up",
-                                                       "outputs agree"], rows)
+    return ("<h2>Predicted and measured</h2>" + _table(["measured on", "predicted speed-up", "measured speed-up",
+                                                        "outputs agree"], rows) + _decision(runtime))
+
+
+def _ratio(value: Any) -> str:
+    """A speed-up to three decimals (`1.302×`): more digits than the noise would be noise."""
+    return f"{value:.3f}×" if isinstance(value, (int, float)) and not isinstance(value, bool) else _e(value)
+
+
+def _decision(runtime: Any) -> str:
+    """What the export handed back, and the measurement it decided on (1 thread, 95 %)."""
+    if not isinstance(runtime, dict) or "handed_back" not in runtime:
+        return ""
+    interval = runtime.get("ratio_interval_1_thread")
+    measured = (f"; the optimized model's time ÷ the input's, 1 thread: [{interval[0]:.3f}, {interval[1]:.3f}] "
+                "(95 %)" if isinstance(interval, list) and len(interval) == 2 else "")
+    given = {"input": "your input model, unchanged (the rewrite was not faster beyond noise)",
+             "optimized": "the optimized model"}.get(runtime["handed_back"], f"candidate {runtime['handed_back']}")
+    return f"<p>Handed back as optimized.onnx: <b>{_e(given)}</b>{_e(measured)}.</p>"
 
 
 def _line_chart(series: dict[str, list[tuple[float, float]]], x_label: str, y_label: str) -> str:

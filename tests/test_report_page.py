@@ -115,3 +115,15 @@ def test_eqdsl_report_on_an_edited_report_json_says_what_is_wrong(tmp_path, run_
     (out / "report.json").write_text(json.dumps(report))
     code, _, err = run_cli("report", out)
     assert code == 2 and "not as `eqdsl run` writes it" in err and "Traceback" not in err
+
+
+@pytest.mark.parametrize("handed_back, says", [("input", "your input model, unchanged"),
+                                               ("optimized", "the optimized model")])
+def test_the_page_says_what_the_export_handed_back_and_on_what_measurement(handed_back, says):
+    from eqdsl.report_page import page
+
+    runtime = {"ok": True, "speedup": {"1": 1.0312345, "2": 0.98}, "predicted_speedup": 1.0004,
+               "ratio_interval_1_thread": [0.904, 1.179], "handed_back": handed_back}
+    text = page({"language": "l", "program": "p", "export": {"runtime": runtime}})
+    assert f"Handed back as optimized.onnx: <b>{says}" in text and "[0.904, 1.179] (95 %)" in text
+    assert "<td>1.031×</td>" in text and "1.0312345" not in text  # speed-ups to three decimals
