@@ -43,12 +43,29 @@ def extraction_json(e: Extraction, problem: ExtractionProblem) -> dict:
     }
 
 
+def _rule_texts(lang: ir.Language, outcome: ScheduleOutcome | None) -> dict[str, str]:
+    """The source text of every rule that matched (the report page shows it beside the name)."""
+    matched = {rule for it in (outcome.iterations if outcome else ()) for rule, n in it.matches.items() if n}
+    texts: dict[str, str] = {}
+    lines: dict[str, list[str]] = {}
+    for rule in lang.rules:
+        if rule.name not in matched and rule.name.removesuffix("-rev") not in matched:
+            continue
+        try:
+            source = lines.setdefault(rule.span.file, Path(rule.span.file).read_text().splitlines())
+        except OSError:
+            continue
+        texts[rule.name] = " ".join(line.strip() for line in source[rule.span.line - 1:rule.span.end_line])[:500]
+    return texts
+
+
 def report_json(result: RunResult) -> dict:
     outcome, problem = _finished(result)
     best = result.best
     return {
         "config": None if result.config is None else result.config.raw,
         "effective_config": None if result.config is None else effective(result.config),
+        "rule_text": _rule_texts(result.language, result.outcome),
         "language": result.language.name,
         "program": result.program.name,
         "input_notes": list(result.notes),

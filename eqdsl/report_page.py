@@ -79,8 +79,8 @@ def cost_text(cost: float) -> str:
     return text.rstrip("0").rstrip(".") if "." in text else text
 
 
-def _table(header: list[str], rows: list[list[str]]) -> str:
-    head = "".join(f"<th>{_e(h)}</th>" for h in header)
+def _table(header: list[str], rows: list[list[str]], escaped: bool = False) -> str:
+    head = "".join(f"<th>{h if escaped else _e(h)}</th>" for h in header)
     return "<table><tr>" + head + "</tr>" + "".join("<tr>" + "".join(f"<td>{c}</td>" for c in row) + "</tr>"
                                                     for row in rows) + "</table>"
 
@@ -219,13 +219,16 @@ def _iterations(r: dict) -> str:
     if not iterations:
         return ""
     rules = sorted({rule for it in iterations for rule, n in it.get("matches", {}).items() if n})
-    header = ["iteration", "ruleset", "nodes", "classes", "seconds", *rules]
+    given = r.get("rule_text")
+    texts: dict = given if isinstance(given, dict) else {}
+    named = [f"<abbr title=\"{_e(texts[rule])}\">{_e(rule)}</abbr>" if rule in texts else _e(rule) for rule in rules]
+    header = [_e(h) for h in ("iteration", "ruleset", "nodes", "classes", "seconds")] + named
     rows = [[_num(it.get("iteration")), _e(it.get("ruleset")), _num(it.get("nodes")), _num(it.get("classes") or ""),
              f"{it.get('seconds', 0):.3f}" + (" (rolled back)" if it.get("rolled_back") else ""),
              *(_num(it.get("matches", {}).get(rule, 0)) for rule in rules)] for it in iterations]
     chart = _line_chart({"nodes": [(i, it.get("nodes", 0)) for i, it in enumerate(iterations, 1)]},
                         "iteration", "e-nodes")
-    return "<h2>Exploration</h2>" + chart + "<div class=graph>" + _table(header, rows) + "</div>"
+    return "<h2>Exploration</h2>" + chart + "<div class=graph>" + _table(header, rows, escaped=True) + "</div>"
 
 
 def _extractors(r: dict) -> str:

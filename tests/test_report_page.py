@@ -127,3 +127,13 @@ def test_the_page_says_what_the_export_handed_back_and_on_what_measurement(hande
     text = page({"language": "l", "program": "p", "export": {"runtime": runtime}})
     assert f"Handed back as optimized.onnx: <b>{says}" in text and "[0.904, 1.179] (95 %)" in text
     assert "<td>1.031×</td>" in text and "1.0312345" not in text  # speed-ups to three decimals
+
+
+def test_a_rule_column_shows_the_rules_text(tmp_path, run_cli):
+    code, out, err = run_cli("run", EXAMPLES / "arith" / "config.yaml", "--output", tmp_path / "o", "--quiet",
+                             "--set", "report=html")
+    assert code == 0, out + err
+    report = json.loads((tmp_path / "o" / "report.json").read_text())
+    assert report["rule_text"]["div-self"] == "rule div-self:  div(num(?n), num(?n)) => num(1)  if ?n != 0"
+    assert '<abbr title="rule div-self:  div(num(?n), num(?n)) =&gt; num(1)  if ?n != 0">div-self</abbr>' in \
+        (tmp_path / "o" / "report.html").read_text()
