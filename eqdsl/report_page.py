@@ -282,7 +282,7 @@ def _line_chart(series: dict[str, list[tuple[float, float]]], x_label: str, y_la
     points = [p for s in series.values() for p in s]
     if not points:
         return ""
-    (x0, x1), (y0, y1) = _span([p[0] for p in points]), _span([p[1] for p in points])
+    (x0, x1), (y0, y1) = _span([p[0] for p in points], from_zero=True), _span([p[1] for p in points])
     w, h, pad = 520, 200, 48
 
     def at(x: float, y: float) -> str:
@@ -291,16 +291,25 @@ def _line_chart(series: dict[str, list[tuple[float, float]]], x_label: str, y_la
     parts = [f"<svg xmlns='http://www.w3.org/2000/svg' width='{w}' height='{h}' font-size='11'>",
              f"<line x1='{pad}' y1='{h - pad}' x2='{w - pad}' y2='{h - pad}' stroke='#888'/>",
              f"<line x1='{pad}' y1='{pad}' x2='{pad}' y2='{h - pad}' stroke='#888'/>",
-             f"<text x='{w / 2}' y='{h - 12}' text-anchor='middle'>{_e(x_label)} ({_num(x0)}–{_num(x1)})</text>",
-             f"<text x='8' y='{pad - 16}'>{_e(y_label)} ({_num(y0)}–{_num(y1)})</text>"]
+             f"<text x='{w / 2}' y='{h - 12}' text-anchor='middle'>{_e(x_label)} ({_num(x0)} to {_num(x1)})</text>",
+             f"<text x='8' y='{pad - 16}'>{_e(y_label)} ({_num(y0)} to {_num(y1)})</text>"]
     for n, (name, pts) in enumerate(series.items()):
         colour = (NEW, SAME, GONE)[n % 3]
         parts.append(f"<polyline fill='none' stroke='{colour}' stroke-width='2' points='"
                      + " ".join(at(x, y) for x, y in pts) + "'/>")
+        if len(pts) < 20:  # few points (one CP-SAT round): marked, a line of one point draws nothing
+            parts += [f"<circle cx='{at(x, y).split(',')[0]}' cy='{at(x, y).split(',')[1]}' r='3' fill='{colour}'/>"
+                      for x, y in pts]
         parts.append(f"<text x='{w - pad + 4}' y='{pad + 14 * n}' fill='{colour}'>{_e(name)}</text>")
     return "".join(parts) + "</svg>"
 
 
-def _span(values: list[float]) -> tuple[float, float]:
+def _span(values: list[float], from_zero: bool = False) -> tuple[float, float]:
+    """The axis's range (`from_zero`: from 0 where every value is ≥ 0, as seconds and iterations
+    are), widened where all values are one: a single point sits inside its axis."""
     low, high = min(values), max(values)
-    return (low, high) if high > low else (low - 1, high + 1)
+    if from_zero and low >= 0:
+        low = 0.0
+    if high > low:
+        return low, high
+    return (low, high + 1) if high == 0 else (low - abs(low) / 2, high + abs(high) / 2)

@@ -137,3 +137,10 @@ def test_a_rule_column_shows_the_rules_text(tmp_path, run_cli):
     assert report["rule_text"]["div-self"] == "rule div-self:  div(num(?n), num(?n)) => num(1)  if ?n != 0"
     assert '<abbr title="rule div-self:  div(num(?n), num(?n)) =&gt; num(1)  if ?n != 0">div-self</abbr>' in \
         (tmp_path / "o" / "report.html").read_text()
+
+
+def test_a_chart_of_one_cp_sat_round_shows_its_point_on_a_sensible_axis():
+    from eqdsl.report_page import _line_chart
+
+    svg = _line_chart({"cost": [(0.1808, 100.0)], "bound": [(0.1808, 90.0)]}, "seconds", "cost")
+    assert "seconds (0 to 0.1808)" in svg and "-0.8192" not in svg and svg.count("<circle") == 2
