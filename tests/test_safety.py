@@ -321,7 +321,8 @@ def test_interrupted_commands_leave_no_temporary_files(tmp_path, argv, mid_run):
             assert proc.poll() is None, "the command ended before it wrote anything"
             time.sleep(0.01)
     proc.send_signal(signal.SIGINT)
-    assert proc.wait(timeout=10) == 130
+    code = proc.wait(timeout=10)
+    assert code == 130, proc.stderr.read().decode(errors="replace")[-3000:] if proc.stderr else code
     assert sorted(p.name for p in tmp_path.iterdir()) == ["tmp"]
     assert list((tmp_path / "tmp").iterdir()) == []
 

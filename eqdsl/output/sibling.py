@@ -29,12 +29,15 @@ class Sibling:
         self.made_parents = _missing_parents(target.parent)
         target.parent.mkdir(parents=True, exist_ok=True)
         _sweep_dead_siblings(target)
-        blocked = signal.pthread_sigmask(signal.SIG_BLOCK, _STOP_SIGNALS)  # made and registered, or neither
+        self._lock: int | None = None
+        # made and registered, or neither. Blocking covers this thread only: a stop signal a native
+        # thread (BLAS) receives still interrupts it, so `remove` copes with any step undone
+        blocked = signal.pthread_sigmask(signal.SIG_BLOCK, _STOP_SIGNALS)
         try:
             self.path = Path(tempfile.mkdtemp(prefix=f".{target.name}.eqdsl-", dir=target.parent))
             _PREPARED.append(self)
             (self.path / MARKER).touch()
-            self._lock: int | None = hold_lock(self.path)
+            self._lock = hold_lock(self.path)
         finally:
             signal.pthread_sigmask(signal.SIG_SETMASK, blocked)
 
@@ -43,6 +46,11 @@ class Sibling:
             _PREPARED.remove(self)
         if (self.path / MARKER).exists():
             shutil.rmtree(self.path, ignore_errors=True)
+        else:  # stopped before its marker: the folder mkdtemp made is still empty
+            try:
+                self.path.rmdir()
+            except OSError:
+                pass
         if self._lock is not None:
             os.close(self._lock)
             self._lock = None

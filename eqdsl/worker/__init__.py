@@ -79,19 +79,25 @@ def supervise(work: Callable[[], int], cleanup: Callable[[], str | None] = lambd
             cleanup()
     sweep_abandoned(Path(tempfile.gettempdir()).glob("eqdsl-*"))
     private_tmp = tempfile.mkdtemp(prefix="eqdsl-")
-    lock = hold_lock(Path(private_tmp))
+    lock: int | None = None
 
     def clean_all() -> str | None:
         said = cleanup()
         shutil.rmtree(private_tmp, ignore_errors=True)  # eqdsl's own temporary folder
-        os.close(lock)
+        if lock is not None:
+            os.close(lock)
         return said
 
-    sys.stdout.flush()
-    sys.stderr.flush()
-    # no stop signal between the forks and `_wait`'s handlers: each process unblocks its own
-    unblocked = signal.pthread_sigmask(signal.SIG_BLOCK, STOP_SIGNALS)
-    janitor_fd, janitor = _start_janitor(clean_all, unblocked)
+    try:  # a stop before the janitor can clean for us (a BLAS thread takes the signal): clean here
+        lock = hold_lock(Path(private_tmp))
+        sys.stdout.flush()
+        sys.stderr.flush()
+        # no stop signal between the forks and `_wait`'s handlers: each process unblocks its own
+        unblocked = signal.pthread_sigmask(signal.SIG_BLOCK, STOP_SIGNALS)
+        janitor_fd, janitor = _start_janitor(clean_all, unblocked)
+    except BaseException:
+        shutil.rmtree(private_tmp, ignore_errors=True)
+        raise
     lifeline_r, lifeline_w = os.pipe()
     status_r, status_w = os.pipe()
     pid = os.fork()
