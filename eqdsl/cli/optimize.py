@@ -130,8 +130,7 @@ def _print_table(before: Path, after: Path, result: Any) -> None:
               for p in (before, after)]
     table = Table("", "input", "optimized", title=f"eqdsl optimize {before.name}")
     for op in sorted(set(counts[0]) | set(counts[1])):
-        if counts[0][op] != counts[1][op] or op in counts[0]:
-            table.add_row(op, str(counts[0][op]), str(counts[1][op]))
+        table.add_row(op, str(counts[0][op]), str(counts[1][op]))
     table.add_row("nodes", str(sum(counts[0].values())), str(sum(counts[1].values())), style="bold")
     table.add_row("file size", _size(before), _size(after))
     runtime = _runtime(result)

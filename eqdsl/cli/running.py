@@ -99,7 +99,7 @@ def cmd_sweep(args: argparse.Namespace) -> int:
 
     from eqdsl.sweep.run import run_sweep
     from eqdsl.sweep.spec import load_sweep
-    from eqdsl.sweep.table import write_plots, write_tables
+    from eqdsl.sweep.table import with_ratios, write_plots, write_tables
 
     sweep = load_sweep(Path(args.sweep))
     if args.ray is not None:
@@ -111,7 +111,7 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     def progress(task, result, done: int, total: int) -> None:
         what = ", ".join(f"{k}={v}" for k, v in task.labels)
         if result.get("ok"):
-            ratio = result["original_cost"] / result["best_cost"] if result.get("best_cost") else 1.0
+            ratio = with_ratios(result).get("speedup", 1.0)
             stdout.print(f"[{done}/{total}] {what}: {ratio:.2f}× (predicted), "
                          f"{result['optimization_seconds']:.1f} s", markup=False)
         else:

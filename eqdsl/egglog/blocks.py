@@ -1,8 +1,8 @@
 """`egglog { ... }` blocks of a `.eqr` file, checked by egglog itself (`eqdsl check`).
 
 Contract: `egglog_block_errors(lang)` declares the lowered language (without its blocks) in a
-fresh egglog (its groups left out, a `user` ruleset declared, as `lower_language` writes them
-around the blocks), then runs each block in order; an egglog error becomes a `Diagnostic` at the
+fresh egglog (`Lowered.before_blocks`: everything `lower_language` writes before them), then runs
+each block in order; an egglog error becomes a `Diagnostic` at the
 block's line plus the line egglog names (`In 2:19-25: ...`), with egglog's message. Blocks are
 passed through verbatim after the lowered program (`lower.lower_language`); `eqdsl verify` cannot
 see what they do.
@@ -10,14 +10,12 @@ see what they do.
 from __future__ import annotations
 
 import re
-from dataclasses import replace
 
 from egglog import bindings
 
 from eqdsl import ir
 from eqdsl.diagnostics import Diagnostic, Span
 from eqdsl.egglog.lower import lower_language
-from eqdsl.egglog.names import USER_RULESET
 
 _WHERE = re.compile(r"In (\d+):(\d+)")
 
@@ -26,8 +24,7 @@ def egglog_block_errors(lang: ir.Language) -> list[Diagnostic]:
     if not lang.egglog:
         return []
     egraph = bindings.EGraph()
-    declared = lower_language(replace(lang, egglog=())).text
-    egraph.parse_and_run_program(declared.split(";; ---- groups ----")[0] + f"(ruleset {USER_RULESET})\n")
+    egraph.parse_and_run_program(lower_language(lang).before_blocks)
     problems = []
     for text, span in lang.egglog:
         try:

@@ -44,6 +44,7 @@ class Lowered:
     root_rels: frozenset[str]
     rulesets: dict[str, str] = field(default_factory=dict)  # rule name → ruleset
     sampled: dict[str, Sampled] = field(default_factory=dict)  # multi-pattern rule name → its sampled form
+    before_blocks: str = ""  # the text up to the `egglog { }` blocks (`egglog.blocks` runs each after it)
 
     @functools.cached_property
     def bookkeeping(self) -> frozenset[str]:
@@ -65,8 +66,9 @@ def lower_language(lang: ir.Language) -> Lowered:
             sampled[rule.name] = sampled_form(lang, rule, query, actions)
     if lang.egglog:  # the author's own egglog, verbatim, after what eqdsl declared; its rules go in `user`
         sections.append(f"(ruleset {USER_RULESET})")
-        for text, span in lang.egglog:
-            sections += [f";; ---- egglog block at {span.file}:{span.line} ----", text.strip()]
+    before_blocks = "\n".join(sections) + "\n"
+    for text, span in lang.egglog:
+        sections += [f";; ---- egglog block at {span.file}:{span.line} ----", text.strip()]
     sections.extend(_groups(lang))
     shaped = [s for s in lang.sorts.values() if s.shape_type is not None]
     return Lowered(
@@ -76,6 +78,7 @@ def lower_language(lang: ir.Language) -> Lowered:
         frozenset(root_rel(s) for s in lang.sorts),
         {r.name: ruleset_of(r) for r in lang.rules},
         sampled,
+        before_blocks,
     )
 
 

@@ -11,7 +11,7 @@ from eqdsl import ir
 from eqdsl.egglog.names import Sampled, egg_name, lowering_error, ruleset_of, shape_fn
 from eqdsl.egglog.sexp import Call, Sexp, Var, binding, call, equality, rename, show, variables
 from eqdsl.egglog.terms import Unlowerable, bind_fields, facts, literal, term
-from eqdsl.ir.exprs import shape_key, term_shape_key
+from eqdsl.ir.exprs import pattern_vars, shape_key, term_shape_key
 
 
 # ---- rewrite rules ----
@@ -190,16 +190,10 @@ def has_var(p: ir.Pattern) -> bool:
 
 
 def _var_names(rule: ir.Rule) -> set[str]:
-    def walk(p: ir.Pattern) -> set[str]:
-        match p:
-            case ir.PVar(name=v):
-                return {v}
-            case ir.PApp(args=args):
-                return set().union(*(walk(a) for a in args)) if args else set()
-            case _:
-                return set()
-
-    return set().union(*(walk(p) for p in rule.lhs))
+    found: dict[str, ir.ValueType] = {}
+    for p in rule.lhs:
+        pattern_vars(p, found)
+    return set(found)
 
 
 def _var_sorts(rule: ir.Rule) -> dict[str, str]:

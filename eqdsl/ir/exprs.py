@@ -2,7 +2,8 @@
 
 Contract: `env_key(e)` is the environment key every evaluator (egglog terms, Python values,
 symbolic) binds a `Ref`, `shape(?x)` or `shape(term)` to; `const_int(e)` reads an integer
-constant (a literal or its negation) or gives None.
+constant (a literal or its negation) or gives None; `pattern_vars(p)` is a pattern's variables
+with their types, in order of first appearance.
 """
 from __future__ import annotations
 
@@ -62,3 +63,15 @@ def refs(e: ir.Expr) -> set[str]:
     if isinstance(e, ir.Ref):
         return {e.name}
     return {n for sub in subexprs(e) for n in refs(sub)}
+
+
+def pattern_vars(p: ir.Pattern, out: dict[str, ir.ValueType] | None = None) -> dict[str, ir.ValueType]:
+    """`p`'s pattern variables → their types, in order of first appearance (added to `out`)."""
+    out = {} if out is None else out
+    match p:
+        case ir.PVar(name=name, type=t):
+            out.setdefault(name, t)
+        case ir.PApp(args=args):
+            for a in args:
+                pattern_vars(a, out)
+    return out

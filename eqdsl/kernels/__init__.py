@@ -6,9 +6,12 @@ measured-cost targets and the executor.
 `VERSION` names the kernels' current implementation: it is part of every timing-cache key, so a
 change that alters kernel speed must bump it (old timings are then not reused).
 """
+import functools
+
 VERSION = 2  # 2: im2col + GEMM convolutions, strided-copy layout kernels, broadcasting element-wise
 
 
+@functools.cache
 def fork_safe_threads() -> None:
     """Run Numba's parallel kernels on its fork-safe workqueue layer: eqdsl forks (the worker,
     the per-iteration memory guard), and GNU OpenMP aborts a forked child that runs a parallel

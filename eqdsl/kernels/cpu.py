@@ -312,7 +312,6 @@ def _run_binary(code: int) -> Callable[..., np.ndarray]:
 
 
 def run_layout(planner: str, *args: Any) -> Any:
-    fork_safe_threads()
     plan = layout.plan(planner, args)
     outs = [np.empty(shape, np.float32) if plan.fill is None else np.full(shape, plan.fill, np.float32)
             for shape in plan.outputs]

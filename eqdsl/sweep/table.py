@@ -26,7 +26,7 @@ VALUES = ("status", "original_cost", "best_cost", "speedup", "cost_removed_pct",
 def rows(sweep: Sweep, results: dict[str, dict[str, Any]]) -> list[dict[str, Any]]:
     table = []
     for task in sweep.tasks:
-        r = _with_ratios(results.get(task.id, {"ok": False, "error": "not run"}))
+        r = with_ratios(results.get(task.id, {"ok": False, "error": "not run"}))
         row: dict[str, Any] = {"task": task.id, **{k: dict(task.labels).get(k, "") for k in sweep.keys}}
         row["status"] = "ok" if r.get("ok") else "failed"
         for key in VALUES[1:]:
@@ -36,7 +36,7 @@ def rows(sweep: Sweep, results: dict[str, dict[str, Any]]) -> list[dict[str, Any
     return table
 
 
-def _with_ratios(r: dict[str, Any]) -> dict[str, Any]:
+def with_ratios(r: dict[str, Any]) -> dict[str, Any]:
     """The result with `speedup` and `cost_removed_pct` computed from its costs (also for results
     a sweep stored before these columns existed)."""
     original, best = r.get("original_cost"), r.get("best_cost")
@@ -111,7 +111,7 @@ def _speedup_vs_time(plt, ok: list, model: str, folder: Path) -> str:
     fig, ax = plt.subplots(figsize=(6.4, 4.0))
     for colour, method in enumerate(methods):
         for marker, seed in zip(MARKERS * len(seeds), seeds):
-            points = [(r["optimization_seconds"], _with_ratios(r).get("speedup", 1.0)) for t, r in mine
+            points = [(r["optimization_seconds"], with_ratios(r).get("speedup", 1.0)) for t, r in mine
                       if _method(t) == method and _seed(t) == seed]
             if points:
                 ax.scatter(*zip(*points), color=f"C{colour % 10}", marker=marker, s=36,

@@ -10,6 +10,7 @@ from typing import cast
 
 from eqdsl import ir
 from eqdsl.diagnostics import NO_SPAN
+from eqdsl.ir.exprs import pattern_vars
 from eqdsl.ir.text import pattern_text
 from eqdsl.synth.enumerate import VARIABLE_NAMES, Enumeration, Term, candidates
 
@@ -69,9 +70,10 @@ def shapes_alike(lang: ir.Language, candidate: Candidate) -> Candidate | None:
     fingerprints saw: every variable had the enumeration's shape), as TASO writes
     `if shape(?t10) == shape(?t11)`; None where it has fewer than two such variables or has
     conditions already."""
-    typed: dict[str, str] = {}
+    found: dict[str, ir.ValueType] = {}
     for pattern in candidate.rule.lhs:
-        _typed_variables(pattern, typed)
+        pattern_vars(pattern, found)
+    typed = {v: t.name for v, t in found.items() if isinstance(t, ir.SortType)}  # term variables → sorts
     conds: list[ir.Cond] = []
     for sort in dict.fromkeys(typed.values()):
         shape_type = lang.sorts[sort].shape_type
@@ -86,15 +88,7 @@ def shapes_alike(lang: ir.Language, candidate: Candidate) -> Candidate | None:
     return replace(candidate, rule=replace(rule, name=stable_name(rule)))
 
 
-def _typed_variables(p: ir.Pattern, out: dict[str, str]) -> dict[str, str]:
-    """Term variables → their sorts, in order of first appearance."""
-    match p:
-        case ir.PVar(name=name, type=ir.SortType(name=sort)):
-            out.setdefault(name, sort)
-        case ir.PApp(args=args):
-            for a in args:
-                _typed_variables(a, out)
-    return out
+
 
 
 def rule_text(rule: ir.Rule, arrow: str = "=>") -> str:
@@ -203,13 +197,7 @@ def _list_of(value: tuple) -> ir.ListOf:
 
 
 def variables(p: ir.Pattern) -> set[str]:
-    match p:
-        case ir.PVar(name=name):
-            return {name}
-        case ir.PApp(args=args):
-            return set().union(*(variables(a) for a in args)) if args else set()
-        case _:
-            return set()
+    return set(pattern_vars(p))
 
 
 def _subterms(p: ir.Pattern) -> list[ir.Pattern]:

@@ -18,7 +18,7 @@ from ortools.sat.python import cp_model
 
 from eqdsl import ir
 from eqdsl.ir.evaluate import EvalError, evaluate
-from eqdsl.ir.exprs import refs, shape_key, subexprs, term_shape_key
+from eqdsl.ir.exprs import pattern_vars, refs, shape_key, subexprs, term_shape_key
 from eqdsl.verify.symbolic import CpBackend, Infeasible, NullBackend, SymEval
 
 INT_RANGE = (-1, 8)  # Int pattern variables: small, including one invalid value
@@ -51,7 +51,7 @@ class ExampleSpace:
         self.max_rank, self.max_dim = max_rank, max_dim
         self.vars: dict[str, ir.ValueType] = {}
         for p in rule.lhs:
-            _collect_vars(p, self.vars)
+            pattern_vars(p, self.vars)
         self.sized = sorted(v for v, t in self.vars.items() if self._has_size(t))
         self.int_vars = sorted(v for v, t in self.vars.items() if t == ir.Prim.INT)
         self._models: dict[tuple[int, ...], tuple[CpBackend, list, list[dict[int, Any]], list[int]]] = {}
@@ -126,7 +126,7 @@ class ExampleSpace:
         """Sized variables and pinned Ints in order of first appearance in the rule's patterns."""
         seen: dict[str, ir.ValueType] = {}
         for p in (*self.rule.lhs, *self.rule.rhs):
-            _collect_vars(p, seen)
+            pattern_vars(p, seen)
         chosen = set(self.sized) | set(self.pinned)
         return [v for v in seen if v in chosen]
 
@@ -358,17 +358,6 @@ def _ops_of(p: ir.Pattern) -> list[str]:
             return [op] + [o for a in args for o in _ops_of(a)]
         case _:
             return []
-
-
-def _collect_vars(p: ir.Pattern, out: dict[str, ir.ValueType]) -> None:
-    match p:
-        case ir.PVar(name=v, type=t):
-            out[v] = t
-        case ir.PApp(args=args):
-            for a in args:
-                _collect_vars(a, out)
-        case _:
-            pass
 
 
 def _term_shapes(e: ir.Expr) -> list[ir.ShapeOfTerm]:

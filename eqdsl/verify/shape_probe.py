@@ -14,8 +14,8 @@ import random
 
 from eqdsl import ir
 from eqdsl.ir.evaluate import EvalError, Value
-from eqdsl.ir.exprs import shape_key
-from eqdsl.verify.examples import _FAILED, _collect_vars, _concrete_shape
+from eqdsl.ir.exprs import pattern_vars, shape_key
+from eqdsl.verify.examples import _FAILED, _concrete_shape
 
 
 def shape_changing_rules(lang: ir.Language, tries: int = 200, seed: int = 0) -> list[tuple[ir.Rule, str]]:
@@ -25,7 +25,7 @@ def shape_changing_rules(lang: ir.Language, tries: int = 200, seed: int = 0) -> 
         if rule.conds or rule.wheres:
             continue
         variables: dict[str, ir.ValueType] = {}
-        _collect_vars(rule.lhs[0], variables)
+        pattern_vars(rule.lhs[0], variables)
         for _ in range(tries):
             env: dict[str, Value] = {}
             drawn: dict[str, tuple[int, ...]] = {}
