@@ -90,31 +90,34 @@ def cmd_verify(args: argparse.Namespace) -> int:
 def _verify(args: argparse.Namespace) -> int:
 
     from eqdsl.frontend import load_language
+    from eqdsl.verify.analysis_checks import check_analyses
     from eqdsl.verify.rules import Status, operator_rules, verify_rule
     from eqdsl.verify.semantics import load_semantics
 
     lang = with_target(load_language(args.file), args.target)
     sem = load_semantics(lang, run_ref=not args.no_ref)
     rules = operator_rules(lang, sem) + list(lang.rules)
+    checks = check_analyses(lang, sem, args.examples, args.seed)  # first: the guards over them rely on them
     if args.rule:
         rules = [r for r in rules if r.name in args.rule]
-        missing = sorted(set(args.rule) - {r.name for r in rules})
+        checks = [c for c in checks if c.name in args.rule]
+        missing = sorted(set(args.rule) - {r.name for r in [*rules, *checks]})
         if missing:
             raise EqdslError.one(f"no rule named {', '.join(missing)} in {args.file}")
     failed, results = 0, []
-    for rule in rules:
-        res = verify_rule(lang, sem, rule, args.examples, args.seed)
+    for res in [*checks, *(verify_rule(lang, sem, rule, args.examples, args.seed) for rule in rules)]:
         results.append(res)
         if res.status is not Status.PASSED:
             failed += 1
         if not args.json:
             _print_verdict(args, res)
     if args.json:
-        print(json.dumps({"passed": len(rules) - failed, "total": len(rules), "seed": args.seed,
+        print(json.dumps({"passed": len(results) - failed, "total": len(results), "seed": args.seed,
                           "not_verified": [f"{span.file}:{span.line}" for _, span in lang.egglog],
                           "rules": [_verdict_json(r) for r in results]}))
         return 1 if failed else 0
-    stdout.print(f"{len(rules) - failed}/{len(rules)} rules (operator checks op:* included) passed, "
+    also = " and analysis checks analysis:*" if checks else ""
+    stdout.print(f"{len(results) - failed}/{len(results)} rules (operator checks op:*{also} included) passed, "
                  f"seed {args.seed}", markup=False)
     for _, span in lang.egglog:
         stdout.print(f"not verified: the egglog block at {span.file}:{span.line} (verify sees .eqr rules only; "
@@ -134,6 +137,8 @@ def _verdict_json(res) -> dict:
 
 def _print_verdict(args: argparse.Namespace, res) -> None:
     """One rule's verdict, and its counterexample with the line that reproduces it."""
+    import math
+
     import numpy as np
 
     from eqdsl.verify.rules import Status
@@ -143,8 +148,9 @@ def _print_verdict(args: argparse.Namespace, res) -> None:
     if c is not None:
         sizes = ", ".join(f"?{v}: {list(s)}" for v, s in sorted(c.sizes.items()))
         values = ", ".join(f"{k} = {v}" for k, v in sorted(c.values.items()))
-        stdout.print(f"        {c.message}; max error {c.max_error:.3g}\n        shapes {sizes}"
-                     + (f"; values {values}" if values else ""), markup=False)
+        error = "" if math.isnan(c.max_error) else f"; max error {c.max_error:.3g}"
+        details = "; ".join([*([f"shapes {sizes}"] if sizes else []), *([f"values {values}"] if values else [])])
+        stdout.print(f"        {c.message}{error}" + (f"\n        {details}" if details else ""), markup=False)
         for name, value in sorted(c.inputs.items()):
             shown = np.array2string(np.asarray(value), threshold=64, precision=6, separator=", ")
             stdout.print(f"        ?{name} = " + shown.replace("\n", "\n          "), markup=False)

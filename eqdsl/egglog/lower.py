@@ -56,6 +56,9 @@ def lower_language(lang: ir.Language) -> Lowered:
     sections = [f";; eqdsl language {lang.name}", *_declarations(lang)]
     sections.append(";; ---- shape analysis ----")
     sections.extend(_shape_rule(lang, r) for r in lang.shapes.values())
+    for analysis in lang.analyses.values():
+        sections.append(f";; ---- analysis {analysis.name} ----")
+        sections.extend(_analysis_rule(lang, analysis, r) for r in analysis.rules.values())
     sections.append(";; ---- rewrite rules ----")
     sampled: dict[str, Sampled] = {}
     for rule in lang.rules:
@@ -74,7 +77,7 @@ def lower_language(lang: ir.Language) -> Lowered:
     return Lowered(
         lang, "\n".join(sections) + "\n",
         {egg_name(o): o for o in lang.ops},
-        frozenset(shape_fn(s.name) for s in shaped),
+        frozenset([*(shape_fn(s.name) for s in shaped), *(egg_name(a) for a in lang.analyses)]),
         frozenset(root_rel(s) for s in lang.sorts),
         {r.name: ruleset_of(r) for r in lang.rules},
         sampled,
@@ -102,7 +105,18 @@ def _declarations(lang: ir.Language) -> list[str]:
         if s.shape_type is not None:
             out.append(f"(function {shape_fn(s.name)} ({s.name}) {PRIM_SORTS[s.shape_type]} :no-merge)")
         out.append(f"(relation {root_rel(s.name)} ({s.name} i64))")
+    out += [_analysis_function(a) for a in lang.analyses.values()]
     return out
+
+
+def _analysis_function(analysis: ir.Analysis) -> str:
+    """A partial function: unset until a rule sets it. `merge agree` is egglog's `:no-merge`, under
+    which two different values for one e-class stop the run (see `session._hint`)."""
+    if analysis.merge is None:
+        merge = ":no-merge"
+    else:
+        merge = f":merge {show(term(analysis.merge, {'old': Var('old'), 'new': Var('new')}))}"
+    return f"(function {egg_name(analysis.name)} ({analysis.sort}) {PRIM_SORTS[analysis.type]} {merge})"
 
 
 def _egg_type(t: ir.ValueType) -> str:
@@ -116,28 +130,48 @@ def _egg_type(t: ir.ValueType) -> str:
 
 
 def _shape_rule(lang: ir.Language, rule: ir.ShapeRule) -> str:
+    def child_value(sort: str) -> str | None:
+        return shape_fn(sort) if lang.sorts[sort].shape_type is not None else None
+
+    return _value_rule(lang, rule, child_value, shape_fn(lang.ops[rule.op].result), f"shape:{rule.op}",
+                       f"the shape rule of '{rule.op}'")
+
+
+def _analysis_rule(lang: ir.Language, analysis: ir.Analysis, rule: ir.ShapeRule) -> str:
+    def child_value(sort: str) -> str | None:
+        return egg_name(analysis.name) if sort == analysis.sort else None
+
+    return _value_rule(lang, rule, child_value, egg_name(analysis.name), f"{analysis.name}:{rule.op}",
+                       f"the rule of analysis '{analysis.name}' for '{rule.op}'")
+
+
+def _value_rule(lang: ir.Language, rule: ir.ShapeRule, child_value, result_fn: str,
+                name: str, what: str) -> str:
+    """`(set (result_fn e) body)` for every application `e` of the rule's operator whose children
+    have values (`child_value(sort)`: the function that holds a child's value, or None where the
+    parameter is read as it is) and whose requirements hold."""
     op = lang.ops[rule.op]
     env: dict[str, Sexp] = {}
     args: list[Sexp] = []
     child_facts: list[Sexp] = []
-    for name, param in zip(rule.params, op.params):
-        env[name] = Var(name)
-        match param.type:
-            case ir.SortType(name=sort) if lang.sorts[sort].shape_type is not None:
-                args.append(Var(f"_c_{name}"))
-                child_facts.append(call("=", Var(name), call(shape_fn(sort), Var(f"_c_{name}"))))
-            case _:
-                args.append(Var(name))
+    for param_name, param in zip(rule.params, op.params):
+        env[param_name] = Var(param_name)
+        fn = child_value(param.type.name) if isinstance(param.type, ir.SortType) else None
+        if fn is None:
+            args.append(Var(param_name))
+        else:
+            args.append(Var(f"_c_{param_name}"))
+            child_facts.append(call("=", Var(param_name), call(fn, Var(f"_c_{param_name}"))))
     names = (f"_f{i}" for i in itertools.count())
     try:
         fields = bind_fields([*rule.requires, rule.body], env, lambda: next(names))
         requires = [f for r in rule.requires for f in facts(r, env)]
         body = term(rule.body, env)
     except Unlowerable as err:
-        raise lowering_error(f"the shape rule of '{rule.op}'", err, rule.span) from None
+        raise lowering_error(what, err, rule.span) from None
     query = [call("=", Var("_e"), Call(egg_name(op.name), tuple(args))), *child_facts, *fields, *requires]
-    return (f"(rule ({show_all(query)})\n      ((set ({shape_fn(op.result)} _e) {show(body)}))\n"
-            f"      :ruleset analysis :name \"shape:{rule.op}\")")
+    return (f"(rule ({show_all(query)})\n      ((set ({result_fn} _e) {show(body)}))\n"
+            f"      :ruleset analysis :name \"{name}\")")
 
 
 def _groups(lang: ir.Language) -> list[str]:

@@ -11,7 +11,7 @@ from eqdsl import ir
 from eqdsl.egglog.names import Sampled, egg_name, lowering_error, ruleset_of, shape_fn
 from eqdsl.egglog.sexp import Call, Sexp, Var, binding, call, equality, rename, show, variables
 from eqdsl.egglog.terms import Unlowerable, bind_fields, facts, literal, term
-from eqdsl.ir.exprs import pattern_vars, shape_key, term_shape_key
+from eqdsl.ir.exprs import analysis_reads, env_key, pattern_vars, shape_key, term_shape_key
 
 
 # ---- rewrite rules ----
@@ -158,6 +158,7 @@ def _conditions(lw: RuleLowering, rule: ir.Rule) -> None:
         lw.env["?" + var] = Var(f"?{var}")
     for name, value in rule.wheres:
         _bind_shapes(lw, value, var_sorts)
+        _bind_analyses(lw, value)
         lw.query += bind_fields([value], lw.env, lambda: lw.fresh("f"))
         lw.query.append(call("=", Var(f"?{name}"), term(value, lw.env)))
         lw.env[name] = Var(f"?{name}")
@@ -165,6 +166,7 @@ def _conditions(lw: RuleLowering, rule: ir.Rule) -> None:
         match cond:
             case ir.ExprCond(expr=e):
                 _bind_shapes(lw, e, var_sorts)
+                _bind_analyses(lw, e)
                 lw.query += bind_fields([e], lw.env, lambda: lw.fresh("f"))
                 lw.query.extend(facts(e, lw.env))
             case ir.ClassCond(equal=eq, left=l, right=r):
@@ -226,6 +228,15 @@ def _bind_shapes(lw: RuleLowering, e: ir.Expr, var_sorts: dict[str, str]) -> Non
             lw.shape_of_var(var, var_sorts[var])
 
 
+def _bind_analyses(lw: RuleLowering, e: ir.Expr) -> None:
+    """Each analysis value `e` reads, looked up in the query: the rule matches only where it is set."""
+    for read in analysis_reads(e):
+        key = env_key(read)
+        if key not in lw.env:
+            lw.env[key] = Var(lw.fresh("an"))
+            lw.query.append(call("=", lw.env[key], call(egg_name(read.analysis), pattern(read.pattern))))
+
+
 def _shape_vars(e: ir.Expr) -> list[str | ir.ShapeOfTerm]:
     """Pattern variables (and right-side terms) whose shapes `e` reads."""
     match e:
@@ -233,7 +244,7 @@ def _shape_vars(e: ir.Expr) -> list[str | ir.ShapeOfTerm]:
             return [v]
         case ir.ShapeOfTerm():
             return [e]
-        case ir.Const() | ir.Ref():
+        case ir.Const() | ir.Ref() | ir.AnalysisOf():
             return []
         case ir.Builtin(args=args) | ir.ListOf(items=args):
             return [v for a in args for v in _shape_vars(a)]

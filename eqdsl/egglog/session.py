@@ -351,7 +351,10 @@ def _first_lines(text: str, n: int = 4) -> str:
 
 
 def _hint(message: str) -> tuple[str, ...]:
-    if "Illegal merge" in message:
+    if "Illegal merge" in message and "function _shape_" in message:
         return ("a rule unioned two terms with different shapes: the rule is unsound, or a shape "
                 "rule is wrong (run `eqdsl verify` on the ruleset)",)
+    if "Illegal merge" in message:
+        return ("two terms of one e-class got different values of an analysis declared `merge agree`: a "
+                "rule united terms whose values differ, or an analysis rule is wrong (run `eqdsl verify`)",)
     return ()

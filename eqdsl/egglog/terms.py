@@ -194,7 +194,7 @@ def term(e: ir.Expr, env: dict[str, Sexp]) -> Sexp:
     match e:
         case ir.Const(value=v):
             return literal(v)
-        case ir.Ref() | ir.ShapeOf() | ir.ShapeOfTerm():
+        case ir.Ref() | ir.ShapeOf() | ir.ShapeOfTerm() | ir.AnalysisOf():
             if env_key(e) not in env:  # a target param the rules read, with no target bound
                 raise Unlowerable(f"'{env_key(e)}' has no value (a target param: give a target, "
                                   "e.g. `eqdsl compile FILE --target NAME`)")

@@ -218,6 +218,23 @@ class CostDecl:
 
 
 @dataclass(frozen=True)
+class AnalysisDecl:
+    """`analysis NAME(x: Sort) -> Type { merge ...; means ...; OP(..) = ...; }`. `merge` is None
+    when missing; the name `agree` (`merge agree`) asks that two values of one e-class be equal.
+    A rule `OP(a, b) = body require ...` has a shape rule's form (a shape is one analysis)."""
+
+    name: str
+    param: str
+    sort: str
+    type: TypeRef
+    merge: Expr | None
+    means: Expr | None
+    rules: tuple[ShapeDecl, ...]
+    span: Span
+    sort_span: Span
+
+
+@dataclass(frozen=True)
 class EgglogDecl:
     """`egglog { ... }`: egglog commands passed through verbatim (eqdsl's checks cannot see them)."""
 
@@ -247,7 +264,7 @@ class ProgramDecl:
 
 
 Item = (LanguageDecl | IncludeDecl | SortDecl | OpDecl | RuleDecl | ShapeDecl | CostDecl
-        | ProgramDecl | EgglogDecl)
+        | AnalysisDecl | ProgramDecl | EgglogDecl)
 
 
 @dataclass(frozen=True)

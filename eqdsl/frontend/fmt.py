@@ -99,7 +99,18 @@ def _item(item: ast.Item, members: list[ast.Item]) -> str:
             return "\n".join(["egglog {", *(INDENT + line if line else "" for line in verbatim.splitlines()), "}"])
         case ast.ProgramDecl(name=name, stmts=stmts):
             return "\n".join([f"program {name}:"] + [INDENT + _stmt(s) for s in stmts])
+        case ast.AnalysisDecl():
+            return _analysis(item)
     raise AssertionError(item)
+
+
+def _analysis(a: ast.AnalysisDecl) -> str:
+    body = [*([f"merge {expr(a.merge)}"] if a.merge is not None else []),
+            *([f"means {expr(a.means)}"] if a.means is not None else [])]
+    body += [_clauses(f"{r.op}({', '.join(r.params)}) = {expr(r.body)}", [("require", r.requires)], INDENT * 2)
+             for r in a.rules]
+    head = f"analysis {a.name}({a.param}: {a.sort}) -> {a.type} {{"
+    return "\n".join([head, *(INDENT + line for text in body for line in text.split("\n")), "}"])
 
 
 def _op(op: ast.OpDecl, members: list[ast.Item]) -> str:

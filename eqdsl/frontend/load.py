@@ -12,6 +12,7 @@ from pathlib import Path
 from eqdsl import ir
 from eqdsl.diagnostics import DiagnosticSink, EqdslError, Span
 from eqdsl.frontend import ast
+from eqdsl.frontend.check.analyses import check_analyses
 from eqdsl.frontend.check.declarations import check_costs, check_ops, check_params, check_shapes, check_sorts
 from eqdsl.frontend.check.rules import check_program, check_rules
 from eqdsl.frontend.parse import parse_text
@@ -101,8 +102,9 @@ def check_modules(modules: list[ast.Module]) -> ir.Language:
     ops = check_ops(of(ast.OpDecl), sorts, sink)
     shapes = check_shapes(of(ast.ShapeDecl), ops, sorts, sink)
     params = check_params(of(ast.TargetParamDecl), sink)
-    costs = check_costs(of(ast.CostDecl), ops, sorts, sink, params)
-    rules = check_rules(of(ast.RuleDecl), ops, sorts, sink, params)
+    analyses = check_analyses(of(ast.AnalysisDecl), ops, sorts, sink)
+    costs = check_costs(of(ast.CostDecl), ops, sorts, sink, params, analyses)
+    rules = check_rules(of(ast.RuleDecl), ops, sorts, sink, params, analyses)
     programs: dict[str, ir.Program] = {}
     for decl in of(ast.ProgramDecl):
         if decl.name in programs:
@@ -115,7 +117,7 @@ def check_modules(modules: list[ast.Module]) -> ir.Language:
     lineage = tuple((decl.name, m.file) for m in modules for decl in m.items
                     if isinstance(decl, ast.LanguageDecl))
     egglog = tuple((d.text, Span(d.span.file, d.text_line, 1)) for d in of(ast.EgglogDecl))
-    return ir.Language(name, sorts, ops, tuple(rules), shapes, costs, programs, params, lineage, egglog)
+    return ir.Language(name, sorts, ops, tuple(rules), shapes, costs, programs, params, lineage, egglog, analyses)
 
 
 def load_language(ref: str | Path, base: Path | None = None) -> ir.Language:

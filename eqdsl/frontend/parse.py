@@ -234,6 +234,8 @@ class _ToAst(Transformer):
         params = tuple(str(p) for p in (rest[:-2] if has_require else rest[:-1]) if p is not None)
         return ast.ShapeDecl(str(op), params, body, requires, self._s(meta))
 
+    analysis_rule = shape  # `OP(a, b) = body require ...` inside an analysis: a shape rule's form
+
     def require(self, meta, c):
         return ("require", list(c))
 
@@ -243,6 +245,20 @@ class _ToAst(Transformer):
 
     def cost_const(self, meta, c):
         return ast.CostDecl(tuple(str(n) for n in c[:-1]), None, c[-1], self._s(meta))
+
+    def analysis(self, meta, c):
+        name, param, sort, type_, *members = c
+        merge = [m[1] for m in members if isinstance(m, tuple) and m[0] == "merge"]
+        means = [m[1] for m in members if isinstance(m, tuple) and m[0] == "means"]
+        rules = tuple(m for m in members if isinstance(m, ast.ShapeDecl))
+        return ast.AnalysisDecl(str(name), str(param), str(sort), type_, merge[-1] if merge else None,
+                                means[-1] if means else None, rules, self._s(meta), self._s(sort))
+
+    def analysis_merge(self, meta, c):
+        return ("merge", c[0])
+
+    def analysis_means(self, meta, c):
+        return ("means", c[0])
 
     def egglog(self, meta, c):
         text = "\n".join(str(t) for t in c)  # pieces around an .eqr comment

@@ -6,6 +6,8 @@ builder for programs (`builder`). Nothing here knows egglog, the `.eqr` syntax o
 """
 from eqdsl.ir.nodes import (
     MAX_RANK,
+    Analysis,
+    AnalysisOf,
     BinOp,
     Builtin,
     Child,
@@ -48,5 +50,5 @@ __all__ = [
     'ShapeOf', 'ShapeOfTerm', 'Builtin', 'BinOp', 'UnOp', 'ListOf', 'IndexOf', 'SliceOf', 'FieldOf',
     'Replace', 'Expr', 'PVar', 'PLit', 'PBound', 'PApp', 'Pattern', 'ExprCond', 'ClassCond',
     'Cond', 'Rule', 'ShapeRule', 'TargetParam', 'CostRule', 'TermNode', 'Child', 'Program',
-    'Language',
+    'Language', 'Analysis', 'AnalysisOf',
 ]

@@ -50,7 +50,7 @@ def evaluate(e: ir.Expr, env: dict[str, Value]) -> Value:
     match e:
         case ir.Const(value=v):
             return v
-        case ir.Ref() | ir.ShapeOf() | ir.ShapeOfTerm():
+        case ir.Ref() | ir.ShapeOf() | ir.ShapeOfTerm() | ir.AnalysisOf():
             return env[env_key(e)]
         case ir.Builtin(fn=fn, args=args):
             return _EVALUATORS[fn](*(evaluate(a, env) for a in args))

@@ -2,7 +2,8 @@
 
 Contract: `env_key(e)` is the environment key every evaluator (egglog terms, Python values,
 symbolic) binds a `Ref`, `shape(?x)` or `shape(term)` to; `const_int(e)` reads an integer
-constant (a literal or its negation) or gives None; `pattern_vars(p)` is a pattern's variables
+constant (a literal or its negation) or gives None; `analysis_reads(e)` lists the analysis
+values `e` reads; `pattern_vars(p)` is a pattern's variables
 with their types, in order of first appearance.
 """
 from __future__ import annotations
@@ -20,7 +21,11 @@ def term_shape_key(e: ir.ShapeOfTerm) -> str:
     return f"shape({e.pattern!r})"
 
 
-def env_key(e: ir.Ref | ir.ShapeOf | ir.ShapeOfTerm) -> str:
+def analysis_key(e: ir.AnalysisOf) -> str:
+    return f"{e.analysis}({e.pattern!r})"
+
+
+def env_key(e: ir.Ref | ir.ShapeOf | ir.ShapeOfTerm | ir.AnalysisOf) -> str:
     """The environment key every evaluator (egglog terms, Python values, symbolic) binds `e` to."""
     match e:
         case ir.Ref(name=n):
@@ -29,6 +34,8 @@ def env_key(e: ir.Ref | ir.ShapeOf | ir.ShapeOfTerm) -> str:
             return shape_key(v)
         case ir.ShapeOfTerm():
             return term_shape_key(e)
+        case ir.AnalysisOf():
+            return analysis_key(e)
 
 
 def const_int(e: ir.Expr) -> int | None:
@@ -44,7 +51,7 @@ def const_int(e: ir.Expr) -> int | None:
 def subexprs(e: ir.Expr) -> tuple[ir.Expr, ...]:
     """`e`'s direct sub-expressions, in order: the one place that knows each node's children."""
     match e:
-        case ir.Const() | ir.Ref() | ir.ShapeOf() | ir.ShapeOfTerm():
+        case ir.Const() | ir.Ref() | ir.ShapeOf() | ir.ShapeOfTerm() | ir.AnalysisOf():
             return ()
         case ir.Builtin(args=args) | ir.ListOf(items=args):
             return tuple(args)
@@ -63,6 +70,13 @@ def refs(e: ir.Expr) -> set[str]:
     if isinstance(e, ir.Ref):
         return {e.name}
     return {n for sub in subexprs(e) for n in refs(sub)}
+
+
+def analysis_reads(e: ir.Expr) -> list[ir.AnalysisOf]:
+    """The analysis values `e` reads, in order."""
+    if isinstance(e, ir.AnalysisOf):
+        return [e]
+    return [a for sub in subexprs(e) for a in analysis_reads(sub)]
 
 
 def pattern_vars(p: ir.Pattern, out: dict[str, ir.ValueType] | None = None) -> dict[str, ir.ValueType]:

@@ -154,7 +154,18 @@ class FieldOf:
     type: Prim = Prim.INTS
 
 
-Expr = Const | Ref | ShapeOf | ShapeOfTerm | Builtin | BinOp | UnOp | ListOf | IndexOf | SliceOf | Replace | FieldOf
+@dataclass(frozen=True)
+class AnalysisOf:
+    """`NAME(?x)` or `NAME(t)` in a rule: the value of analysis NAME of the e-class bound to ?x (or
+    of a left-side term t). Reading it makes the rule match only where that value is set."""
+
+    analysis: str
+    pattern: Pattern
+    type: Prim
+
+
+Expr = (Const | Ref | ShapeOf | ShapeOfTerm | AnalysisOf | Builtin | BinOp | UnOp | ListOf | IndexOf | SliceOf
+        | Replace | FieldOf)
 
 
 # ---- patterns and rules ----
@@ -250,6 +261,27 @@ class CostRule:
         return float(self.body.value) if isinstance(self.body, Const) else None
 
 
+@dataclass(frozen=True)
+class Analysis:
+    """An e-class analysis over one sort (egglog: a partial function with a merge). `merge` reads
+    `Ref("old")` and `Ref("new")`; None means the two values must agree (two different values for
+    one e-class are an error: some rule united terms whose values differ). `means` reads
+    `Ref(name)` (the analysis value) and `Ref(param)` (the term's value): what a value says of the
+    terms it is set for; `eqdsl verify` checks it against the reference semantics. A rule has a
+    shape rule's form: the value of an `op` application from its parameters (an analysed child's
+    value, a literal parameter's value), not set where a child's value is unset or a `require`
+    is false."""
+
+    name: str
+    sort: str
+    param: str
+    type: Prim
+    merge: Expr | None
+    means: Expr
+    rules: dict[str, ShapeRule]
+    span: Span
+
+
 # ---- programs ----
 @dataclass(frozen=True)
 class TermNode:
@@ -287,6 +319,7 @@ class Language:
     lineage: tuple[tuple[str, str], ...] = ()
     # `egglog { ... }` blocks: (text, the .eqr span of its first line), appended verbatim
     egglog: tuple[tuple[str, Span], ...] = ()
+    analyses: dict[str, Analysis] = field(default_factory=dict)
 
     @property
     def single_rules(self) -> tuple[Rule, ...]:

@@ -49,7 +49,7 @@ def _bind(e: ir.Expr, values: dict[str, int]) -> ir.Expr:
     match e:
         case ir.Ref(name=n) if n in values:
             return ir.Const(values[n], ir.Prim.INT)
-        case ir.Const() | ir.Ref() | ir.ShapeOf() | ir.ShapeOfTerm():
+        case ir.Const() | ir.Ref() | ir.ShapeOf() | ir.ShapeOfTerm() | ir.AnalysisOf():
             return e
         case ir.Builtin(args=args):
             return replace(e, args=tuple(_bind(a, values) for a in args))

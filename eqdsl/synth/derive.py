@@ -179,6 +179,9 @@ def _instance_roots(a: ir.Language, b: ir.Language, rule: ir.Rule, builder: Grap
         if op not in a.ops:
             raise _Uninstantiable(f"operator {op!r} is not in language {a.name}")
     space = ExampleSpace(b, rule)
+    if space.analysed_rule is not space.rule:
+        raise _Uninstantiable("its `where`/`if` clauses read analysis values, which fresh leaves do not have"
+                              "; instances that meet such a guard are not built")
     sized = space.distinct(hints)
     if sized is None:
         raise _Uninstantiable("no sizes meet the rule's shape requirements and conditions")

@@ -19,6 +19,7 @@ from ortools.sat.python import cp_model
 from eqdsl import ir
 from eqdsl.ir.evaluate import EvalError, evaluate
 from eqdsl.ir.exprs import pattern_vars, refs, shape_key, subexprs, term_shape_key
+from eqdsl.verify.analyses import sized_part
 from eqdsl.verify.symbolic import CpBackend, Infeasible, NullBackend, SymEval
 
 INT_RANGE = (-1, 8)  # Int pattern variables: small, including one invalid value
@@ -47,7 +48,8 @@ class Concrete:
 
 class ExampleSpace:
     def __init__(self, lang: ir.Language, rule: ir.Rule, max_rank: int = 4, max_dim: int = 6) -> None:
-        self.lang, self.rule = lang, rule
+        # clauses that read analysis values hold of drawn terms, not sizes: `verify.analyses` checks them
+        self.lang, self.rule, self.analysed_rule = lang, sized_part(rule), rule
         self.max_rank, self.max_dim = max_rank, max_dim
         self.vars: dict[str, ir.ValueType] = {}
         for p in rule.lhs:

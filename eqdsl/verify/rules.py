@@ -24,6 +24,7 @@ from hypothesis.errors import HypothesisDeprecationWarning, Unsatisfiable, Unsat
 from eqdsl import ir
 from eqdsl.ir.text import pattern_text
 from eqdsl.languages.base import External, Split, value_shape
+from eqdsl.verify.analyses import Unverifiable, guard_values
 from eqdsl.verify.examples import Assignment, Concrete, ExampleSpace
 from eqdsl.verify.semantics import (
     Leaf,
@@ -83,6 +84,9 @@ def verify_rule(lang: ir.Language, sem: dict[str, OpSemantics], rule: ir.Rule,
     test = _hypothesis_test(space, sem, tally, examples, seed, shrink)
     try:
         test()
+    except Unverifiable as err:
+        return RuleResult(rule.name, Status.FAILED, tally.valid, time.perf_counter() - start,
+                          Counterexample({}, {}, float("nan"), f"cannot be verified: {err}"))
     except _Failure as err:
         return RuleResult(rule.name, Status.FAILED, tally.valid, time.perf_counter() - start, err.found)
     except Unsatisfiable:
@@ -141,6 +145,10 @@ def _hypothesis_test(space: ExampleSpace, sem, tally: _Tally, examples: int, see
 
 def _check_example(space: ExampleSpace, sem, a: Assignment, c: Concrete, rng: np.random.Generator) -> None:
     env = _values(space, a, c, rng)
+    if space.analysed_rule is not space.rule:  # `if nonzero(?x)`: ?x drawn as a term, its analyses as egglog sets them
+        guarded = guard_values(space.lang, sem, space.analysed_rule, env, rng)
+        assume(guarded is not None)
+        env.update(guarded or {})
     memo: dict[ir.Pattern, Any] = {}
     rule = space.rule
     try:

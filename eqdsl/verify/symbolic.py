@@ -198,7 +198,7 @@ class SymEval:
                 return list(v)
             case ir.Const(value=v):
                 return v
-            case ir.Ref() | ir.ShapeOf() | ir.ShapeOfTerm():
+            case ir.Ref() | ir.ShapeOf() | ir.ShapeOfTerm() | ir.AnalysisOf():
                 return env[env_key(e)]
             case ir.Builtin(fn=fn, args=args):
                 return self._builtin(fn, [self.value(a, env) for a in args])

@@ -35,7 +35,7 @@ def check_sorts(decls: list[ast.SortDecl], sink: DiagnosticSink) -> dict[str, ir
 def _two_fields(d: ast.SortDecl, sink: DiagnosticSink) -> Prim | None:
     """`sort A { access: [Int], compute: [Int] }`: two list fields, stored as one list."""
     a, b = d.fields
-    if a.name == b.name or "shape" in (a.name, b.name) or a.name in _RESERVED or b.name in _RESERVED:
+    if a.name == b.name or "shape" in (a.name, b.name) or a.name in RESERVED or b.name in RESERVED:
         sink.error(f"two analysis fields need two distinct names other than 'shape' and the builtins; "
                    f"found {a.name}, {b.name}", a.span)
         return None
@@ -81,7 +81,7 @@ def check_ops(decls: list[ast.OpDecl], sorts: dict[str, ir.Sort], sink: Diagnost
         if d.name in ops:
             sink.error(f"duplicate operator '{d.name}' (first declared at {ops[d.name].span})", d.span)
             continue
-        if d.name in ("shape",) or d.name in _RESERVED:
+        if d.name in ("shape",) or d.name in RESERVED:
             sink.error(f"'{d.name}' is reserved; expected another operator name", d.span)
             continue
         types: list[ir.ValueType] | None = all_present([_value_type(p.type, sorts, sink) for p in d.params])
@@ -94,7 +94,7 @@ def check_ops(decls: list[ast.OpDecl], sorts: dict[str, ir.Sort], sink: Diagnost
     return ops
 
 
-_RESERVED = {"len", "prod", "sum", "min", "max", "true", "false", "out"}
+RESERVED = {"len", "prod", "sum", "min", "max", "true", "false", "out"}
 
 
 def _op_scope(op: ir.Operator, names: tuple[str, ...], sorts: dict[str, ir.Sort], what: str) -> Scope:
@@ -111,7 +111,7 @@ def _op_scope(op: ir.Operator, names: tuple[str, ...], sorts: dict[str, ir.Sort]
     return scope
 
 
-def _lookup_op(op_name: str, names: tuple[str, ...], span: Span, ops: dict[str, ir.Operator],
+def lookup_op(op_name: str, names: tuple[str, ...], span: Span, ops: dict[str, ir.Operator],
                kind: str, sink: DiagnosticSink) -> ir.Operator | None:
     op = ops.get(op_name)
     if op is None:
@@ -134,7 +134,7 @@ def check_shapes(decls: list[ast.ShapeDecl], ops: dict[str, ir.Operator], sorts:
     shapes: dict[str, ir.ShapeRule] = {}
     declared = {d.op for d in decls}
     for d in decls:
-        op = _lookup_op(d.op, d.params, d.span, ops, "shape", sink)
+        op = lookup_op(d.op, d.params, d.span, ops, "shape", sink)
         if op is None:
             continue
         if d.op in shapes:
@@ -168,7 +168,7 @@ def check_params(decls: list[ast.TargetParamDecl], sink: DiagnosticSink) -> dict
     for d in decls:
         if d.name in params:
             sink.error(f"duplicate param '{d.name}' (first declared at {params[d.name].span})", d.span)
-        elif d.name in _RESERVED:
+        elif d.name in RESERVED:
             sink.error(f"'{d.name}' is reserved; expected another param name", d.span)
         elif d.type.is_list or d.type.name != "Int":
             sink.error(f"a target param is an Int; found {d.type}", d.type.span)
@@ -178,20 +178,22 @@ def check_params(decls: list[ast.TargetParamDecl], sink: DiagnosticSink) -> dict
 
 
 def check_costs(decls: list[ast.CostDecl], ops: dict[str, ir.Operator], sorts: dict[str, ir.Sort],
-                sink: DiagnosticSink, params: dict[str, ir.TargetParam]) -> dict[str, ir.CostRule]:
+                sink: DiagnosticSink, params: dict[str, ir.TargetParam],
+                analyses: dict[str, ir.Analysis] | None = None) -> dict[str, ir.CostRule]:
+    """`analyses` are named so that reading one in a cost says where they may be read."""
     costs: dict[str, ir.CostRule] = {}
     declared = {name for d in decls for name in d.ops}
     for d in decls:
         for op_name in d.ops:
             names = d.params if d.params is not None else tuple(p.name for p in ops[op_name].params) \
                 if op_name in ops else ()
-            op = _lookup_op(op_name, names, d.span, ops, "cost", sink)
+            op = lookup_op(op_name, names, d.span, ops, "cost", sink)
             if op is None:
                 continue
             if op_name in costs:
                 sink.error(f"duplicate cost rule for '{op_name}' (first at {costs[op_name].span})", d.span)
                 continue
-            rule = _cost_rule(d, op, names, sorts, sink, params)
+            rule = _cost_rule(d, op, names, sorts, sink, params, analyses or {})
             if rule is not None:
                 costs[op_name] = rule
     for op in ops.values():
@@ -201,8 +203,10 @@ def check_costs(decls: list[ast.CostDecl], ops: dict[str, ir.Operator], sorts: d
 
 
 def _cost_rule(d: ast.CostDecl, op: ir.Operator, names: tuple[str, ...], sorts: dict[str, ir.Sort],
-               sink: DiagnosticSink, params: dict[str, ir.TargetParam]) -> ir.CostRule | None:
+               sink: DiagnosticSink, params: dict[str, ir.TargetParam],
+               analyses: dict[str, ir.Analysis]) -> ir.CostRule | None:
     scope = _op_scope(op, names if d.params is not None else (), sorts, f"the cost rule of '{op.name}'")
+    scope.analyses = {n: a.type for n, a in analyses.items()}
     for p in params.values():  # an operator's own parameter names shadow target params
         scope.names.setdefault(p.name, p.type)
     out_type = sorts[op.result].shape_type

@@ -33,6 +33,9 @@ class Scope:
     # the field names of what a name (`a`, `out`) or `shape(?x)` holds, where it is a sort's
     # shape: () for a one-field sort, so `x.access` on it is refused
     sort_fields: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    # analysis name → its value type; `analysis_of` resolves `NAME(?x)` / `NAME(term)` (None: not here)
+    analyses: dict[str, Prim] = field(default_factory=dict)
+    analysis_of: Callable[[ast.Call], ir.Expr | None] | None = None
 
 
 def field_names(sorts: dict[str, ir.Sort]) -> dict[str, tuple[str, ...]]:
@@ -147,6 +150,12 @@ def _expect(e: ast.Expr, want: Prim, scope: Scope, sink: DiagnosticSink) -> ir.E
 def _call(e: ast.Call, scope: Scope, sink: DiagnosticSink) -> ir.Expr | None:
     if e.fn == "shape":
         return _shape_of(e, scope, sink)
+    if e.fn in scope.analyses:
+        if scope.analysis_of is None:
+            sink.error(f"analysis '{e.fn}' is read in a rule's `where` and `if` clauses only; found it in "
+                       f"{scope.what}", e.fn_span)
+            return None
+        return scope.analysis_of(e)
     if e.fn not in BUILTINS:
         sink.error(f"unknown function '{e.fn}' in {scope.what}; expected one of: shape, "
                    f"{', '.join(sorted(BUILTINS))}", e.fn_span)

@@ -115,9 +115,10 @@ def pattern_sort(p: ir.Pattern, ops: dict[str, ir.Operator]) -> ir.ValueType:
 
 
 def check_rules(decls: list[ast.RuleDecl], ops: dict[str, ir.Operator], sorts: dict[str, ir.Sort],
-                sink: DiagnosticSink, params: dict[str, ir.TargetParam] | None = None) -> list[ir.Rule]:
+                sink: DiagnosticSink, params: dict[str, ir.TargetParam] | None = None,
+                analyses: dict[str, ir.Analysis] | None = None) -> list[ir.Rule]:
     """`where`/`if` expressions may read the language's target `params` (bound before lowering:
-    `eqdsl.ir.params`)."""
+    `eqdsl.ir.params`) and its `analyses` (`NAME(?x)`, `NAME(term)`)."""
     rules: list[ir.Rule] = []
     seen: dict[str, ast.RuleDecl] = {}
     for d in decls:
@@ -137,13 +138,13 @@ def check_rules(decls: list[ast.RuleDecl], ops: dict[str, ir.Operator], sorts: d
         if d.arrow == "<=>":
             directions.append((d.name + "-rev", d.rhs, d.lhs))
         for name, lhs, rhs in directions:
-            rule = _rule(name, lhs, rhs, d, ops, sorts, sink, params or {})
+            rule = _rule(name, lhs, rhs, d, ops, sorts, sink, params or {}, analyses or {})
             if rule is not None:
                 rules.append(rule)
     return rules
 
 
-def _rule(name, lhs_src, rhs_src, d: ast.RuleDecl, ops, sorts, sink, params) -> ir.Rule | None:
+def _rule(name, lhs_src, rhs_src, d: ast.RuleDecl, ops, sorts, sink, params, analyses) -> ir.Rule | None:
     ctx = _PatternContext(ops, sink, {}, {}, binding=True)
     lhs_found = [_pattern(p, ANY_SORT, ctx) for p in lhs_src]
     if None in lhs_found:
@@ -152,6 +153,8 @@ def _rule(name, lhs_src, rhs_src, d: ast.RuleDecl, ops, sorts, sink, params) -> 
     scope = _rule_scope(ctx.var_types, sorts, f"rule '{name}'")
     scope.names.update({p: ir.Prim.INT for p in params})
     scope.term_shape = lambda t: _term_shape(t, ctx, sorts)
+    scope.analyses = {n: a.type for n, a in analyses.items()}
+    scope.analysis_of = lambda call: _analysis_of(call, ctx, analyses[call.fn])
     wheres = []
     for b in d.wheres:
         if b.name in params:
@@ -209,6 +212,19 @@ def _term_shape(t: ast.Expr, ctx: _PatternContext, sorts: dict[str, ir.Sort]) ->
         ctx.sink.error("shape(...) of a term whose sort declares no shape", t.span)
         return None
     return ir.ShapeOfTerm(pattern, shape_type)
+
+
+def _analysis_of(call: ast.Call, ctx: _PatternContext, analysis: ir.Analysis) -> ir.Expr | None:
+    """`NAME(?x)` or `NAME(term)`: the analysis value of a term over the left side's variables."""
+    if len(call.args) != 1:
+        ctx.sink.error(f"analysis '{analysis.name}' takes one term, found {len(call.args)} argument(s)", call.span)
+        return None
+    binding, ctx.binding = ctx.binding, False
+    try:
+        pattern = _pattern(call.args[0], ir.SortType(analysis.sort), ctx)
+    finally:
+        ctx.binding = binding
+    return None if pattern is None else ir.AnalysisOf(analysis.name, pattern, analysis.type)
 
 
 def _is_term(e: ast.Expr, ctx: _PatternContext) -> bool:

@@ -1,0 +1,87 @@
+"""Analyses in `.eqr` (issue 64, item 1): what egglog does with them, what `verify` proves of them
+and of the guards that read them, and what `check` refuses."""
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from eqdsl.diagnostics import EqdslError
+from eqdsl.egglog.lower import lower_language
+from eqdsl.egglog.session import EGraphSession
+from eqdsl.frontend import load_language
+from eqdsl.frontend.load import load_program_text
+
+from conftest import EXAMPLES, ROOT
+
+RATIONAL = EXAMPLES / "rational" / "rational.eqr"
+MUTANTS = ROOT / "tests" / "data" / "unsound_analyses.eqr"
+
+
+def _joined_after(steps: int, roots: str, pairs: list[tuple[int, int]], path=RATIONAL) -> list[bool]:
+    lang = load_language(path)
+    session = EGraphSession(lower_language(lang))
+    program = next(iter(load_program_text(f"program p:\n{roots}", "p.eqr", lang).values()))
+    session.load(program)
+    for _ in range(steps):
+        session.step("all")
+    return [session.roots_joined([pair], ["Q"]) for pair in pairs]
+
+
+def test_div_self_fires_where_nonzero_is_known_and_not_on_a_free_variable():
+    roots = ('  root div(num(4), num(4))\n  root num(1)\n'
+             '  root div(var("a"), var("a"))\n  root num(1)\n')
+    assert _joined_after(3, roots, [(0, 1), (2, 3)]) == [True, False]
+
+
+def test_constant_folding_folds_a_product_in_one_iteration():
+    roots = "  root mul(num(3), num(4))\n  root num(12)\n  root mul(num(3), num(5))\n"
+    assert _joined_after(1, roots, [(0, 1), (2, 1)]) == [True, False]
+
+
+def test_two_different_constants_in_one_class_stop_the_run_with_the_reason(tmp_path):
+    bad = tmp_path / "bad.eqr"
+    bad.write_text(f'language bad\ninclude "{RATIONAL}"\nrule wrong: add(?x, num(0)) => num(5)\n')
+    with pytest.raises(EqdslError) as err:
+        _joined_after(1, "  root add(num(1), num(0))\n  root num(5)\n", [(0, 1)], path=bad)
+    assert "merge agree" in " ".join(err.value.diagnostics[0].notes)
+
+
+def _verdicts(run_cli, path) -> dict[str, str]:
+    code, out, _ = run_cli("verify", path, "--json", "--examples", "60")
+    return {r["name"]: r["status"] for r in json.loads(out)["rules"]}
+
+
+def test_verify_checks_the_analyses_and_passes_every_rule_of_the_rational_language(run_cli):
+    verdicts = _verdicts(run_cli, RATIONAL)
+    assert {"analysis:const:mul", "analysis:nonzero:merge", "div-self", "fold-mul"} <= set(verdicts)
+    assert "analysis:const:merge" not in verdicts  # `merge agree`: egglog itself refuses two values
+    assert set(verdicts.values()) == {"pass"}
+
+
+def test_verify_fails_every_unsound_analysis_merge_and_guard(run_cli):
+    verdicts = _verdicts(run_cli, MUTANTS)
+    mutants = ["analysis:merge_max:merge", "analysis:rule_wrong:add", "analysis:nonzero_sub:sub",
+               "analysis:merge_and:merge", "guard-ne", "guard-wrong", "fold-wrong", "guard-too-weak"]
+    assert {m: verdicts[m] for m in mutants} == {m: "FAIL" for m in mutants}
+    assert {v for k, v in verdicts.items() if k not in mutants} == {"pass"}  # the included rational rules
+
+
+@pytest.mark.parametrize("body, expected", [
+    ("analysis c(x: Q) -> Int {\n  merge agree\n  num(v) = v\n}", "needs `means EXPR`"),
+    ("analysis c(x: Q) -> Int {\n  means c == x\n  num(v) = v\n}", "needs a merge"),
+    ("analysis c(x: Q) -> Int {\n  merge old or new\n  means c == x\n}", "type mismatch: expected Bool"),
+    ("analysis c(x: R) -> Int {\n  merge agree\n  means c == x\n}", "unknown sort 'R'"),
+    ("analysis c(x: Q) -> Str {\n  merge agree\n  means c == x\n}", "Int, Bool or [Int]"),
+    ("analysis c(x: Q) -> Int {\n  merge agree\n  means c == x\n  num(v) = v == 0\n}", "this rule gives Bool"),
+    ("analysis num(x: Q) -> Int {\n  merge agree\n  means num == x\n}", "reserved name"),
+    ("analysis c(x: Q) -> Int {\n  merge agree\n  means c == x\n  num(v) = v\n  num(w) = w\n}", "two rules for 'num'"),
+    ("analysis c(x: Q) -> Int {\n  merge agree\n  means c == x\n}\ncost num = c(1)", "rule's `where` and `if`"),
+    ("analysis c(x: Q) -> Int {\n  merge agree\n  means c == x\n}\nrule r: num(?v) => num(1) if c(?v)",
+     "?v is Int here but Q elsewhere"),
+])
+def test_check_refuses_a_malformed_analysis_with_its_position(tmp_path, run_cli, body, expected):
+    src = tmp_path / "a.eqr"
+    src.write_text(f"language a\nsort Q\nop num(v: Int) -> Q\n{body}\n" + ("" if "cost num" in body else "cost num = 1\n"))
+    code, out, err = run_cli("check", src)
+    assert code != 0 and expected in err and f"{src}:" in err, err
