@@ -85,3 +85,18 @@ def test_check_refuses_a_malformed_analysis_with_its_position(tmp_path, run_cli,
     src.write_text(f"language a\nsort Q\nop num(v: Int) -> Q\n{body}\n" + ("" if "cost num" in body else "cost num = 1\n"))
     code, out, err = run_cli("check", src)
     assert code != 0 and expected in err and f"{src}:" in err, err
+
+
+def test_an_analysis_of_a_shaped_sort_leaves_shapes_and_costs_alone(tmp_path):
+    src = tmp_path / "m.eqr"
+    src.write_text("language m\nsort M { shape: [Int] }\nop input(name: Str, n: Int) -> M\nop dbl(a: M) -> M\n"
+                   "shape input(name, n) = [n]\nshape dbl(a) = a\n"
+                   "analysis big(x: M) -> Int {\n  merge agree\n  means big == x\n  input(name, n) = n * 1000\n}\n"
+                   "cost input = 0\ncost dbl(a) = a[0]\n")
+    lang = load_language(src)
+    session = EGraphSession(lower_language(lang))
+    session.load(next(iter(load_program_text('program p:\n  root dbl(input("x", 7))\n', "p.eqr", lang).values())))
+    live = session.live()
+    assert sorted(live.shapes.values()) == [(7,), (7,)]  # not big's 7000
+    assert sorted(n.cost for n in live.problem.nodes if n.op == "dbl") == [7.0]
+    assert not any(n.op == "big" for n in live.problem.nodes)

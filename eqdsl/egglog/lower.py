@@ -40,16 +40,18 @@ class Lowered:
     language: ir.Language
     text: str
     op_of_egg: dict[str, str]  # egglog constructor name → eqdsl operator
-    analysis_fns: frozenset[str]
+    analysis_fns: frozenset[str]  # the shape functions (`_shape_SORT`)
     root_rels: frozenset[str]
     rulesets: dict[str, str] = field(default_factory=dict)  # rule name → ruleset
     sampled: dict[str, Sampled] = field(default_factory=dict)  # multi-pattern rule name → its sampled form
     before_blocks: str = ""  # the text up to the `egglog { }` blocks (`egglog.blocks` runs each after it)
+    analyses: frozenset[str] = frozenset()  # the egglog functions of the language's `analysis` blocks
 
     @functools.cached_property
     def bookkeeping(self) -> frozenset[str]:
-        """Tables that are not part of the program's e-graph (the sampled forms' rows)."""
-        return frozenset([SAMPLE_GENERATION, *(r for s in self.sampled.values() for r in (s.candidates, s.allowed))])
+        """Tables that are not part of the program's e-graph (the sampled forms' rows, analyses)."""
+        return frozenset([SAMPLE_GENERATION, *(r for s in self.sampled.values() for r in (s.candidates, s.allowed)),
+                          *self.analyses])
 
 
 def lower_language(lang: ir.Language) -> Lowered:
@@ -77,11 +79,12 @@ def lower_language(lang: ir.Language) -> Lowered:
     return Lowered(
         lang, "\n".join(sections) + "\n",
         {egg_name(o): o for o in lang.ops},
-        frozenset([*(shape_fn(s.name) for s in shaped), *(egg_name(a) for a in lang.analyses)]),
+        frozenset(shape_fn(s.name) for s in shaped),
         frozenset(root_rel(s) for s in lang.sorts),
         {r.name: ruleset_of(r) for r in lang.rules},
         sampled,
         before_blocks,
+        frozenset(egg_name(a) for a in lang.analyses),
     )
 
 
