@@ -10,7 +10,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from eqdsl.diagnostics import EqdslError
-from eqdsl.extract import cpsat, cpsat_model, decompose
+from eqdsl.extract import cpsat_model, cpsat_search, decompose
 from eqdsl.extract.cpsat import CpSatExtractor
 from eqdsl.extract.decompose import split
 from eqdsl.extract.egraph import CyclicSelection, IncompleteSelection, dag_cost, problem_from_json, restrict
@@ -157,20 +157,20 @@ def test_the_core_search_finds_the_brute_force_optimum(split_at_once, monkeypatc
     if math.isinf(best):
         return
     if search == "auto-switched":
-        monkeypatch.setattr(cpsat, "LP_FIRST_SHARE", 0.0)
-    e = CpSatExtractor(time_limit_s=cpsat.CORE_FROM_S, workers=2, search=search.split("-")[0]).extract(p)
+        monkeypatch.setattr(cpsat_search, "LP_FIRST_SHARE", 0.0)
+    e = CpSatExtractor(time_limit_s=cpsat_search.CORE_FROM_S, workers=2, search=search.split("-")[0]).extract(p)
     assert e.status is ExtractStatus.OPTIMAL and e.cost == best
 
 
 def test_auto_switches_to_the_core_search_on_the_parts(split_at_once, monkeypatch):
     p, _ = parts_of(LAYERS)
-    monkeypatch.setattr(cpsat, "LP_FIRST_SHARE", 0.0)  # the lp search gets no time: it proves nothing
-    e = CpSatExtractor(time_limit_s=cpsat.CORE_FROM_S, workers=2).extract(p)
+    monkeypatch.setattr(cpsat_search, "LP_FIRST_SHARE", 0.0)  # the lp search gets no time: it proves nothing
+    e = CpSatExtractor(time_limit_s=cpsat_search.CORE_FROM_S, workers=2).extract(p)
     assert e.status is ExtractStatus.OPTIMAL and e.cost == brute_force(p)
     assert "lp search unproven" in e.note and "solved as 2 independent parts" in e.note
-    one = CpSatExtractor(time_limit_s=cpsat.CORE_FROM_S, workers=1).extract(p)  # one thread: lp only, no switch
+    one = CpSatExtractor(time_limit_s=cpsat_search.CORE_FROM_S, workers=1).extract(p)  # one thread: lp only, no switch
     assert one.cost == e.cost and "lp search unproven" not in one.note
-    short = CpSatExtractor(time_limit_s=cpsat.CORE_FROM_S / 2, workers=2).extract(p)  # an epoch's seconds: lp
+    short = CpSatExtractor(time_limit_s=cpsat_search.CORE_FROM_S / 2, workers=2).extract(p)  # an epoch's seconds: lp
     assert short.cost == e.cost and "lp search unproven" not in short.note
 
 

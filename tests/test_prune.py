@@ -9,6 +9,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 
 from eqdsl.diagnostics import EqdslError
+from eqdsl.extract import cpsat_search
 from eqdsl.extract.bound import dag_lower_bound
 from eqdsl.extract.cpsat import CpSatExtractor
 from eqdsl.extract.cpsat_model import cyclic_components
@@ -100,7 +101,7 @@ def test_one_two_or_three_threads_prove_the_shared_loop_optimal():
     for workers in (1, 2, 3):
         for search in ("auto", "lp", "core"):
             extractor = CpSatExtractor(time_limit_s=5, workers=workers, search=search)
-            params = extractor._solver(5, "lp" if search == "auto" else search).parameters
+            params = cpsat_search._solver(5, "lp" if search == "auto" else search, workers).parameters
             assert params.num_workers == workers
             expected = {"lp": ["max_lp_sym", "max_lp"], "core": ["core", "no_lp"]}["core" if search == "core" else "lp"]
             assert list(params.subsolvers) == ([] if workers == 1 else expected)
