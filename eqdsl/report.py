@@ -19,6 +19,7 @@ from rich.table import Table
 from eqdsl import ir
 from eqdsl.config import effective
 from eqdsl.cost.measured import noisy_text
+from eqdsl.egglog.readback import program_nodes
 from eqdsl.extract.egraph import ExtractionProblem, cost_by_op
 from eqdsl.extract.result import Extraction
 from eqdsl.output import Scratch
@@ -62,6 +63,7 @@ def _rule_texts(lang: ir.Language, outcome: ScheduleOutcome | None) -> dict[str,
 def report_json(result: RunResult) -> dict:
     outcome, problem = _finished(result)
     best = result.best
+    optimized = result.optimized_program()
     return {
         "config": None if result.config is None else result.config.raw,
         "effective_config": None if result.config is None else effective(result.config),
@@ -94,11 +96,24 @@ def report_json(result: RunResult) -> dict:
         "compare": {m: {k: v for k, v in extraction_json(e, problem).items() if k != "choices"}
                     for m, e in result.extractions.items()},
         "optimized_program": result.optimized_text,
-        "programs": {"input": program_json(result.program), "optimized": program_json(result.optimized_program())},
+        "programs": {"input": program_json(result.program), "optimized": program_json(optimized)},
+        "program_facts": {"input": program_facts(result, result.program),
+                          "optimized": program_facts(result, optimized)},
         "cost_by_op": {"input": result.input_cost_by_op, "optimized": cost_by_op(problem, best.selection)},
         **{stage.key: _stage_json(result, stage.key) for stage in STAGES.values()},  # None: the stage did not run
         "measured_costs": None if result.measured is None else _measured_json(result),
     }
+
+
+def program_facts(result: RunResult, program: ir.Program) -> list[dict] | None:
+    """Per node of `program`, its shape and its cost in the final e-graph (the report page's
+    tooltips); None where a node is not found there."""
+    live = result.live
+    matched = None if live is None else program_nodes(live, program)
+    if live is None or matched is None:
+        return None
+    p = live.problem
+    return [{"shape": live.shapes.get(p.class_ids[p.nodes[n].eclass]), "cost": p.nodes[n].cost} for n in matched]
 
 
 def program_json(program: ir.Program) -> dict:

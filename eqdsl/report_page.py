@@ -2,12 +2,11 @@
 
 Contract: `page(report)` turns a run's `report.json` (as `eqdsl.report.report_json` writes it) into
 one HTML document: no script, no external file, no server — plain HTML and inline SVG. Sections:
-the run in one line; the input and optimized programs as graphs, each node coloured by whether
-the other program has the same term (new in the optimized program, gone from the input); the
+the run in one line; the input and optimized programs as graphs diffed by matched node
+(`eqdsl.report_graph`: only the rewritten region is coloured as new or gone); the
 cost by operator before and after; the exploration's iterations (nodes and matches per rule);
 the extractors, and an exact extractor's incumbent and bound over time; predicted against
-measured speed-ups (execution, export runtime check) where the run measured them. Programs larger
-than `MAX_DRAWN` nodes are not drawn (the page says so). A report.json from before a section
+measured speed-ups (execution, export runtime check) where the run measured them. A report.json from before a section
 existed (no `programs`, no `cost_by_op`) gives a page without it. `write_page(folder)` writes
 `report.html` into an eqdsl output folder (`eqdsl.output.add_result_file`: never over a user's file).
 """
@@ -20,15 +19,14 @@ from pathlib import Path
 from typing import Any
 
 from eqdsl.diagnostics import EqdslError
-from eqdsl.graphs import children_first
+from eqdsl.report_graph import GONE, KEY, NEW, SAME, diff, svg
 
-MAX_DRAWN = 400  # programs above this many nodes are listed, not drawn (an unreadable hairball)
-NEW, GONE, SAME = "#e4572e", "#8d99ae", "#17bebb"
 STYLE = """body{font:14px/1.4 system-ui,sans-serif;margin:24px;max-width:1200px;color:#222}
 h1{font-size:20px}h2{font-size:16px;margin-top:28px;border-bottom:1px solid #ddd}
 table{border-collapse:collapse;margin:8px 0}td,th{border:1px solid #ddd;padding:3px 8px;text-align:right}
 th{background:#f4f4f4}td:first-child,th:first-child{text-align:left}.bar{display:inline-block;height:10px}
-.graphs{display:flex;gap:16px;flex-wrap:wrap}.graph{border:1px solid #ddd;overflow:auto;max-height:640px}
+.graph{border:1px solid #ddd;overflow:auto;max-height:720px;margin-bottom:12px}
+.graph svg{max-width:100%;height:auto}.zoom:checked+label+.graph svg{max-width:none}
 .key span{display:inline-block;width:12px;height:12px;margin:0 4px 0 12px;vertical-align:middle}"""
 
 
@@ -67,6 +65,17 @@ def _num(value: Any) -> str:
     return cost_text(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else _e(value)
 
 
+def _sig3(value: Any) -> str:
+    """A measured or modelled number at 3 significant digits, with k/M/G for thousands (`32.6 M`,
+    `5.01 k`, `0.717`); counts and exact costs use `_num`."""
+    if not isinstance(value, (int, float)) or isinstance(value, bool) or not math.isfinite(value):
+        return _e(value)
+    for unit, scale in (("G", 1e9), ("M", 1e6), ("k", 1e3)):
+        if abs(value) >= scale:
+            return f"{value / scale:.3g} {unit}"
+    return f"{value:.3g}"
+
+
 def cost_text(cost: float) -> str:
     """A cost as people read it: 7 significant digits, thousands grouped, float noise dropped
     (`635,384` for 635383.999906, `1,039,570` for 1.03957e+06, `0.717254`)."""
@@ -93,16 +102,6 @@ def _summary(r: dict) -> str:
             f"e-graph {_num(schedule.get('start_nodes'))} → {_num(schedule.get('final_nodes'))} nodes, stopped: "
             f"{_e(schedule.get('stop_reason', '?'))}</p>")
     return line + _table(["stage", "seconds"], [[_e(k), f"{v:.3f}"] for k, v in stages.items()])
-
-
-def _terms(program: dict, table: dict[tuple, int]) -> list[int]:
-    """Each node's term as a number from `table` (hash-consing): equal terms, equal numbers, across
-    the programs that share `table`. Flat keys: linear in the program, at any depth."""
-    keys: list[int] = []
-    for node in program["nodes"]:
-        args = tuple(keys[a["node"]] if isinstance(a, dict) else json.dumps(a) for a in node["args"])
-        keys.append(table.setdefault((node["op"], args), len(table)))
-    return keys
 
 
 def checked_programs(report: dict) -> dict[str, dict]:
@@ -142,60 +141,25 @@ def _malformed(where: str, expected: str, found: Any) -> EqdslError:
 
 def _graphs(r: dict) -> str:
     programs = checked_programs(r)
-    if not programs:
+    if not {"input", "optimized"} <= set(programs):
         return ""
-    table: dict[tuple, int] = {}
-    terms = {name: _terms(p, table) for name, p in programs.items()}
-    if not {"input", "optimized"} <= set(terms):
-        return ""
-    shared = set(terms["input"]) & set(terms["optimized"])
-    key = (f"<p class=key>nodes:<span style='background:{SAME}'></span>in both programs"
-           f"<span style='background:{GONE}'></span>only in the input<span style='background:{NEW}'></span>"
-           "only in the optimized program (edges point from a node to its operands)</p>")
+    colours = dict(zip(("input", "optimized"), diff(programs["input"], programs["optimized"])))
+    key = "<p class=key>nodes:" + "".join(f"<span style='background:{c}'></span>{_e(t)}" for c, t in KEY) + \
+        " (edges point from a node to its operands; hover a box for its nodes, shapes and costs)</p>"
+    facts = r.get("program_facts") or {}
     drawn = []
-    for name, colour in (("input", GONE), ("optimized", NEW)):
-        colours = [SAME if t in shared else colour for t in terms[name]]
+    for name in ("input", "optimized"):
         count = len(programs[name]["nodes"])
-        drawn.append(f"<div><h3>{name} ({count} nodes)</h3>{_svg(programs[name], colours)}</div>")
+        graph = svg(programs[name], colours[name], _facts(facts.get(name), count), name)
+        drawn.append(f"<div><h3>{name} ({count} nodes)</h3>{graph}</div>")
     return "<h2>Programs</h2>" + key + "<div class=graphs>" + "".join(drawn) + "</div>"
 
 
-def _label(node: dict) -> str:
-    literals = [json.dumps(a) for a in node["args"] if not isinstance(a, dict)]
-    text = node["op"] + (f"({', '.join(literals)})" if literals else "")
-    return text if len(text) <= 24 else text[:23] + "…"
-
-
-def _svg(program: dict, colours: list[str]) -> str:
-    nodes = program["nodes"]
-    if len(nodes) > MAX_DRAWN:
-        return f"<p>not drawn: {len(nodes)} nodes (more than {MAX_DRAWN}); the table below compares operators</p>"
-    kids = [[a["node"] for a in n["args"] if isinstance(a, dict)] for n in nodes]
-    order = children_first(program["roots"], lambda i: kids[i])
-    depth: dict[int, int] = {}
-    for i in order:
-        depth[i] = 1 + max((depth[k] for k in kids[i]), default=-1)
-    rows: dict[int, list[int]] = {}
-    for i in order:
-        rows.setdefault(depth[i], []).append(i)
-    where: dict[int, tuple[float, float]] = {}
-    top = max(rows, default=0)
-    for level in sorted(rows):  # each node under the mean place of its operands (one barycentre pass)
-        members = sorted(rows[level], key=lambda i: sum(where[k][0] for k in kids[i]) / len(kids[i]) if kids[i] else i)
-        for slot, i in enumerate(members):
-            where[i] = (70.0 + 150 * slot, 30.0 + 60 * (top - level))
-    width = 140 + 150 * max((len(m) for m in rows.values()), default=1)
-    height = 60 + 60 * (top + 1)
-    parts = [f"<svg xmlns='http://www.w3.org/2000/svg' width='{width}' height='{height}' font-size='11'>"]
-    for i in where:
-        for k in kids[i]:
-            (x1, y1), (x2, y2) = where[i], where[k]
-            parts.append(f"<line x1='{x1}' y1='{y1 + 9}' x2='{x2}' y2='{y2 - 9}' stroke='#bbb'/>")
-    for i, (x, y) in where.items():
-        root = " stroke='#222' stroke-width='2'" if i in program["roots"] else ""
-        parts.append(f"<rect x='{x - 66}' y='{y - 9}' width='132' height='18' rx='4' fill='{colours[i]}'{root}/>"
-                     f"<text x='{x}' y='{y + 4}' text-anchor='middle' fill='white'>{_e(_label(nodes[i]))}</text>")
-    return "<div class=graph>" + "".join(parts) + "</svg></div>"
+def _facts(facts: Any, count: int) -> list[dict] | None:
+    """Per node `shape` and `cost`, where report.json has them for every node."""
+    if isinstance(facts, list) and len(facts) == count and all(isinstance(f, dict) for f in facts):
+        return facts
+    return None
 
 
 def _by_operator(r: dict) -> str:
@@ -210,7 +174,7 @@ def _by_operator(r: dict) -> str:
         b, a = before.get(op, 0.0), after.get(op, 0.0)
         bars = (f"<span class=bar style='width:{200 * b / largest:.1f}px;background:{GONE}'></span><br>"
                 f"<span class=bar style='width:{200 * a / largest:.1f}px;background:{NEW}'></span>")
-        rows.append([_e(op), _num(b), _num(a), _num(a - b), bars])
+        rows.append([_e(op), _sig3(b), _sig3(a), _sig3(a - b), bars])
     return "<h2>Cost by operator</h2>" + _table(["operator", "input", "optimized", "change", ""], rows)
 
 
@@ -233,7 +197,7 @@ def _iterations(r: dict) -> str:
 
 def _extractors(r: dict) -> str:
     compare = r.get("compare", {})
-    rows = [[_e(m), _num(e.get("cost")), _e(e.get("status")), "" if e.get("bound") is None else _num(e["bound"]),
+    rows = [[_e(m), _sig3(e.get("cost")), _e(e.get("status")), "" if e.get("bound") is None else _sig3(e["bound"]),
              "" if e.get("gap") is None else f"{100 * e['gap']:.2f} %", f"{e.get('seconds', 0):.3f}",
              _e(e.get("note", ""))] for m, e in compare.items()]
     out = "<h2>Extraction</h2>" + _table(["extractor", "DAG cost", "status", "bound", "gap", "seconds", "note"], rows)
@@ -291,8 +255,8 @@ def _line_chart(series: dict[str, list[tuple[float, float]]], x_label: str, y_la
     parts = [f"<svg xmlns='http://www.w3.org/2000/svg' width='{w}' height='{h}' font-size='11'>",
              f"<line x1='{pad}' y1='{h - pad}' x2='{w - pad}' y2='{h - pad}' stroke='#888'/>",
              f"<line x1='{pad}' y1='{pad}' x2='{pad}' y2='{h - pad}' stroke='#888'/>",
-             f"<text x='{w / 2}' y='{h - 12}' text-anchor='middle'>{_e(x_label)} ({_num(x0)} to {_num(x1)})</text>",
-             f"<text x='8' y='{pad - 16}'>{_e(y_label)} ({_num(y0)} to {_num(y1)})</text>"]
+             f"<text x='{w / 2}' y='{h - 12}' text-anchor='middle'>{_e(x_label)} ({_sig3(x0)} to {_sig3(x1)})</text>",
+             f"<text x='8' y='{pad - 16}'>{_e(y_label)} ({_sig3(y0)} to {_sig3(y1)})</text>"]
     for n, (name, pts) in enumerate(series.items()):
         colour = (NEW, SAME, GONE)[n % 3]
         parts.append(f"<polyline fill='none' stroke='{colour}' stroke-width='2' points='"

@@ -29,6 +29,7 @@ LAYERS: list[set[str]] = [
     {"config"},
     {"stages"},
     {"pipeline"},
+    {"report_graph"},
     {"report_page"},
     {"report"},
     {"sweep"},

@@ -80,24 +80,35 @@ def _literal_arg(value: Value):
 def program_selection(live: LiveEGraph, program: ir.Program) -> Selection | None:
     """The nodes of the e-graph that make up `program`, matched bottom-up by operator and child
     classes; None where a node is missing (or blocked)."""
+    matched = program_nodes(live, program)
+    if matched is None:
+        return None
+    p = live.problem
+    selection: Selection = {}
+    for node, found in zip(program.nodes, matched):
+        for a, k in zip(node.args, p.nodes[found].children):
+            if not isinstance(a, ir.Child):
+                selection[k] = p.class_nodes[k][0]
+        # a class holding two of its nodes keeps the first (a descendant of the other: no cycle)
+        selection.setdefault(p.nodes[found].eclass, found)
+    return selection
+
+
+def program_nodes(live: LiveEGraph, program: ir.Program) -> list[int] | None:
+    """Per node of `program`, the e-node that is it (same operator, same child classes); None
+    where one is missing (or blocked)."""
     p = live.problem
     value_class = {_value_key(live.values[cid]): c for c, cid in enumerate(p.class_ids) if cid in live.values}
     by_shape = {(n.op, n.children): i for i, n in enumerate(p.nodes) if p.allowed(i)}
-    selection: Selection = {}
-    classes: list[int] = []
+    found: list[int] = []
     for node in program.nodes:
-        kids = tuple(classes[a.index] if isinstance(a, ir.Child) else value_class.get(_value_key(a), -1)
-                     for a in node.args)
-        found = by_shape.get((node.op, kids))
-        if found is None:
+        kids = tuple(p.nodes[found[a.index]].eclass if isinstance(a, ir.Child)
+                     else value_class.get(_value_key(a), -1) for a in node.args)
+        match = by_shape.get((node.op, kids))
+        if match is None:
             return None
-        for a, k in zip(node.args, kids):
-            if not isinstance(a, ir.Child):
-                selection[k] = p.class_nodes[k][0]
-        classes.append(p.nodes[found].eclass)
-        # a class holding two of its nodes keeps the first (a descendant of the other: no cycle)
-        selection.setdefault(classes[-1], found)
-    return selection
+        found.append(match)
+    return found
 
 
 def _value_key(value) -> tuple[str, object]:
