@@ -105,6 +105,18 @@ def report_json(result: RunResult) -> dict:
     }
 
 
+def run_json(result: RunResult, folder: Path) -> dict:
+    """`eqdsl run --json`'s object: what the summary says, as data (the whole run is report.json)."""
+    best = result.best
+    return {"ok": all(done.ok for done in result.finished.values()), "language": result.language.name,
+            "program": result.program.name, "original_cost": result.original_cost, "best_cost": best.cost,
+            "improvement_pct": _improvement(result.original_cost, best.cost),
+            "extractor": {"method": best.method, "status": best.status.value, "bound": best.bound, "gap": best.gap},
+            "stages": {key: done.ok for key, done in result.finished.items()},
+            "optimized_program": result.optimized_text, "output": str(folder),
+            "report": str(folder / "report.json")}
+
+
 def program_facts(result: RunResult, program: ir.Program) -> list[dict] | None:
     """Per node of `program`, its shape and its cost in the final e-graph (the report page's
     tooltips); None where a node is not found there."""

@@ -2,7 +2,9 @@
 file and every `eqdsl` command they name exists, and the Python API example runs as written."""
 from __future__ import annotations
 
+import os
 import re
+import shutil
 import subprocess
 import sys
 
@@ -41,12 +43,19 @@ def test_every_eqdsl_command_a_page_names_is_one():
     assert {"optimize", "synthesize", "fmt"} <= named and named - commands == set()
 
 
-def test_the_python_api_example_runs_as_written():
+def test_the_python_api_examples_run_as_written(tmp_path):
+    """Both examples of docs/python-api.md, in a folder holding `examples/first/` (the first one
+    writes report.html where it runs)."""
+    shutil.copytree(ROOT / "examples" / "first", tmp_path / "examples" / "first")
     page = (ROOT / "docs" / "python-api.md").read_text()
-    code = re.search(r"```python\n(.*?)```", page, re.S)[1]
-    done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120)
-    assert done.returncode == 0, done.stderr[-2000:]
-    assert done.stdout.startswith("4202504.0 -> 270336.0")
+    blocks = re.findall(r"```python\n(.*?)```", page, re.S)
+    assert len(blocks) == 2
+    for code, starts in zip(blocks, ("4202504.0 -> 270336.0 optimal", "4202504.0 -> 270336.0")):
+        done = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True, timeout=120,
+                              env={**os.environ, "PYTHONPATH": str(ROOT)})
+        assert done.returncode == 0, done.stderr[-2000:]
+        assert done.stdout.startswith(starts)
+    assert "<svg" in (tmp_path / "report.html").read_text()
 
 
 def test_the_first_language_does_what_the_readme_says(tmp_path, run_cli):
@@ -81,3 +90,56 @@ def test_check_and_verify_speak_json_for_scripts(tmp_path, run_cli):
     verdict = json.loads(out)
     assert code == 1 and verdict["passed"] == 0 and verdict["rules"][0]["status"] == "FAIL"
     assert verdict["rules"][0]["counterexample"]["message"] == "left and right sides differ"
+
+
+# the `--json` schemas of docs/configuration.md: key → type (a tuple: any of them; a dict: an object;
+# a list of one schema: a list of such); `None` in a tuple: may be null
+DIAGNOSTIC = {"level": str, "message": str}
+SCHEMAS = {
+    "check": {"ok": bool, "language": str, "sorts": int, "operators": int,
+              "rules": [{"name": str, "multi": bool, "at": str}], "diagnostics": [DIAGNOSTIC]},
+    "verify": {"passed": int, "total": int, "seed": int, "not_verified": [str],
+               "rules": [{"name": str, "status": str, "examples": int, "seconds": float,
+                          "counterexample": (dict, type(None))}]},
+    "run": {"ok": bool, "language": str, "program": str, "original_cost": float, "best_cost": float,
+            "improvement_pct": float, "extractor": {"method": str, "status": str, "bound": (float, type(None)),
+                                                    "gap": (float, type(None))},
+            "stages": dict, "optimized_program": str, "output": str, "report": str},
+}
+
+
+def _matches(value, schema, where: str = "") -> list[str]:
+    if isinstance(schema, dict):
+        if not isinstance(value, dict):
+            return [f"{where}: expected an object"]
+        missing = [f"{where}.{k}: missing" for k in schema if k not in value]
+        return missing + [p for k, s in schema.items() if k in value for p in _matches(value[k], s, f"{where}.{k}")]
+    if isinstance(schema, list):
+        if not isinstance(value, list):
+            return [f"{where}: expected a list"]
+        return [p for i, v in enumerate(value) for p in _matches(v, schema[0], f"{where}[{i}]")]
+    kinds = schema if isinstance(schema, tuple) else (schema,)
+    return [] if any(_is(value, k) for k in kinds) else [f"{where}: expected {schema}, found {value!r}"]
+
+
+def _is(value, kind: type) -> bool:
+    """JSON's types: a number is a float where a float is expected; a bool is no number."""
+    if isinstance(value, bool):
+        return kind is bool
+    return isinstance(value, (int, float)) if kind is float else isinstance(value, kind)
+
+
+def test_every_json_output_meets_its_documented_schema(tmp_path, run_cli):
+    import json
+
+    first = ROOT / "examples" / "first"
+    code, out, _ = run_cli("check", first / "mats.eqr", "--json")
+    assert code == 0 and _matches(json.loads(out), SCHEMAS["check"]) == []
+    code, out, _ = run_cli("verify", ROOT / "rulesets" / "arith.eqr", "--json", "--examples", "20")
+    assert code == 0 and _matches(json.loads(out), SCHEMAS["verify"]) == []
+    code, out, err = run_cli("run", ROOT / "examples" / "arith" / "config.yaml", "--json", "--quiet",
+                             "--output", tmp_path / "out")
+    assert code == 0, err
+    found = json.loads(out)
+    assert _matches(found, SCHEMAS["run"]) == [] and found["best_cost"] == 0 and found["stages"] == {"validation": True}
+    assert _matches({**found, "ok": "yes"}, SCHEMAS["run"]) == [".ok: expected <class 'bool'>, found 'yes'"]

@@ -33,7 +33,7 @@ LAYERS: list[set[str]] = [
     {"report_page"},
     {"report"},
     {"sweep"},
-    {"cli"},
+    {"api", "cli"},
     {"__main__"},
     {"apps"},
 ]

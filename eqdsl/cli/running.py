@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import argparse
+import json
 from dataclasses import replace
 from pathlib import Path
 
@@ -25,7 +26,7 @@ def cmd_run(args: argparse.Namespace) -> Work:
     from eqdsl.config import load_config
     from eqdsl.output import Scratch, check_output
     from eqdsl.pipeline import config_inputs, run_pipeline
-    from eqdsl.report import print_summary, write_outputs
+    from eqdsl.report import print_summary, run_json, write_outputs
 
     if Path(args.config).suffix.lower() == ".onnx":
         raise EqdslError.one(f"{args.config} is an ONNX model, not a run config; `eqdsl optimize {args.config} "
@@ -55,6 +56,9 @@ def cmd_run(args: argparse.Namespace) -> Work:
         status.show(None if args.quiet else stderr)
         result = run_pipeline(config, progress)
         written = write_outputs(result, scratch)
+        if args.json:
+            print(json.dumps(run_json(result, written)))
+            return 0 if all(done.ok for done in result.finished.values()) else 1
         print_summary(result, stdout)
         if written != resolved:
             stderr.print(f"warning: files appeared in {output} during the run; it was left alone and "
@@ -147,6 +151,8 @@ def _run_options(c, validate_help: str) -> None:
     c.add_argument("--validate", action="store_true", help=validate_help)
     c.add_argument("--force", action="store_true", help=FORCE_HELP)
     c.add_argument("--no-ref", action="store_true", help=NO_REF_HELP)
+    c.add_argument("--json", action="store_true",
+                   help="print one JSON object on stdout instead of the summary (schema: docs/configuration.md)")
     c.add_argument("--set", action="append", type=setting_flag, default=[], metavar="KEY=VALUE",
                    help="override one config key, checked as the file's own (--set schedule.iter_limit=5, "
                         "--set 'extract={method: greedy}'); repeatable")

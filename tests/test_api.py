@@ -1,0 +1,59 @@
+"""`import eqdsl` as a library (`eqdsl/api.py`): the interface docs/python-api.md promises."""
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import eqdsl
+from eqdsl import ir
+from eqdsl.diagnostics import EqdslError
+
+from conftest import EXAMPLES, ROOT
+
+
+def test_import_eqdsl_loads_nothing_heavy():
+    code = ("import sys, eqdsl; heavy = [m for m in ('egglog', 'ortools', 'numba', 'onnxruntime', 'lark') "
+            "if m in sys.modules]; print(heavy)")
+    done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=60)
+    assert done.stdout.strip() == "[]", done.stderr
+
+
+def test_load_program_optimize_and_the_result():
+    lang = eqdsl.load("arith")
+    assert isinstance(lang, ir.Language) and lang.name == "arith"
+    program = eqdsl.program(lang, 'program p:\n  root div(mul(var("a"), num(2)), num(2))\n')
+    result = eqdsl.optimize(lang, program, iter_limit=5)
+    assert (result.original_cost, result.cost, result.status) == (12.0, 0.0, "optimal")
+    assert isinstance(result.program, ir.Program) and 'root var("a")' in result.text
+    assert result.report_html().startswith("<!DOCTYPE html>")
+
+
+def test_a_target_gives_a_languages_params_and_a_file_its_program():
+    lang = eqdsl.load(EXAMPLES / "sharing" / "sharing.eqr")
+    program = eqdsl.program(lang, Path(EXAMPLES / "sharing" / "input.eqr"))
+    assert eqdsl.optimize(lang, program, extractor="greedy").cost > 0
+    tensor = eqdsl.load("tensat")
+    relu = eqdsl.program(tensor, 'program q:\n  root relu(relu(input("x", [1, 8])))\n')
+    with pytest.raises(EqdslError, match="target params"):
+        eqdsl.optimize(tensor, relu, iter_limit=2)
+    assert eqdsl.optimize(tensor, relu, iter_limit=2, target="t4").cost > 0
+
+
+@pytest.mark.parametrize("source, name, expected", [
+    ("", None, "0 programs"),
+    ("program a:\n  root num(1)\nprogram b:\n  root num(2)\n", None, "2 programs (a, b)"),
+    ("program a:\n  root num(1)\n", "c", "no program named 'c'"),
+    ("program a:\n  root nope(1)\n", None, "unknown operator"),
+])
+def test_program_says_what_it_found(source, name, expected):
+    with pytest.raises(EqdslError) as err:
+        eqdsl.program(eqdsl.load("arith"), source, name)
+    assert expected in str(err.value.diagnostics[0].message)
+
+
+def test_an_unknown_attribute_is_an_attribute_error():
+    with pytest.raises(AttributeError, match="no attribute 'optimise'"):
+        eqdsl.optimise  # noqa: B018
