@@ -77,3 +77,21 @@ def test_sweep_never_writes_into_a_folder_of_other_files(tmp_path, run_cli):
     code, _, err = run_cli("sweep", _sweep(tmp_path))
     assert code == 2 and "holds files a sweep did not write (notes.txt)" in err
     assert sorted(p.name for p in (tmp_path / "out").iterdir()) == ["notes.txt"]
+
+
+def test_the_heatmap_writes_each_cells_count_in_it(tmp_path, monkeypatch):
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    from matplotlib.axes import Axes
+
+    from eqdsl.sweep import table
+
+    written: list[str] = []
+    real = Axes.text
+    monkeypatch.setattr(Axes, "text", lambda self, x, y, s, *a, **k: written.append(s) or real(self, x, y, s, *a, **k))
+    task = type("Task", (), {"labels": (("schedule", "kind=saturate"),), "config": {"program": "p.eqr"}})()
+    ok = [(task, {"rule_matches": {"mul-comm": 1234, "mul-one": 0, "reassoc": 2}})]
+    assert table._heatmap(plt, ok, tmp_path / "h.png") and (tmp_path / "h.png").stat().st_size > 0
+    assert sorted(written) == ["1,234", "2"]  # a zero cell stays empty

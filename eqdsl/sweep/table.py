@@ -142,6 +142,10 @@ def _heatmap(plt, ok: list, path: Path) -> bool:
                       aspect="auto", cmap="viridis")
     ax.set_xticks(range(len(rules)), rules, rotation=90, fontsize=7)
     ax.set_yticks(range(len(names)), names, fontsize=7)
+    for i, row in enumerate(grid):  # each cell's count in it (a colour alone reads as a range)
+        for j, v in enumerate(row):
+            if v:
+                ax.text(j, i, f"{v:,}", ha="center", va="center", fontsize=5, color="white")
     ax.set_xlabel("rule")
     fig.colorbar(image, ax=ax, label="1 + log10(matches kept)")
     replace_atomically(path, lambda tmp: fig.savefig(tmp, dpi=120, bbox_inches="tight"))
