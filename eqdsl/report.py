@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import shutil
 import sys
+from collections import Counter
 from pathlib import Path
 
 from rich.console import Console
@@ -190,7 +191,20 @@ def _write_page(report: dict, path: Path) -> None:
               "published without it", file=sys.stderr)
 
 
-SHOWN_LINES = 12  # a real model's program runs to hundreds of lines: the folder has it whole
+SHOWN_NODES = 20  # a larger program is summarised by its operator counts: the folder has it whole
+
+
+def _print_program(result: RunResult, console: Console) -> None:
+    """The optimized program where it is small; else its size and the operators whose counts changed."""
+    optimized = result.optimized_program()
+    if len(optimized.nodes) <= SHOWN_NODES:
+        console.print(result.optimized_text.rstrip(), markup=False)
+        return
+    before, after = Counter(n.op for n in result.program.nodes), Counter(n.op for n in optimized.nodes)
+    changed = [f"{op} {before[op]} → {after[op]}" for op in sorted(before | after) if before[op] != after[op]]
+    console.print(f"program optimized: {len(optimized.nodes):,} nodes (the input {len(result.program.nodes):,}), in "
+                  "optimized.eqr in the output folder; operators: " + (", ".join(changed) or "the same counts"),
+                  markup=False)
 
 
 def print_summary(result: RunResult, console: Console) -> None:
@@ -200,10 +214,7 @@ def print_summary(result: RunResult, console: Console) -> None:
     if result.baselines is not None:
         _print_baselines(result.baselines, result.best.cost, console)
         _print_units(result, console)
-    lines = result.optimized_text.rstrip().splitlines()
-    console.print("\n".join(lines[:SHOWN_LINES]), markup=False)
-    if len(lines) > SHOWN_LINES:
-        console.print(f"… {len(lines) - SHOWN_LINES} more line(s): the whole program is optimized.eqr, in the output")
+    _print_program(result, console)
     if result.measured is not None:
         m = result.measured
         rules = ", ".join(sorted(m.stats.rule_priced)) or "none"
