@@ -33,7 +33,7 @@ DEFAULTS: dict[str, Any] = {"ruleset": "fusions", "target": "cpu",
             "schedule": {"kind": "saturate", "iter_limit": 15, "node_limit": 50_000, "k_multi": 1,
                          "cycle_filter": "efficient"},
             "extract": {"method": "cpsat", "time_limit_s": 60, "compare": []},
-            "validate": {"samples": 1}, "export": "onnx"}
+            "validate": {"samples": 1}, "export": {"format": "onnx", "time_without_gain": False}}
 
 
 def add_optimize_command(sub) -> None:
@@ -150,6 +150,9 @@ def _verdict(result: Any) -> str:
     runtime = _runtime(result)
     if not runtime.get("ok", False):
         return "NOT CHECKED OR DISAGREEING under ONNX Runtime: see the lines above (exit 1)"
+    if runtime.get("untimed"):
+        return (f"your model, unchanged: the cost model predicts under 1 % gain from eqdsl's rewrite "
+                f"({runtime['predicted_speedup']:.3f}×), so it was not timed")
     low, high = runtime["ratio_interval_1_thread"]
     measured = f"{runtime['speedup'][1]:.2f}× with 1 thread (time ratio in [{low:.3f}, {high:.3f}], 95 %)"
     if runtime.get("handed_back") == "input":

@@ -31,6 +31,9 @@ class ExportSettings:
     keep_if_slower: bool = option(False, is_bool, "true or false")
     # where the runtime check runs: "cpu", or "cuda" (ONNX Runtime's CUDA provider)
     device: str = option("cpu", one_of(tuple(PROVIDERS)), f"one of: {', '.join(PROVIDERS)}")
+    # false: a rewrite the cost model predicts under 1 % faster than the input is not written or
+    # timed, and your model is handed back (`eqdsl optimize`: seconds, not a timing of each)
+    time_without_gain: bool = option(True, is_bool, "true or false")
 
 
 def export_names() -> list[str]:

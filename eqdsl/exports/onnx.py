@@ -42,6 +42,9 @@ class OnnxExport:
         weights = dict(job.weights) if job.weights is not None else random_weights(job.original, job.settings.seed)
         original = job.source_file
         unchanged = original is not None and same_terms(job.original, job.optimized)
+        if original is not None and not unchanged and not job.settings.time_without_gain \
+                and job.predicted_speedup < SMALL_GAIN:
+            return _no_gain(job, original)
         interface = interface_of(original) if original is not None else None
         if unchanged:  # no rewrite won: the user's model itself, node for node
             files = save_model(onnx.load(str(original)), job.folder / "optimized.onnx")
@@ -65,6 +68,23 @@ class OnnxExport:
         if job.settings.runtime_check:
             _check_at_runtime(job, original, candidates, outcome, unchanged)
         return outcome
+
+
+def _no_gain(job: ExportJob, original: Path) -> ExportOutcome:
+    """Your model itself, the rewrite neither written nor timed: the cost model predicts under
+    `SMALL_GAIN` (what timing could tell from noise only by luck)."""
+    import onnx
+
+    from eqdsl.onnx.write import save_model
+
+    files = save_model(onnx.load(str(original)), job.folder / "optimized.onnx")
+    outcome = ExportOutcome(files, {"files": files, "weights": "model", "unchanged": False,
+                                    "runtime": {"ok": True, "untimed": True, "handed_back": "input",
+                                                "predicted_speedup": job.predicted_speedup}})
+    outcome.summary.append(f"the cost model predicts under 1 % gain from the rewrite ({job.predicted_speedup:.3f}×): "
+                           "optimized.onnx is your model, the rewrite neither written nor timed "
+                           "(`export: {time_without_gain: true}` times it)")
+    return outcome
 
 
 SMALL_GAIN = 1.01  # a predicted speedup below this must be measured, beyond noise, to be handed back
