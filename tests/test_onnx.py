@@ -452,3 +452,36 @@ def test_an_n_ary_sum_imports_as_additions_the_rules_see(tmp_path, tensat):
     leaf = lambda n: (imported.weights if n.op == "weight" else {"x": x})[n.args[0]].astype(np.float64)  # noqa: E731
     got = evaluate_program(imported.program, load_semantics(tensat), 0, leaf)
     assert np.allclose(want, got[0], atol=1e-5)
+
+
+def conv1d_model(pads: list[int], strides: int, group: int) -> onnx.ModelProto:
+    """A speech model's 1-D Conv (with bias) and a Relu after it."""
+    rng = np.random.default_rng(2)
+    nodes = [helper.make_node("Conv", ["x", "w", "b"], ["c"], kernel_shape=[5], pads=pads, strides=[strides],
+                              group=group),
+             helper.make_node("Relu", ["c"], ["y"])]
+    inits = [_init("w", rng.standard_normal((8, 4 // group, 5)) / 4), _init("b", rng.standard_normal(8))]
+    length = (40 + sum(pads) - 5) // strides + 1
+    graph = helper.make_graph(nodes, "c1", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 4, 40])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 8, length])], inits)
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
+
+
+@pytest.mark.parametrize("pads, strides, group", [([2, 2], 1, 1), ([0, 0], 3, 2), ([1, 3], 2, 1)])
+def test_a_1d_conv_is_the_2d_one_over_a_height_of_1_and_exports_equal(tmp_path, run_cli, tensat, pads, strides, group):
+    """Four of 19 unseen public models (speech) have 1-D Convs, which stayed opaque: now a `conv2d`
+    between reshapes, within reach of the rules, and ONNX Runtime agrees with the input."""
+    from eqdsl.onnx.read import read_onnx
+    from eqdsl.onnx.runtime import compare
+
+    onnx.save(conv1d_model(pads, strides, group), tmp_path / "m.onnx")
+    program = read_onnx(tmp_path / "m.onnx", tensat).program
+    ops = [n.op for n in program.nodes]
+    assert "conv2d" in ops and not any(op.startswith("opaque") for op in ops)
+    (tmp_path / "run.yaml").write_text(
+        "ruleset: fusions\ntarget: cpu\nprogram: {onnx: m.onnx}\nschedule: {iter_limit: 4, node_limit: 3000}\n"
+        "extract: {method: cpsat, time_limit_s: 10}\nvalidate: {samples: 1}\n"
+        "export: {format: onnx, runtime_check: false}\n")
+    code, out, err = run_cli("run", tmp_path / "run.yaml", "--output", tmp_path / "out", "--quiet")
+    assert code == 0, out + err
+    assert compare(tmp_path / "m.onnx", tmp_path / "out" / "optimized.onnx", runs=1).ok

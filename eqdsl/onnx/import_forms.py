@@ -58,12 +58,32 @@ def _padded(r: Reader, x: Tensor, extra: tuple[int, int, int, int], fill: int) -
 
 def _conv(r: Reader, node: onnx.NodeProto, attrs: dict) -> list[Value]:
     x, w = r.tensor(node.input[0]), r.tensor(node.input[1])
+    if len(x.dims) == 3 and len(w.dims) == 3:  # 1-D: the 2-D convolution over a height of 1, reshaped
+        (n, c, length), (out, per_group, k) = x.dims, w.dims
+        y = _conv2d(r, node, _as_2d(attrs), r.g.reshape(x, [n, c, 1, length]), r.g.reshape(w, [out, per_group, 1, k]))
+        return [r.g.reshape(y, [y.dims[0], y.dims[1], y.dims[3]])]
+    return [_conv2d(r, node, attrs, x, w)]
+
+
+def _as_2d(attrs: dict) -> dict:
+    """A 1-D Conv's attributes for the 2-D one over a height of 1 (ONNX pads: begins, then ends)."""
+    two = dict(attrs)
+    for key, one in (("strides", 1), ("dilations", 1), ("kernel_shape", 1)):
+        if key in attrs:
+            two[key] = [one, *attrs[key]]
+    if "pads" in attrs:
+        begin, end = attrs["pads"]
+        two["pads"] = [0, begin, 0, end]
+    return two
+
+
+def _conv2d(r: Reader, node: onnx.NodeProto, attrs: dict, x: Tensor, w: Tensor) -> Tensor:
     strides, pad, extra = _spatial(node, attrs, x.dims, list(w.dims[2:]))
     y = r.g.conv2d(strides[0], strides[1], pad, 0, _padded(r, x, extra, 0), w)
     if len(node.input) > 2 and node.input[2]:
         channels = y.dims[1]
         y = r.g.ewadd(y, r.g.reshape(r.tensor(node.input[2]), [1, channels, 1, 1]))
-    return [y]
+    return y
 
 
 def _pool(kind: str) -> Handler:
