@@ -291,6 +291,16 @@ def test_hardswish_written_out_becomes_one_operator(tmp_path, run_cli, tensat, d
     assert "HardSwish" in ops and "Clip" not in ops and "Div" not in ops
 
 
+def _run_fusions(tmp_path, run_cli) -> None:
+    """`eqdsl run` on tmp_path/m.onnx with `fusions` on the CPU target, validated, exported untimed."""
+    (tmp_path / "run.yaml").write_text(
+        "ruleset: fusions\ntarget: cpu\nprogram: {onnx: m.onnx}\nschedule: {iter_limit: 4, node_limit: 3000}\n"
+        "extract: {method: cpsat, time_limit_s: 10}\nvalidate: {samples: 1}\n"
+        "export: {format: onnx, runtime_check: false}\n")
+    code, out, err = run_cli("run", tmp_path / "run.yaml", "--output", tmp_path / "out", "--quiet")
+    assert code == 0, out + err
+
+
 def affine_conv_model(bias: bool) -> onnx.ModelProto:
     """PP-OCRv4's learnable affine block: Conv (with or without its bias), then `* s + c` with
     0-d constants."""
@@ -329,12 +339,7 @@ def test_a_scale_and_shift_next_to_a_conv_fold_into_its_weights_and_bias(tmp_pat
     from eqdsl.onnx.runtime import compare
 
     onnx.save(model(), tmp_path / "m.onnx")
-    (tmp_path / "run.yaml").write_text(
-        "ruleset: fusions\ntarget: cpu\nprogram: {onnx: m.onnx}\nschedule: {iter_limit: 4, node_limit: 3000}\n"
-        "extract: {method: cpsat, time_limit_s: 10}\nvalidate: {samples: 1}\n"
-        "export: {format: onnx, runtime_check: false}\n")
-    code, out, err = run_cli("run", tmp_path / "run.yaml", "--output", tmp_path / "out", "--quiet")
-    assert code == 0, out + err
+    _run_fusions(tmp_path, run_cli)
     written = onnx.load(str(tmp_path / "out" / "optimized.onnx"))
     assert [n.op_type for n in written.graph.node] == ops and len(written.graph.node[-1].input) == 3
     assert compare(tmp_path / "m.onnx", tmp_path / "out" / "optimized.onnx", runs=1).ok
@@ -478,10 +483,5 @@ def test_a_1d_conv_is_the_2d_one_over_a_height_of_1_and_exports_equal(tmp_path, 
     program = read_onnx(tmp_path / "m.onnx", tensat).program
     ops = [n.op for n in program.nodes]
     assert "conv2d" in ops and not any(op.startswith("opaque") for op in ops)
-    (tmp_path / "run.yaml").write_text(
-        "ruleset: fusions\ntarget: cpu\nprogram: {onnx: m.onnx}\nschedule: {iter_limit: 4, node_limit: 3000}\n"
-        "extract: {method: cpsat, time_limit_s: 10}\nvalidate: {samples: 1}\n"
-        "export: {format: onnx, runtime_check: false}\n")
-    code, out, err = run_cli("run", tmp_path / "run.yaml", "--output", tmp_path / "out", "--quiet")
-    assert code == 0, out + err
+    _run_fusions(tmp_path, run_cli)
     assert compare(tmp_path / "m.onnx", tmp_path / "out" / "optimized.onnx", runs=1).ok
