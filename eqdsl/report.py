@@ -23,6 +23,8 @@ from eqdsl.cost.measured import noisy_text
 from eqdsl.egglog.readback import program_nodes
 from eqdsl.extract.egraph import ExtractionProblem, cost_by_op
 from eqdsl.extract.result import Extraction
+from eqdsl.ir.builder import new_nodes
+from eqdsl.ir.matching import built_by
 from eqdsl.output import Scratch
 from eqdsl.pipeline import RunResult
 from eqdsl.report_page import cost_text
@@ -195,14 +197,28 @@ SHOWN_NODES = 20  # a larger program is summarised by its operator counts: the f
 
 
 def _print_program(result: RunResult, console: Console) -> None:
-    """The optimized program where it is small; else its size and the operators whose counts changed."""
+    """The optimized program where it is small, else its size and the operators whose counts
+    changed; then the rules whose right sides it holds where the input did not (`ir.matching`)."""
     optimized = result.optimized_program()
+    built = built_by(result.language.rules, optimized, new_nodes(result.program, optimized))
     if len(optimized.nodes) <= SHOWN_NODES:
         console.print(result.optimized_text.rstrip(), markup=False)
-        return
-    before, after = Counter(n.op for n in result.program.nodes), Counter(n.op for n in optimized.nodes)
+    else:
+        _print_counts(result.program, optimized, console)
+    if built:
+        shown = ", ".join(f"{name} {n:,}" for name, n in built.most_common(RULES_SHOWN))
+        more = f" and {len(built) - RULES_SHOWN} more" if len(built) > RULES_SHOWN else ""
+        console.print(f"rules in the result (nodes where a right side is, and its left side is not): {shown}{more}",
+                      markup=False)
+
+
+RULES_SHOWN = 6
+
+
+def _print_counts(program: ir.Program, optimized: ir.Program, console: Console) -> None:
+    before, after = Counter(n.op for n in program.nodes), Counter(n.op for n in optimized.nodes)
     changed = [f"{op} {before[op]} → {after[op]}" for op in sorted(before | after) if before[op] != after[op]]
-    console.print(f"program optimized: {len(optimized.nodes):,} nodes (the input {len(result.program.nodes):,}), in "
+    console.print(f"program optimized: {len(optimized.nodes):,} nodes (the input {len(program.nodes):,}), in "
                   "optimized.eqr in the output folder; operators: " + (", ".join(changed) or "the same counts"),
                   markup=False)
 

@@ -217,3 +217,16 @@ def test_a_program_over_20_nodes_is_summarised_not_printed(tmp_path, run_cli):
     assert code == 0, err
     assert "program optimized: 26 nodes (the input 26), in optimized.eqr in the output folder; operators: the same " \
            "counts" in out and "mul(" not in out
+
+
+def test_the_summary_names_the_rules_whose_right_sides_the_result_holds():
+    from eqdsl.frontend import load_language, load_program_text
+    from eqdsl.ir.builder import new_nodes
+    from eqdsl.ir.matching import built_by
+
+    lang = load_language("arith")
+    before = load_program_text('program p:\n  root div(mul(var("a"), num(2)), num(3))\n', "p.eqr", lang)["p"]
+    after = load_program_text('program q:\n  root div(shl(var("a"), 1), num(3))\n', "q.eqr", lang)["q"]
+    assert [after.nodes[i].op for i in new_nodes(before, after)] == ["shl", "div"]
+    # shl(?x, 1) is mul-two's right side; the new div (an operand changed) is no rule's right side
+    assert built_by(lang.rules, after, new_nodes(before, after)) == {"mul-two": 1}

@@ -124,12 +124,21 @@ def same_terms(a: ir.Program, b: ir.Program) -> bool:
     numbered: both hash-consed into one table (a node's key is its op, literals and children's
     keys), so equal terms get equal ids."""
     keys: dict[tuple, int] = {}
-    return _root_keys(a, keys) == _root_keys(b, keys)
+    ids_a, ids_b = term_ids(a, keys), term_ids(b, keys)
+    return tuple(ids_a[r] for r in a.roots) == tuple(ids_b[r] for r in b.roots)
 
 
-def _root_keys(program: ir.Program, keys: dict[tuple, int]) -> tuple[int, ...]:
+def new_nodes(before: ir.Program, after: ir.Program) -> list[int]:
+    """The nodes of `after` whose terms `before` does not have."""
+    keys: dict[tuple, int] = {}
+    old = set(term_ids(before, keys))
+    return [i for i, t in enumerate(term_ids(after, keys)) if t not in old]
+
+
+def term_ids(program: ir.Program, keys: dict[tuple, int]) -> list[int]:
+    """Each node's term as an id from `keys` (hash-consing): equal terms, equal ids."""
     ids: list[int] = []
     for node in program.nodes:
         key = (node.op, tuple(("c", ids[x.index]) if isinstance(x, ir.Child) else ("v", x) for x in node.args))
         ids.append(keys.setdefault(key, len(keys)))
-    return tuple(ids[r] for r in program.roots)
+    return ids
