@@ -30,3 +30,13 @@ def run_cli(capfd):
         return code, out.out, out.err
 
     return run
+
+
+def run_let_chain(tmp_path, run_cli, step: str, length: int, settings: str) -> tuple[int, str, str]:
+    """`eqdsl run --quiet` (ruleset arith) on a program of `length` lets over var("a"), each
+    `step` of the one before (`{prev}`), the last the root; `settings`: the config's other keys."""
+    lines = ['program chain:', '  let t0 = var("a")'] + [f"  let t{i} = {step.format(prev=f't{i - 1}')}"
+                                                          for i in range(1, length + 1)]
+    (tmp_path / "chain.eqr").write_text("\n".join(lines + [f"  root t{length}"]) + "\n")
+    (tmp_path / "c.yaml").write_text(f"ruleset: arith\nprogram: chain.eqr\n{settings}")
+    return run_cli("run", tmp_path / "c.yaml", "--quiet")

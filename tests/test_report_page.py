@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import EXAMPLES
+from conftest import EXAMPLES, run_let_chain
 
 
 def _run(tmp_path, run_cli, extra: str = "") -> object:
@@ -122,11 +122,8 @@ def _chain(length: int) -> dict:
 def test_a_3000_deep_program_publishes_its_results_and_its_page(tmp_path, run_cli):
     """The page's term keys were nested tuples: RecursionError past ~1,000 levels, and the run
     published nothing."""
-    lines = ["program deep:", '  let t0 = var("a")'] + [f"  let t{i} = shl(t{i - 1}, 0)" for i in range(1, 3001)]
-    (tmp_path / "deep.eqr").write_text("\n".join(lines + ["  root t3000"]) + "\n")
-    (tmp_path / "c.yaml").write_text("ruleset: arith\nprogram: deep.eqr\nschedule: {iter_limit: 2}\n"
-                                     "extract: {method: greedy}\nreport: html\noutput: out\n")
-    code, _, err = run_cli("run", tmp_path / "c.yaml", "--quiet")
+    code, _, err = run_let_chain(tmp_path, run_cli, "shl({prev}, 0)", 3000,
+                                 "schedule: {iter_limit: 2}\nextract: {method: greedy}\nreport: html\noutput: out\n")
     assert code == 0, err
     page = (tmp_path / "out" / "report.html").read_text()
     assert page.count("<rect ") <= 4 and "shl…shl (" in page  # each program's chain drawn as one box

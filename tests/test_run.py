@@ -11,7 +11,7 @@ from eqdsl.config import load_config
 from eqdsl.diagnostics import EqdslError
 from eqdsl.pipeline import run_pipeline
 
-from conftest import EXAMPLES
+from conftest import EXAMPLES, run_let_chain
 
 
 def test_arith_simplifies_to_a(tmp_path, run_cli):
@@ -203,17 +203,13 @@ def test_version_and_a_mistyped_key_gets_the_closest_one(tmp_path, run_cli, capf
 
 
 def test_a_program_over_20_nodes_is_summarised_not_printed(tmp_path, run_cli):
-    lines = ["program wide:", '  let t0 = var("a")'] + [f"  let t{i} = mul(t{i - 1}, num(1))" for i in range(1, 25)]
-    (tmp_path / "wide.eqr").write_text("\n".join(lines + ["  root t24"]) + "\n")
-    (tmp_path / "c.yaml").write_text("ruleset: arith\nprogram: wide.eqr\nschedule: {iter_limit: 3}\n"
-                                     "extract: {method: greedy}\noutput: out\n")
-    code, out, err = run_cli("run", tmp_path / "c.yaml", "--quiet")
+    code, out, err = run_let_chain(tmp_path, run_cli, "mul({prev}, num(1))", 24,
+                                   "schedule: {iter_limit: 3}\nextract: {method: greedy}\noutput: out\n")
     assert code == 0, err
     assert "mul(" not in out  # not the program itself
     assert 'program optimized: 1 nodes' not in out and "root var" in out  # mul-one folds it to var("a"): printed
-    (tmp_path / "c.yaml").write_text("ruleset: arith\nprogram: wide.eqr\nschedule: {iter_limit: 0}\n"
-                                     "extract: {method: greedy}\noutput: out2\n")
-    code, out, err = run_cli("run", tmp_path / "c.yaml", "--quiet")
+    code, out, err = run_let_chain(tmp_path, run_cli, "mul({prev}, num(1))", 24,
+                                   "schedule: {iter_limit: 0}\nextract: {method: greedy}\noutput: out2\n")
     assert code == 0, err
     assert "program optimized: 26 nodes (the input 26), in optimized.eqr in the output folder; operators: the same " \
            "counts" in out and "mul(" not in out

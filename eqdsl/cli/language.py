@@ -97,10 +97,10 @@ def _verify(args: argparse.Namespace) -> int:
     lang = with_target(load_language(args.file), args.target)
     sem = load_semantics(lang, run_ref=not args.no_ref)
     rules = operator_rules(lang, sem) + list(lang.rules)
-    checks = check_analyses(lang, sem, args.examples, args.seed)  # first: the guards over them rely on them
+    # first: the guards over them rely on them
+    checks = check_analyses(lang, sem, args.examples, args.seed, only=args.rule or None)
     if args.rule:
         rules = [r for r in rules if r.name in args.rule]
-        checks = [c for c in checks if c.name in args.rule]
         missing = sorted(set(args.rule) - {r.name for r in [*rules, *checks]})
         if missing:
             raise EqdslError.one(f"no rule named {', '.join(missing)} in {args.file}")

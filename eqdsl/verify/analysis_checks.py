@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import time
 from functools import partial
-from typing import Any, Callable
+from typing import Any, Callable, Collection
 
 import numpy as np
 
@@ -31,17 +31,16 @@ class _Refuted(Exception):
 
 
 def check_analyses(lang: ir.Language, sem: dict[str, OpSemantics], examples: int = 100,
-                   seed: int = 0) -> list[RuleResult]:
+                   seed: int = 0, only: Collection[str] | None = None) -> list[RuleResult]:
+    """`only`: the names of the checks to run (None: all)."""
     drawer = TermDrawer(lang, sem)
-    results = []
+    checks: list[tuple[str, Callable[[np.random.Generator], bool]]] = []
     for analysis in lang.analyses.values():
-        for op in analysis.rules:
-            results.append(_timed(f"analysis:{analysis.name}:{op}", partial(_rule_holds, drawer, analysis, op),
-                                  examples, seed))
+        checks += [(f"analysis:{analysis.name}:{op}", partial(_rule_holds, drawer, analysis, op))
+                   for op in analysis.rules]
         if analysis.merge is not None:
-            results.append(_timed(f"analysis:{analysis.name}:merge", partial(_merge_is_meet, drawer, analysis),
-                                  examples, seed))
-    return results
+            checks.append((f"analysis:{analysis.name}:merge", partial(_merge_is_meet, drawer, analysis)))
+    return [_timed(name, one, examples, seed) for name, one in checks if only is None or name in only]
 
 
 def _timed(name: str, one: Callable[[np.random.Generator], bool], examples: int, seed: int) -> RuleResult:
