@@ -322,9 +322,34 @@ def test_interrupted_commands_leave_no_temporary_files(tmp_path, argv, mid_run):
             time.sleep(0.01)
     proc.send_signal(signal.SIGINT)
     code = proc.wait(timeout=10)
-    assert code == 130, proc.stderr.read().decode(errors="replace")[-3000:] if proc.stderr else code
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["tmp"]
+    said = proc.stderr.read().decode(errors="replace") if proc.stderr else ""
+    assert code == 130, said[-3000:]
     assert list((tmp_path / "tmp").iterdir()) == []
+    if "stopped after the results were published to" in said:  # the stop came as the file went in
+        import onnx
+
+        assert sorted(p.name for p in tmp_path.iterdir()) == ["b.onnx", "tmp"]
+        onnx.checker.check_model(str(tmp_path / "b.onnx"))
+    else:
+        assert "nothing written" in said and sorted(p.name for p in tmp_path.iterdir()) == ["tmp"]
+
+
+def test_a_stop_during_a_publish_waits_for_it_and_names_what_was_published(tmp_path):
+    """The supervisor's side of the status pipe (eqdsl.worker.reports): a publish under way is
+    finished, not cut in two, and what it published is named."""
+    from eqdsl.worker.reports import StatusReader
+
+    r, w = os.pipe()
+    os.write(w, b"publishing\n")
+    reader = StatusReader(r)
+    reader.drain()
+    assert not reader.publish_finished(0.05) and reader.published is None  # still under way
+    os.write(w, b'published "/x/b.onnx"\n0\n')
+    os.close(w)
+    assert reader.publish_finished(1.0) and reader.published == "/x/b.onnx"
+    reader.read_to_end()
+    assert reader.code == 0
+    os.close(r)
 
 
 @pytest.mark.parametrize("name", ["candidate-2.onnx", "candidate-3.onnx.data", "written.onnx", "report.html"])

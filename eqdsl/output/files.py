@@ -9,6 +9,7 @@ from typing import Callable, Iterable
 
 from eqdsl.diagnostics import EqdslError
 from eqdsl.output.sibling import Sibling, free_sibling, stop_if_abandoned, umask
+from eqdsl.worker import say_published, say_publishing
 
 
 def check_new_file(path: Path, force: bool, flag: str) -> None:
@@ -50,6 +51,12 @@ class FileScratch:
         for name in names[1:]:
             check_new_file(self.target.parent / name, self.force, f"{self.flag} (its file {name})")
         stop_if_abandoned()
+        say_publishing()
+        place = self._put_in_place(names)
+        say_published(place)
+        return place
+
+    def _put_in_place(self, names: list[str]) -> Path:
         places = [self.target.parent / name for name in names]
         for name in names:
             os.chmod(self.folder / name, 0o666 & ~umask())

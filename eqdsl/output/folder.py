@@ -11,6 +11,7 @@ from typing import Iterable
 from eqdsl.diagnostics import EqdslError
 from eqdsl.output.files import write_file_atomically
 from eqdsl.output.sibling import MARKER, Sibling, free_sibling, stop_if_abandoned
+from eqdsl.worker import say_published, say_publishing
 
 MARKER_HEADER = "written by eqdsl; `eqdsl run` may replace this folder. Files eqdsl wrote here:"
 EXPORT_FILES = frozenset(f"{model}.onnx{data}" for model in ("input", "optimized") for data in ("", ".data"))
@@ -153,6 +154,12 @@ class Scratch:
     def publish(self) -> Path:
         """Put the results in place; returns where they went."""
         stop_if_abandoned()
+        say_publishing()
+        place = self._put_in_place()
+        say_published(place)
+        return place
+
+    def _put_in_place(self) -> Path:
         written = sorted(p.name for p in self.new.iterdir())
         _write_marker(self.new, written)
         foreign = foreign_files(self.folder)

@@ -4,14 +4,12 @@ from __future__ import annotations
 
 import os
 import shutil
-import signal
 import tempfile
 from pathlib import Path
 
-from eqdsl.worker import hold_lock, is_abandoned, supervisor_gone, sweep_abandoned
+from eqdsl.worker import deferred_stops, hold_lock, is_abandoned, supervisor_gone, sweep_abandoned
 
 MARKER = ".eqdsl-output"
-_STOP_SIGNALS = {signal.SIGINT, signal.SIGTERM, signal.SIGHUP}
 _PREPARED: list[Sibling] = []  # made in this process and not removed: what a stop before the work removes
 
 
@@ -30,16 +28,11 @@ class Sibling:
         target.parent.mkdir(parents=True, exist_ok=True)
         _sweep_dead_siblings(target)
         self._lock: int | None = None
-        # made and registered, or neither. Blocking covers this thread only: a stop signal a native
-        # thread (BLAS) receives still interrupts it, so `remove` copes with any step undone
-        blocked = signal.pthread_sigmask(signal.SIG_BLOCK, _STOP_SIGNALS)
-        try:
+        with deferred_stops():  # made, marked, locked and registered, or none of it
             self.path = Path(tempfile.mkdtemp(prefix=f".{target.name}.eqdsl-", dir=target.parent))
             _PREPARED.append(self)
             (self.path / MARKER).touch()
             self._lock = hold_lock(self.path)
-        finally:
-            signal.pthread_sigmask(signal.SIG_SETMASK, blocked)
 
     def remove(self) -> None:
         if self in _PREPARED:

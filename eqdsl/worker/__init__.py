@@ -35,12 +35,13 @@ from eqdsl.worker import role
 from eqdsl.worker.guard import Budget, Done, StopCause, Stopped, default_memory_bytes, guarded, guarding
 from eqdsl.worker.lineage import Lineage, reap_quietly, start_lineage, wait_lineages
 from eqdsl.worker.locks import hold_lock, is_abandoned, sweep_abandoned
+from eqdsl.worker.reports import StatusReader, say_published, say_publishing
 
 __all__ = [
     "BEFORE_FORK", "INTERRUPTED", "STOP_GRACE_S", "STOP_SIGNALS", "Budget", "Done", "Interrupted", "Lineage",
-    "StopCause", "Stopped", "default_memory_bytes", "guarded", "guarding", "hold_lock", "is_abandoned",
-    "reap_quietly", "start_lineage", "stop_signals", "stop_signals_interrupt", "supervise", "supervisor_gone",
-    "sweep_abandoned", "wait_lineages",
+    "StopCause", "Stopped", "default_memory_bytes", "deferred_stops", "guarded", "guarding", "hold_lock",
+    "is_abandoned", "reap_quietly", "say_published", "say_publishing", "start_lineage", "stop_signals",
+    "stop_signals_interrupt", "supervise", "supervisor_gone", "sweep_abandoned", "wait_lineages",
 ]
 
 BEFORE_FORK = role.BEFORE_FORK
@@ -77,18 +78,23 @@ def supervise(work: Callable[[], int], cleanup: Callable[[], str | None] = lambd
             return work()
         finally:
             cleanup()
-    sweep_abandoned(Path(tempfile.gettempdir()).glob("eqdsl-*"))
-    private_tmp = tempfile.mkdtemp(prefix="eqdsl-")
+    private_tmp = ""  # eqdsl's own temporary folder, once made
     lock: int | None = None
 
     def clean_all() -> str | None:
         said = cleanup()
-        shutil.rmtree(private_tmp, ignore_errors=True)  # eqdsl's own temporary folder
+        if private_tmp:
+            shutil.rmtree(private_tmp, ignore_errors=True)
         if lock is not None:
             os.close(lock)
         return said
 
     try:  # a stop before the janitor can clean for us (a BLAS thread takes the signal): clean here
+        with deferred_stops():  # its first call creates and removes a probe file in $TMPDIR
+            temporary = Path(tempfile.gettempdir())
+        sweep_abandoned(temporary.glob("eqdsl-*"))
+        with deferred_stops():  # the folder made and its name kept, or neither
+            private_tmp = tempfile.mkdtemp(prefix="eqdsl-", dir=temporary)
         lock = hold_lock(Path(private_tmp))
         sys.stdout.flush()
         sys.stderr.flush()
@@ -96,7 +102,8 @@ def supervise(work: Callable[[], int], cleanup: Callable[[], str | None] = lambd
         unblocked = signal.pthread_sigmask(signal.SIG_BLOCK, STOP_SIGNALS)
         janitor_fd, janitor = _start_janitor(clean_all, unblocked)
     except BaseException:
-        shutil.rmtree(private_tmp, ignore_errors=True)
+        if private_tmp:
+            shutil.rmtree(private_tmp, ignore_errors=True)
         raise
     lifeline_r, lifeline_w = os.pipe()
     status_r, status_w = os.pipe()
@@ -210,6 +217,20 @@ def stop_signals(handler: Callable[[int, Any], None] | signal.Handlers) -> Itera
             signal.signal(s, previous)
 
 
+@contextmanager
+def deferred_stops() -> Iterator[None]:
+    """Inside: a stop signal is held and delivered again, to the handlers of before, as the block
+    ends: for a step that must not be cut in two (a file made and its name kept). Blocking the
+    signal would not do: a BLAS thread takes it and Python runs the handler in the main thread."""
+    held: list[int] = []
+    try:
+        with stop_signals(lambda signum, frame: held.append(signum)):
+            yield
+    finally:
+        if held:
+            signal.raise_signal(held[0])
+
+
 def stop_signals_interrupt():
     """Inside: stop signals raise `Interrupted` (the command line's preparation, before
     `supervise` has a worker to kill, ends cleanly too)."""
@@ -217,16 +238,16 @@ def stop_signals_interrupt():
 
 
 def _wait(pid: int, status_r: int, cleanup: Callable[[], str | None], unblocked: Iterable[int]) -> int:
-    code: int | None = None
-    interrupted = False
+    status = StatusReader(status_r)
+    interrupted, finished = False, True
     try:
         with stop_signals(_raise_interrupted):
             signal.pthread_sigmask(signal.SIG_SETMASK, unblocked)  # a signal sent meanwhile lands here
-            data = b""
-            while chunk := os.read(status_r, 64):
-                data += chunk
-        code = int(data.split()[0]) if data.split() else None
+            status.read_to_end()
     except Interrupted:
+        with stop_signals(signal.SIG_IGN):
+            status.drain()
+            finished = status.publish_finished(PUBLISH_WAIT_S)
         _kill_group(pid)
         interrupted = True
     finally:
@@ -235,13 +256,24 @@ def _wait(pid: int, status_r: int, cleanup: Callable[[], str | None], unblocked:
             reap_quietly(pid)
             kept = cleanup()
     if interrupted:
-        _say(kept or "interrupted: stopped, nothing written")
+        _say(kept or _stopped_line(status.published, finished))
         return INTERRUPTED
-    if code is None:
+    if status.code is None:
         _say("error: the eqdsl worker process died without a result (killed from outside, or a "
              "crash in native code)")
         return 1
-    return code
+    return status.code
+
+
+PUBLISH_WAIT_S = 2.0  # a stop waits this long for a publish under way (renames) to end
+
+
+def _stopped_line(published: str | None, finished: bool) -> str:
+    if published is not None:
+        return f"interrupted: stopped after the results were published to {published}"
+    if not finished:
+        return "interrupted: stopped while the results were being put in place; check the output"
+    return "interrupted: stopped, nothing written"
 
 
 def _say(line: str) -> None:
