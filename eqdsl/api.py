@@ -6,7 +6,8 @@ Contract:
   ruleset's name (`"arith"`); `EqdslError` with `file:line:col` for every mistake.
 - `program(language, source, name=None)` is one `program` block of `.eqr` text or of a `.eqr`
   file (a `Path`): the only one there is, or the one `name`d; also one of the language's own.
-- `optimize(language, program, ...)` saturates (`iter_limit`, `node_limit`, `time_limit_s`; the
+- `optimize(language, program, ...)` (`program`: an `ir.Program`, or `.eqr` text for `program()`)
+  saturates (`iter_limit`, `node_limit`, `time_limit_s`; the
   `saturate` schedule), extracts with `extractor` (`cpsat` by default, under `extract_time_s`) and
   returns an `Optimized`. `target` (a shipped name or a `.yaml`) gives the values of the target
   params a language's costs read. Nothing forks and no limit kills the caller's process (the
@@ -79,7 +80,7 @@ class Optimized:
         return page(report_json(self.run))
 
 
-def optimize(language: ir.Language, program: ir.Program, *, iter_limit: int = 10, node_limit: int = 10_000,
+def optimize(language: ir.Language, source: ir.Program | str, *, iter_limit: int = 10, node_limit: int = 10_000,
              time_limit_s: float = 60.0, extractor: str = "cpsat", extract_time_s: float = 60.0,
              target: str | Path | None = None) -> Optimized:
     from eqdsl.cost.targets import bind_target, load_target
@@ -90,4 +91,5 @@ def optimize(language: ir.Language, program: ir.Program, *, iter_limit: int = 10
     schedule = SaturateConfig(iter_limit=iter_limit, node_limit=node_limit, time_limit_s=time_limit_s)
     extract = ExtractConfig(method=extractor, compare=(), time_limit_s=extract_time_s)
     params = bind_target(language, None if target is None else load_target(str(target)))
-    return Optimized(run_optimize(language, program, schedule, extract, params))
+    loaded = source if isinstance(source, ir.Program) else program(language, source)
+    return Optimized(run_optimize(language, loaded, schedule, extract, params))

@@ -76,7 +76,7 @@ def test_verify_fails_every_unsound_analysis_merge_and_guard(run_cli):
     ("analysis c(x: Q) -> Int {\n  merge agree\n  means c == x\n  num(v) = v == 0\n}", "this rule gives Bool"),
     ("analysis num(x: Q) -> Int {\n  merge agree\n  means num == x\n}", "reserved name"),
     ("analysis c(x: Q) -> Int {\n  merge agree\n  means c == x\n  num(v) = v\n  num(w) = w\n}", "two rules for 'num'"),
-    ("analysis c(x: Q) -> Int {\n  merge agree\n  means c == x\n}\ncost num = c(1)", "rule's `where` and `if`"),
+    ("analysis c(x: Q) -> Int {\n  merge agree\n  means c == x\n}\ncost num = c(1)", "reads one operand by name"),
     ("analysis c(x: Q) -> Int {\n  merge agree\n  means c == x\n}\nrule r: num(?v) => num(1) if c(?v)",
      "?v is Int here but Q elsewhere"),
 ])
@@ -85,6 +85,53 @@ def test_check_refuses_a_malformed_analysis_with_its_position(tmp_path, run_cli,
     src.write_text(f"language a\nsort Q\nop num(v: Int) -> Q\n{body}\n" + ("" if "cost num" in body else "cost num = 1\n"))
     code, out, err = run_cli("check", src)
     assert code != 0 and expected in err and f"{src}:" in err, err
+
+
+COST_HEAD = ("language a\nsort Q\nsort R\nop num(v: Int) -> Q\nop two(a: Q, r: R) -> Q\nop r0() -> R\n"
+             "analysis c(x: Q) -> Int {\n  merge agree\n  means c == x\n  num(v) = v\n}\n"
+             "analysis nz(x: Q) -> Bool {\n  merge old or new\n  means not nz or x != 0\n}\n"
+             "cost num, r0 = 1\n")
+
+
+@pytest.mark.parametrize("cost, expected", [
+    ("cost two(a, r) = c(a)", "may be unset on a node, and a cost must be defined: write `c(OPERAND, "),
+    ("cost two(a, r) = c(r, 0)", "'r' is a R"),
+    ("cost two(a, r) = c(b, 0)", "'b' is not an operand (expected one of: a, out)"),
+    ("cost two = c(a, 0)", "'a' is not an operand (expected one of: out)"),
+    ("cost two(a, r) = select(nz(a, 3), 1, 2)", "must be Bool; found Int"),
+    ("cost two(a, r) = select(c(a, 0), 1, 2)", "type mismatch: expected Bool, found Int"),
+    ("cost two(a, r) = c(a, 0, 1)", "reads one operand by name"),
+])
+def test_check_refuses_a_cost_that_reads_an_analysis_wrongly(tmp_path, run_cli, cost, expected):
+    src = tmp_path / "a.eqr"
+    src.write_text(COST_HEAD + cost + "\n")
+    code, out, err = run_cli("check", src)
+    assert code != 0 and expected in err and f"{src}:" in err, err
+
+
+def test_a_cost_reads_analysis_values_and_unset_reads_its_default():
+    """rational's `mul` costs 1 where one factor is known to be 2 (a doubling), else 4; the value
+    comes from the e-class, so a factor that folds to 2 (1 + 1) counts too."""
+    import eqdsl
+
+    lang = eqdsl.load(RATIONAL)
+    cases = {'mul(var("x"), var("y"))': 4.0, 'mul(num(2), var("y"))': 1.0, 'mul(var("x"), add(num(1), num(1)))': 1.0}
+    found = {t: eqdsl.optimize(lang, f"program p:\n  root {t}\n", iter_limit=3) for t in cases}
+    assert {t: r.cost for t, r in found.items()} == cases
+    assert found['mul(var("x"), add(num(1), num(1)))'].text.strip().endswith('root mul(var("x"), num(2))')
+
+
+def test_a_cost_may_read_the_analysis_of_its_own_class(tmp_path):
+    """`out` is the node's own e-class: here a negation known to be non-zero costs 0."""
+    import eqdsl
+
+    src = tmp_path / "k.eqr"
+    src.write_text(RATIONAL.read_text().replace("cost add, sub, neg = 1",
+                                                "cost add, sub = 1\ncost neg(a) = select(nonzero(out), 0, 1)"))
+    lang = eqdsl.load(src)
+    costs = [eqdsl.optimize(lang, f"program p:\n  root {t}\n", iter_limit=1).cost
+             for t in ('neg(var("x"))', 'neg(num(3))')]
+    assert costs == [1.0, 0.0]
 
 
 def test_an_analysis_of_a_shaped_sort_leaves_shapes_and_costs_alone(tmp_path):

@@ -11,7 +11,7 @@ import pytest
 from eqdsl.config import parse_config
 from eqdsl.cost.cache import TimingCache
 from eqdsl.cost.measured import MeasuredCosts
-from eqdsl.cost.model import RuleCosts
+from eqdsl.cost.model import Request, RuleCosts
 from eqdsl.diagnostics import EqdslError
 from eqdsl.frontend import load_language
 from eqdsl.languages.tensor.ops import OPS
@@ -105,8 +105,8 @@ def test_each_configuration_is_timed_once(tmp_path):
     backend = FakeBackend()
     rules = RuleCosts(lang, {"gflops": 1, "gbps": 1, "launch_ns": 7})
     costs = MeasuredCosts(lang, backend, rules, TimingCache(tmp_path / "t.sqlite"), 3, not_timed=LEAVES)
-    requests = [("relu", ((1, 8),), (1, 8)), ("relu", ((1, 8),), (1, 8)),
-                ("pad2d", ((1, 1, 4, 4), 1, 1, 1, 1, 0), (1, 1, 6, 6)), ("input", ("x", (1, 8)), (1, 8))]
+    requests = [Request("relu", ((1, 8),), (1, 8)), Request("relu", ((1, 8),), (1, 8)),
+                Request("pad2d", ((1, 1, 4, 4), 1, 1, 1, 1, 0), (1, 1, 6, 6)), Request("input", ("x", (1, 8)), (1, 8))]
     by_rule = rules.price(requests[2:])
     assert costs.price(requests) == [1000.0, 1000.0, *by_rule] and by_rule[0] > 7  # the rest: the fallback
     assert costs.price(requests) == [1000.0, 1000.0, *by_rule] and len(backend.calls) == 2  # two medians, agreeing
@@ -130,7 +130,7 @@ def test_a_timing_that_never_steadies_is_used_at_its_lowest_but_never_cached(tmp
     rules = RuleCosts(lang, {"gflops": 1, "gbps": 1, "launch_ns": 7})
     cache = TimingCache(tmp_path / "t.sqlite")
     costs = MeasuredCosts(lang, BusyBackend(), rules, cache, 3, not_timed=LEAVES)
-    request = [("relu", ((1, 8),), (1, 8))]
+    request = [Request("relu", ((1, 8),), (1, 8))]
     assert costs.price(request) == [1100.0] and len(costs.backend.calls) == 2 * NOISE_TRIES
     assert costs.price(request) == [1100.0] and len(costs.backend.calls) == 2 * NOISE_TRIES  # not timed again
     assert cache.get(costs.device, "relu", ((1, 8),)) is None and len(costs.stats.noisy) == 1

@@ -67,13 +67,13 @@ class MeasuredCosts:
 
     def measure(self, requests: Sequence[Request]) -> list[float | None]:
         """Nanoseconds per request, or None where the fallback prices it."""
-        timeable = [(op, _plain(args), out) for op, args, out in requests
-                    if self.backend.supports(op) and all(a is not None for a in args)]
+        timeable = [(r.op, _plain(r.args), r.out) for r in requests
+                    if self.backend.supports(r.op) and all(a is not None for a in r.args)]
         self.last = {(op, args): out for op, args, out in timeable}
-        self.stats.rule_priced = {op for op, _, _ in requests if not self.backend.supports(op)} - self.not_timed
+        self.stats.rule_priced = {r.op for r in requests if not self.backend.supports(r.op)} - self.not_timed
         self._time_missing()
         out: list[float | None] = []
-        for op, args, _ in requests:
+        for op, args, *_ in requests:
             key = (op, _plain(args)) if all(a is not None for a in args) else None
             if key in self.unsteady:
                 out.append(self.unsteady[key])

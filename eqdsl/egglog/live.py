@@ -4,8 +4,9 @@ run's cost model (`eqdsl.egglog.readback` turns a selection back into a program)
 Contract: analysis rows and root markers are dropped; primitive leaves (ints, strings, vecs) stay
 as cost-0 classes so programs can be rebuilt with their literal arguments. Nodes computable before
 the program runs (`constant_classes`) cost 0; every other operator node becomes one request
-`(op, args, out)` — its literal parameters, its children's shapes, its own shape — and the cost
-model (`eqdsl.cost.model.CostModel`) prices them all in one call. This module only decodes.
+`(op, args, out, facts)` — its literal parameters, its children's shapes, its own shape, the
+analysis values its cost rule reads — and the cost model (`eqdsl.cost.model.CostModel`) prices
+them all in one call. This module only decodes.
 """
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ from dataclasses import dataclass
 from typing import Any, cast
 
 from eqdsl import ir
-from eqdsl.cost.model import CostModel, Request
+from eqdsl.cost.model import CostModel, Request, cost_reads
 from eqdsl.diagnostics import EqdslError
 from eqdsl.egglog.lower import Lowered
 from eqdsl.egglog.table import NodeTable
@@ -32,8 +33,11 @@ def live_problem(table: NodeTable, lowered: Lowered, costs: CostModel) -> LiveEG
     lang = lowered.language
     roots: list[tuple[int, str]] = []
     shapes: dict[str, Value] = {}
+    facts: dict[tuple[str, str], Value] = {}  # (analysis, class id) → its value where set
     rows: list[list[Any]] = []
     for r in table.rows:
+        if r.fn in lowered.analyses:
+            facts[lowered.analyses[r.fn], r.children[0]] = table.values[r.eclass]
         if r.fn in lowered.bookkeeping:
             continue
         if r.fn in lowered.root_rels:
@@ -49,7 +53,8 @@ def live_problem(table: NodeTable, lowered: Lowered, costs: CostModel) -> LiveEG
     operands = _operands(lang, rows)
     constant = constant_classes(lang, rows, operands)
     running = [row for row, ops in zip(rows, operands) if row[1] in lang.ops and not _folded(lang, row, ops, constant)]
-    requests = [_request(lang, row, table.values, shapes) for row in running]
+    reads = {op: cost_reads(rule) for op, rule in lang.costs.items()}
+    requests = [_request(lang, row, table.values, shapes, (facts, reads)) for row in running]
     for row, cost in zip(running, costs.price(requests)):
         row[4] = cost
     problem = build_problem([(r[0], r[1], r[2], r[3], r[4], r[5]) for r in rows], [cid for _, cid in sorted(roots)],
@@ -57,13 +62,25 @@ def live_problem(table: NodeTable, lowered: Lowered, costs: CostModel) -> LiveEG
     return LiveEGraph(problem, table.values, shapes)
 
 
-def _request(lang: ir.Language, row, values: dict, shapes: dict) -> Request:
+def _request(lang: ir.Language, row, values: dict, shapes: dict, analysed: tuple[dict, dict]) -> Request:
     """What the cost model sees of a node: its arguments (children's shapes — None where unknown —
-    or literal values) in declared order and its own shape."""
+    or literal values) in declared order, its own shape, and the analysis values its cost reads."""
     _, op_name, eclass, classes, _, _ = row
+    op = lang.ops[op_name]
     args = tuple(shapes.get(c) if isinstance(param.type, ir.SortType) else values[c]
-                 for param, c in zip(lang.ops[op_name].params, classes))
-    return op_name, args, shapes.get(eclass)
+                 for param, c in zip(op.params, classes))
+    facts, reads_of = analysed
+    reads = reads_of.get(op_name, ())
+    if not reads:
+        return Request(op_name, args, shapes.get(eclass))
+    class_of = dict(zip(lang.costs[op_name].params, classes)) | {"out": eclass}
+    return Request(op_name, args, shapes.get(eclass),
+                   tuple(facts.get((read.analysis, class_of[_operand(read)])) for read in reads))
+
+
+def _operand(read: ir.AnalysisOf) -> str:
+    assert isinstance(read.pattern, ir.PVar)  # a cost rule reads an operand by name (frontend.check.costs)
+    return read.pattern.name
 
 
 def _operands(lang: ir.Language, rows) -> list[list[str]]:

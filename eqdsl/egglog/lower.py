@@ -45,7 +45,7 @@ class Lowered:
     rulesets: dict[str, str] = field(default_factory=dict)  # rule name → ruleset
     sampled: dict[str, Sampled] = field(default_factory=dict)  # multi-pattern rule name → its sampled form
     before_blocks: str = ""  # the text up to the `egglog { }` blocks (`egglog.blocks` runs each after it)
-    analyses: frozenset[str] = frozenset()  # the egglog functions of the language's `analysis` blocks
+    analyses: dict[str, str] = field(default_factory=dict)  # egglog function → the `analysis` it holds
 
     @functools.cached_property
     def bookkeeping(self) -> frozenset[str]:
@@ -84,7 +84,7 @@ def lower_language(lang: ir.Language) -> Lowered:
         {r.name: ruleset_of(r) for r in lang.rules},
         sampled,
         before_blocks,
-        frozenset(egg_name(a) for a in lang.analyses),
+        {egg_name(a): a for a in lang.analyses},
     )
 
 

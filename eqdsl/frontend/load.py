@@ -13,7 +13,8 @@ from eqdsl import ir
 from eqdsl.diagnostics import DiagnosticSink, EqdslError, Span
 from eqdsl.frontend import ast
 from eqdsl.frontend.check.analyses import check_analyses
-from eqdsl.frontend.check.declarations import check_costs, check_ops, check_params, check_shapes, check_sorts
+from eqdsl.frontend.check.costs import check_costs
+from eqdsl.frontend.check.declarations import check_ops, check_params, check_shapes, check_sorts
 from eqdsl.frontend.check.rules import check_program, check_rules
 from eqdsl.frontend.parse import parse_text
 

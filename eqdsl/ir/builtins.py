@@ -78,6 +78,8 @@ BUILTINS: dict[str, BuiltinSpec] = {
     "sum": BuiltinSpec((INTS,), INT, sum, "the sum of the items", in_egglog=False),
     "min": BuiltinSpec((INT, INT), INT, min, "the smaller"),
     "max": BuiltinSpec((INT, INT), INT, max, "the larger"),
+    "select": BuiltinSpec((BOOL, INT, INT), INT, lambda c, a, b: a if c else b, "a where c holds, else b",
+                          in_egglog=False),
     "broadcasts": BuiltinSpec((INTS, INTS), BOOL, broadcasts, "b broadcasts to a (numpy's rules)"),
     "permute": BuiltinSpec((INTS, INTS), INTS, permute, "[x[p[0]], ..., x[p[n-1]]]"),
     "is_perm": BuiltinSpec((INTS,), BOOL, is_perm, "p is a permutation of 0..len(p)-1"),

@@ -157,11 +157,15 @@ class FieldOf:
 @dataclass(frozen=True)
 class AnalysisOf:
     """`NAME(?x)` or `NAME(t)` in a rule: the value of analysis NAME of the e-class bound to ?x (or
-    of a left-side term t). Reading it makes the rule match only where that value is set."""
+    of a left-side term t). Reading it makes the rule match only where that value is set.
+    In a cost rule, `NAME(a)` or `NAME(a, default)`: the value of the e-class of operand `a` (a
+    `PVar` named after the parameter, or `out` for the node's own class), and `unset` what it reads
+    where that value is not set (a cost is always defined)."""
 
     analysis: str
     pattern: Pattern
     type: Prim
+    unset: Expr | None = None
 
 
 Expr = (Const | Ref | ShapeOf | ShapeOfTerm | AnalysisOf | Builtin | BinOp | UnOp | ListOf | IndexOf | SliceOf

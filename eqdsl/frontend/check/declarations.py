@@ -10,7 +10,7 @@ from eqdsl.diagnostics import DiagnosticSink, Span, all_present
 from eqdsl.frontend import ast
 from eqdsl.frontend.check.exprs import Scope, field_names, resolve
 from eqdsl.ir import Prim
-from eqdsl.ir.exprs import const_int
+from eqdsl.ir.builtins import BUILTINS
 
 PRIMS = {"Int": Prim.INT, "Str": Prim.STR}
 LIST_PRIMS = {"Int": Prim.INTS}
@@ -94,10 +94,10 @@ def check_ops(decls: list[ast.OpDecl], sorts: dict[str, ir.Sort], sink: Diagnost
     return ops
 
 
-RESERVED = {"len", "prod", "sum", "min", "max", "true", "false", "out"}
+RESERVED = {*BUILTINS, "true", "false", "out"}  # names a declaration may not take
 
 
-def _op_scope(op: ir.Operator, names: tuple[str, ...], sorts: dict[str, ir.Sort], what: str) -> Scope:
+def op_scope(op: ir.Operator, names: tuple[str, ...], sorts: dict[str, ir.Sort], what: str) -> Scope:
     scope = Scope(what=what, fields=field_names(sorts))
     for name, param in zip(names, op.params):
         match param.type:
@@ -144,7 +144,7 @@ def check_shapes(decls: list[ast.ShapeDecl], ops: dict[str, ir.Operator], sorts:
         if want is None:
             sink.error(f"shape rule for '{d.op}', but its sort {op.result} declares no shape", d.span)
             continue
-        scope = _op_scope(op, d.params, sorts, f"the shape rule of '{d.op}'")
+        scope = op_scope(op, d.params, sorts, f"the shape rule of '{d.op}'")
         body = resolve(d.body, scope, sink)
         resolved = [resolve(r, scope, sink) for r in d.requires]
         requires: list[ir.Expr] | None = all_present(resolved)
@@ -175,52 +175,3 @@ def check_params(decls: list[ast.TargetParamDecl], sink: DiagnosticSink) -> dict
         else:
             params[d.name] = ir.TargetParam(d.name, Prim.INT, d.span, d.default)
     return params
-
-
-def check_costs(decls: list[ast.CostDecl], ops: dict[str, ir.Operator], sorts: dict[str, ir.Sort],
-                sink: DiagnosticSink, params: dict[str, ir.TargetParam],
-                analyses: dict[str, ir.Analysis] | None = None) -> dict[str, ir.CostRule]:
-    """`analyses` are named so that reading one in a cost says where they may be read."""
-    costs: dict[str, ir.CostRule] = {}
-    declared = {name for d in decls for name in d.ops}
-    for d in decls:
-        for op_name in d.ops:
-            names = d.params if d.params is not None else tuple(p.name for p in ops[op_name].params) \
-                if op_name in ops else ()
-            op = lookup_op(op_name, names, d.span, ops, "cost", sink)
-            if op is None:
-                continue
-            if op_name in costs:
-                sink.error(f"duplicate cost rule for '{op_name}' (first at {costs[op_name].span})", d.span)
-                continue
-            rule = _cost_rule(d, op, names, sorts, sink, params, analyses or {})
-            if rule is not None:
-                costs[op_name] = rule
-    for op in ops.values():
-        if op.name not in declared:
-            sink.error(f"missing cost rule for '{op.name}' (write e.g. `cost {op.name} = 1`)", op.span)
-    return costs
-
-
-def _cost_rule(d: ast.CostDecl, op: ir.Operator, names: tuple[str, ...], sorts: dict[str, ir.Sort],
-               sink: DiagnosticSink, params: dict[str, ir.TargetParam],
-               analyses: dict[str, ir.Analysis]) -> ir.CostRule | None:
-    scope = _op_scope(op, names if d.params is not None else (), sorts, f"the cost rule of '{op.name}'")
-    scope.analyses = {n: a.type for n, a in analyses.items()}
-    for p in params.values():  # an operator's own parameter names shadow target params
-        scope.names.setdefault(p.name, p.type)
-    out_type = sorts[op.result].shape_type
-    if out_type is not None:  # `out` in the one-op form and in `cost a, b = …` alike
-        scope.names.setdefault("out", out_type)
-        scope.sort_fields.setdefault("out", sorts[op.result].fields)
-    body = resolve(d.body, scope, sink)
-    if body is None:
-        return None
-    if body.type != Prim.INT:
-        sink.error(f"a cost must be an Int expression; found {body.type.value}", d.body.span)
-        return None
-    constant = const_int(body)
-    if constant is not None and constant < 0:
-        sink.error(f"costs are non-negative; found {constant}", d.body.span)
-        return None
-    return ir.CostRule(op.name, names, body, d.span)

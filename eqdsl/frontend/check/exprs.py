@@ -152,8 +152,8 @@ def _call(e: ast.Call, scope: Scope, sink: DiagnosticSink) -> ir.Expr | None:
         return _shape_of(e, scope, sink)
     if e.fn in scope.analyses:
         if scope.analysis_of is None:
-            sink.error(f"analysis '{e.fn}' is read in a rule's `where` and `if` clauses only; found it in "
-                       f"{scope.what}", e.fn_span)
+            sink.error(f"analysis '{e.fn}' is read in a rule's `where` and `if` clauses and in cost rules only; "
+                       f"found it in {scope.what}", e.fn_span)
             return None
         return scope.analysis_of(e)
     if e.fn not in BUILTINS:
