@@ -1,23 +1,26 @@
 """YAML run configuration → frozen dataclasses, validated with errors that name the YAML path.
 
-Contract: `load_config(path)` returns a `RunConfig` or raises `EqdslError` whose diagnostic names
-the path of the bad key (`schedule.k_multi: expected an int ≥ 0, got 'one'`). Unknown keys are
-errors. Relative file paths are resolved against the config file's folder. Each section's keys come
-from its registry (schedule kinds, extractors, program sources).
+Contract: `load_config(path, overrides, sections)` returns a `RunConfig` or raises `EqdslError`
+whose diagnostic names the path of the bad key (`schedule.k_multi: expected an int ≥ 0, got
+'one'`). Unknown keys are errors. Relative file paths are resolved against the config file's
+folder. Each section's keys come from its registry (schedule kinds, extractors, program sources);
+the sections of the stages after extraction are declared by the stages (`Section`; by default
+those of `eqdsl.stages.stage_sections`, a layer above this one, loaded by name when a config is
+first read, as a target kind's backend is) and their settings kept in `RunConfig.sections`. An
+override edits the YAML before it is read (`--set`, and every command-line flag that changes a
+setting), so it is checked as the file's own keys are.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, fields, is_dataclass, replace
+import importlib
+from dataclasses import dataclass, field, fields, is_dataclass, replace
 from pathlib import Path
-from typing import Any, Callable, TypeVar
+from typing import Any, Callable, Mapping, Sequence, TypeVar
 
 from eqdsl.cost.registry import TargetConfig, read_target
 from eqdsl.diagnostics import EqdslError
-from eqdsl.execute.executor import ExecuteSettings, read_execute
-from eqdsl.exports.base import ExportSettings
-from eqdsl.exports.registry import read_export
 from eqdsl.extract.registry import ExtractConfig, read_extract
-from eqdsl.fields import REQUIRED, Reader, int_at_least, load_yaml, option, read_section
+from eqdsl.fields import REQUIRED, Reader, load_yaml
 from eqdsl.schedule.registry import read_schedule
 from eqdsl.schedule.runner import LimitsConfig
 from eqdsl.sources.base import ProgramRef
@@ -36,18 +39,28 @@ class RunConfig:
     output: Path
     raw: dict
     target: TargetConfig | None = None  # a target kind (eqdsl.cost.registry): a roofline file, or measuring
-    validate: ValidateConfig | None = None  # translation validation after extraction (off: None)
-    export: ExportSettings | None = None  # the optimized program in another format (eqdsl.exports)
-    export_given: bool = False  # `export:` appeared (false or not): a source's default export does not apply
-    execute: ExecuteSettings | None = None  # run input and optimized programs with eqdsl's kernels
-    he: HeConfig | None = None  # run the optimized program under homomorphic encryption (a source's runner)
+    sections: Mapping[str, Any] = field(default_factory=dict)  # a declared `Section`'s key → its settings (None: off)
+    given: frozenset[str] = frozenset()  # the declared sections the YAML names (`export: false` among them)
     report_html: bool = False  # `report: html`: also report.html (eqdsl.report_page) in the output folder
+
+
+@dataclass(frozen=True)
+class Section:
+    """A config section a stage declares: its YAML `key` and `read`, which turns the key's value
+    (None where absent) into the stage's settings (None: the stage is off), raising `EqdslError`
+    at the key's path."""
+
+    key: str
+    read: Callable[[Any], Any]
 
 
 def effective(config: RunConfig) -> dict[str, Any]:
     """The configuration that ran, as JSON: every section with its defaults filled in and the
     command's flags applied (`report.json` keeps the YAML as read beside it)."""
-    sections = {f.name: getattr(config, f.name) for f in fields(config) if f.name not in ("raw", "source")}
+    sections = {f.name: getattr(config, f.name) for f in fields(config)
+                if f.name not in ("raw", "source", "sections", "given", "report_html")}
+    sections.update(config.sections)
+    sections["report_html"] = config.report_html
     sections["schedule"] = {"kind": getattr(config.schedule, "kind", None), **_plain(config.schedule)}
     sections["program"] = {"source": config.program.source, **_plain(dict(config.program.params))}
     return {name: _plain(value) for name, value in sections.items()}
@@ -67,26 +80,12 @@ def _plain(value: Any) -> Any:
     return getattr(value, "__name__", None) or repr(value)  # a warm start's function, a callable
 
 
-@dataclass(frozen=True)
-class HeConfig:
-    """`he: true` or `{batch: 8, seed: 0}`: the optimized program as a TenSEAL BFV circuit on a
-    batch of random inputs (sources that have an HE runner: Q-gym's conv_layer)."""
-
-    batch: int = option(8, int_at_least(1), "an integer >= 1")
-    seed: int = option(0, int_at_least(0), "an integer >= 0")
-
-
-@dataclass(frozen=True)
-class ValidateConfig:
-    """Run the input and the extracted program on the same random inputs (eqdsl.verify.validate)."""
-
-    samples: int = option(3, int_at_least(1), "an integer >= 1")
-    seed: int = option(0, int_at_least(0), "an integer >= 0")
-    run_ref: bool = True  # load a user ruleset's `_ref.py` (Python); `--no-ref` turns it off
+Override = tuple[str, Any]  # (dotted key, value); a callable value maps the key's current value (None: absent)
 
 
 def _with_key(data: Any, keys: list[str], value: Any, whole: str) -> Any:
-    """`data` with the nested key set to `value` (mappings made where missing)."""
+    """`data` with the nested key set to `value`, or to `value(current)` for a callable (mappings
+    made where missing)."""
     if not keys[0]:
         raise EqdslError.one(f"--set {whole}: expected a dotted key such as schedule.iter_limit")
     if data is None:
@@ -94,12 +93,22 @@ def _with_key(data: Any, keys: list[str], value: Any, whole: str) -> Any:
     if not isinstance(data, dict):
         raise EqdslError.one(f"--set {whole}: `{keys[0]}` is inside a value that is not a mapping")
     data = dict(data)
-    data[keys[0]] = value if len(keys) == 1 else _with_key(data.get(keys[0]), keys[1:], value, whole)
+    if len(keys) > 1:
+        data[keys[0]] = _with_key(data.get(keys[0]), keys[1:], value, whole)
+    else:
+        data[keys[0]] = value(data.get(keys[0])) if callable(value) else value
     return data
 
 
-def parse_config(data: Any, source: Path) -> RunConfig:
+STAGE_SECTIONS = "eqdsl.stages:stage_sections"  # where the stages' sections are declared
+
+
+def parse_config(data: Any, source: Path, sections: Sequence[Section] | None = None) -> RunConfig:
     """Every section is read even when an earlier one is bad: all their errors are reported."""
+    if sections is None:
+        module, name = STAGE_SECTIONS.split(":")
+        sections = getattr(importlib.import_module(module), name)()
+    assert sections is not None
     base = source.parent
     r = Reader(data, "")
     problems: list = []
@@ -126,31 +135,32 @@ def parse_config(data: Any, source: Path) -> RunConfig:
     target = read(lambda: read_target(r.get("target", None, lambda v: v is None or is_str(v) or isinstance(v, dict),
                                             "a target name, a .yaml path, or {measure: ort|cpu|cuda, fallback: ...}"),
                                       base))
-    validate = read(lambda: read_section(r.get("validate", False, lambda v: True, ""), ValidateConfig, "validate"))
-    export_given = isinstance(data, dict) and "export" in data
-    export = read(lambda: read_export(r.get("export", None, lambda v: True, "")))
-    execute = read(lambda: read_execute(r.get("execute", None, lambda v: True, "")))
-    he = read(lambda: read_section(r.get("he", False, lambda v: True, ""), HeConfig, "he"))
+    settings = {s.key: read(_section_reader(s, r)) for s in sections}
+    given = frozenset(s.key for s in sections if isinstance(data, dict) and s.key in data)
     report = read(lambda: r.get("report", "json", lambda v: v in ("json", "html"), "json or html"))
     read(r.finish)
     if problems:
         raise EqdslError(problems)
-    return RunConfig(source, ruleset, program, schedule, extract, output, data, target, validate, export,
-                     export_given, execute, he, report == "html")
+    return RunConfig(source, ruleset, program, schedule, extract, output, data, target, settings, given,
+                     report == "html")
 
 
-def load_config(path: Path, overrides: tuple[tuple[str, Any], ...] = ()) -> RunConfig:
-    """The config at `path`, with `overrides` ((`schedule.iter_limit`, 5), ...: `--set`) applied to
-    its YAML before it is read, so they are checked as the file's own keys are."""
+def _section_reader(section: Section, r: Reader) -> Callable[[], Any]:
+    return lambda: section.read(r.get(section.key, None, lambda v: True, ""))
+
+
+def load_config(path: Path, overrides: Sequence[Override] = (), sections: Sequence[Section] | None = None) -> RunConfig:
+    """The config at `path`, with `overrides` ((`schedule.iter_limit`, 5), ...: `--set`, flags)
+    applied to its YAML before it is read, so they are checked as the file's own keys are."""
     try:
         text = path.read_text()
     except (OSError, UnicodeDecodeError) as err:
         raise EqdslError.one(f"cannot read config {path}: {err}") from None
-    data = load_yaml(text, str(path))
+    written = data = load_yaml(text, str(path))
     for key, value in overrides:
         data = _with_key(data, key.split("."), value, key)
     try:
-        return parse_config(data, path)
+        return replace(parse_config(data, path, sections), raw=written)  # `raw`: the file as it is
     except EqdslError as err:
         raise EqdslError([replace(d, path=f"{path}: {d.path}") if d.path else d
                           for d in err.diagnostics]) from None

@@ -3,8 +3,10 @@
 source's runner), export (with its runtime check) — behind one protocol, so the pipeline, the report and the CLI
 name none of them.
 
-Contract: a `Stage` has a `key` (its `report.json` section), `settings(config, loaded)` (its config
-section as read by `eqdsl.config`, None when off), `label(settings)` (its name in the stage
+Contract: a `Stage` has a `key` (its `report.json` section), a `section` (its config section, an
+`eqdsl.config.Section`: the YAML key and how it is read; `SECTIONS` lists them for
+`eqdsl.config.load_config`), `settings(config, loaded)` (that section's settings as read, checked
+against the loaded program, None when off), `label(settings)` (its name in the stage
 timings) and `run(job, settings)`,
 which returns a `Finished`: `ok` (False fails the run: exit 1), `report` (the JSON section),
 `lines` (summary lines, each with whether it takes the pass/fail colour), `value` (the stage's
@@ -22,12 +24,13 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from eqdsl import ir
-from eqdsl.config import RunConfig
+from eqdsl.config import RunConfig, Section
 from eqdsl.diagnostics import EqdslError
-from eqdsl.execute.executor import ExecutionCheck, check_executable
+from eqdsl.execute.executor import ExecutionCheck, check_executable, read_execute
 from eqdsl.execute.executor import compare as compare_execution
 from eqdsl.exports.base import Candidate, ExportJob, ExportSettings
-from eqdsl.exports.registry import EXPORTS
+from eqdsl.exports.registry import EXPORTS, read_export
+from eqdsl.fields import int_at_least, option, read_section
 from eqdsl.frontend import load_program_text
 from eqdsl.ir.builder import same_terms
 from eqdsl.onnx.weights import random_weights
@@ -59,8 +62,27 @@ class Finished:
     files: list[str] = field(default_factory=list)  # names in `StageJob.folder` to publish (moved, not copied)
 
 
+@dataclass(frozen=True)
+class ValidateConfig:
+    """Run the input and the extracted program on the same random inputs (eqdsl.verify.validate)."""
+
+    samples: int = option(3, int_at_least(1), "an integer >= 1")
+    seed: int = option(0, int_at_least(0), "an integer >= 0")
+    run_ref: bool = option(True, lambda v: isinstance(v, bool), "true or false")  # a ruleset's `_ref.py`
+
+
+@dataclass(frozen=True)
+class HeConfig:
+    """`he: true` or `{batch: 8, seed: 0}`: the optimized program as a TenSEAL BFV circuit on a
+    batch of random inputs (sources that have an HE runner: Q-gym's conv_layer)."""
+
+    batch: int = option(8, int_at_least(1), "an integer >= 1")
+    seed: int = option(0, int_at_least(0), "an integer >= 0")
+
+
 class Stage(Protocol):
     key: str
+    section: Section
 
     def settings(self, config: RunConfig, loaded: SourceProgram) -> Any | None: ...
 
@@ -71,9 +93,10 @@ class Stage(Protocol):
 
 class ValidateStage:
     key = "validation"
+    section = Section("validate", lambda value: read_section(value, ValidateConfig, "validate"))
 
     def settings(self, config: RunConfig, loaded: SourceProgram) -> Any | None:
-        return config.validate
+        return config.sections.get(self.section.key)
 
     def label(self, settings: Any) -> str:
         return "validate"
@@ -92,13 +115,15 @@ class ValidateStage:
 
 class ExecuteStage:
     key = "execution"
+    section = Section("execute", read_execute)
 
     def settings(self, config: RunConfig, loaded: SourceProgram) -> Any | None:
-        if config.execute is not None and self.key in loaded.runners:
-            loaded.runners[self.key].check(config.execute)
-        elif config.execute is not None:
-            check_executable(loaded.program, config.execute.device)
-        return config.execute
+        settings = config.sections.get(self.section.key)
+        if settings is not None and self.key in loaded.runners:
+            loaded.runners[self.key].check(settings)
+        elif settings is not None:
+            check_executable(loaded.program, settings.device)
+        return settings
 
     def label(self, settings: Any) -> str:
         return f"execute:{settings.device}"
@@ -132,15 +157,17 @@ def _execution_lines(run: ExecutionCheck, predicted: float) -> list[tuple[str, b
 
 class HeStage:
     key = "he"
+    section = Section("he", lambda value: read_section(value, HeConfig, "he"))
 
     def settings(self, config: RunConfig, loaded: SourceProgram) -> Any | None:
-        if config.he is None:
+        settings = config.sections.get(self.section.key)
+        if settings is None:
             return None
         if self.key not in loaded.runners:
             raise EqdslError.one("he: runs programs whose source builds an HE circuit (Q-gym's `conv_layer`); "
                                  "this program's source has none", path="he")
-        loaded.runners[self.key].check(config.he)
-        return config.he
+        loaded.runners[self.key].check(settings)
+        return settings
 
     def label(self, settings: Any) -> str:
         return "he"
@@ -155,10 +182,11 @@ def _runner_finished(key: str, out: RunnerOutcome) -> Finished:
 
 class ExportStage:
     key = "export"
+    section = Section("export", read_export)
 
     def settings(self, config: RunConfig, loaded: SourceProgram) -> Any | None:
-        if config.export_given:
-            return config.export
+        if self.section.key in config.given:  # `export: false` too: the source's default does not apply
+            return config.sections[self.section.key]
         return None if loaded.default_export is None else ExportSettings(loaded.default_export)  # the source's
 
     def label(self, settings: Any) -> str:
@@ -176,4 +204,9 @@ class ExportStage:
 STAGES: Registry[Stage] = Registry("stage", "eqdsl.stages")  # in the order they run and are reported
 for _stage in (ValidateStage(), ExecuteStage(), HeStage(), ExportStage()):
     STAGES.register(_stage, _stage.key)
+
+
+def stage_sections() -> tuple[Section, ...]:
+    """Every stage's config section (plug-ins' included), for `eqdsl.config.load_config`."""
+    return tuple(stage.section for stage in STAGES.values())
 

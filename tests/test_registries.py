@@ -11,7 +11,7 @@ import pytest
 
 from eqdsl import pipeline, report, stages
 from eqdsl.cli import build_parser
-from eqdsl.config import parse_config
+from eqdsl.config import Section, parse_config
 from eqdsl.cost import registry as targets
 from eqdsl.diagnostics import EqdslError
 from eqdsl.extract import registry as extractors
@@ -186,14 +186,21 @@ def test_toy_cost_model_prices_the_run(tmp_path, unit_target):
     assert result.best.cost == 2.0 * len(result.optimized_program().nodes) == 2.0  # var("a")
 
 
+def _read_audit(value):
+    if value is not None and not (isinstance(value, dict) and isinstance(value.get("most"), int)):
+        raise EqdslError.one(f"expected {{most: N}}, got {value!r}", path="audit")
+    return 0 if value is None else value["most"]
+
+
 class AuditStage:
-    """The toy stage: always runs, fails when the optimized program has more nodes than `most`."""
+    """The toy stage: always runs, fails when the optimized program has more nodes than its
+    config section's `audit: {most: N}` (0 by default)."""
 
     key = "audit"
-    most = 0
+    section = Section("audit", _read_audit)
 
     def settings(self, config, loaded):
-        return self.most
+        return config.sections.get(self.section.key, 0)  # 0 also where its section was not declared
 
     def label(self, settings):
         return "audit"
@@ -214,6 +221,12 @@ def test_toy_stage_reports_and_fails_the_run(tmp_path, monkeypatch, run_cli):
     code, out, _ = run_cli("run", tmp_path / "c.yaml", "--output", tmp_path / "out", "--quiet")
     assert code == 1 and "audit: 1 node(s)" in out  # var("a"): one node, more than 0
     assert json.loads((tmp_path / "out" / "report.json").read_text())["audit"] == {"nodes": 1}
+    # its config section is its own: read, checked and recorded as every other
+    code, out, _ = run_cli("run", tmp_path / "c.yaml", "--output", tmp_path / "out2", "--quiet", "--set", "audit={most: 3}")
+    ran = json.loads((tmp_path / "out2" / "report.json").read_text())
+    assert code == 0 and ran["effective_config"]["audit"] == 3
+    code, _, err = run_cli("run", tmp_path / "c.yaml", "--output", tmp_path / "out3", "--set", "audit=lots")
+    assert code == 2 and "audit: error: expected {most: N}, got 'lots'" in err
 
 
 class GrabbyStage(AuditStage):

@@ -191,6 +191,23 @@ def test_set_overrides_one_key_checked_as_the_files_own(tmp_path, run_cli):
     assert code == 2 and "schedule.iter_limit" in err and "expected an int" in err
 
 
+@pytest.mark.parametrize("section, flags, effective", [
+    ("validate: {samples: 2}\n", ["--validate", "--no-ref"], {"samples": 2, "seed": 0, "run_ref": False}),
+    ("", ["--validate"], {"samples": 3, "seed": 0, "run_ref": True}),
+    ("", ["--no-ref"], None),  # --no-ref alone turns nothing on
+])
+def test_flags_edit_the_config_as_its_own_keys_and_the_report_keeps_the_file(tmp_path, run_cli, section, flags,
+                                                                               effective):
+    config = tmp_path / "c.yaml"
+    config.write_text((EXAMPLES / "arith" / "config.yaml").read_text().replace("input.eqr", str(EXAMPLES / "arith" /
+                                                                                                "input.eqr"))
+                      .replace("validate: true", "") + section)
+    code, out, err = run_cli("run", config, "--output", tmp_path / "o", "--quiet", *flags)
+    report = json.loads((tmp_path / "o" / "report.json").read_text())
+    assert code == 0 and report["effective_config"]["validate"] == effective, out + err
+    assert ("validate" in report["config"]) == bool(section)  # `config`: the file as written
+
+
 def test_version_and_a_mistyped_key_gets_the_closest_one(tmp_path, run_cli, capfd):
     from eqdsl.cli import main
 

@@ -17,9 +17,7 @@ from eqdsl.cli.common import (
     stderr,
     stdout,
 )
-from eqdsl.config import ValidateConfig
 from eqdsl.diagnostics import EqdslError
-from eqdsl.execute.executor import ExecuteSettings
 
 
 def cmd_run(args: argparse.Namespace) -> Work:
@@ -31,14 +29,7 @@ def cmd_run(args: argparse.Namespace) -> Work:
     if Path(args.config).suffix.lower() == ".onnx":
         raise EqdslError.one(f"{args.config} is an ONNX model, not a run config; `eqdsl optimize {args.config} "
                              "-o OUT.onnx` optimizes it without one (or name it in a config: program: {onnx: ...})")
-    config = load_config(Path(args.config), tuple(args.set))
-    if args.validate and config.validate is None:
-        config = replace(config, validate=ValidateConfig())
-    if getattr(args, "execute", False):  # `eqdsl execute`: the config's settings, flags over them
-        base = config.execute or ExecuteSettings()
-        config = replace(config, execute=replace(base, device=args.device or base.device, runs=args.runs or base.runs))
-    if args.no_ref and config.validate is not None:
-        config = replace(config, validate=replace(config.validate, run_ref=False))
+    config = load_config(Path(args.config), [*args.set, *flag_overrides(args)])
     output = Path(args.output) if args.output else config.output
     resolved = check_output(output, config_inputs(config), args.force)  # before the run, not after it
     config = replace(config, output=resolved)  # the folder written, as `report.json`'s effective config says
@@ -70,6 +61,30 @@ def cmd_run(args: argparse.Namespace) -> Work:
         return 0 if all(done.ok for done in result.finished.values()) else 1
 
     return Work(work, scratch.discard)
+
+
+def flag_overrides(args: argparse.Namespace) -> list[tuple[str, object]]:
+    """The flags of `run` / `execute` as edits of the config's YAML (`config.load_config`), so
+    they are checked, and recorded in the effective configuration, as its own keys are."""
+    edits: list[tuple[str, object]] = []
+    if args.validate:  # on, keeping the file's settings
+        edits.append(("validate", lambda old: True if old in (None, False) else old))
+    if args.no_ref:  # only where validation is on
+        edits.append(("validate", lambda old: _with_items(old, {"run_ref": False}) if old else old))
+    if getattr(args, "execute", False):  # `eqdsl execute`: on, the flags over the file's settings
+        given = {k: v for k, v in {"device": args.device, "runs": args.runs}.items() if v}
+        edits.append(("execute", lambda old: _with_items(old or True, given, shorthand="device")))
+    return edits
+
+
+def _with_items(value: object, items: dict, shorthand: str | None = None) -> object:
+    """A section's YAML value (`true`, a mapping, a `shorthand` string) with `items` set; any
+    other value as it is, for the section's reader to refuse."""
+    if value is True:
+        return dict(items)
+    if isinstance(value, str) and shorthand is not None:
+        return {shorthand: value, **items}
+    return {**value, **items} if isinstance(value, dict) else value
 
 
 def cmd_measure(args: argparse.Namespace) -> int:
