@@ -60,6 +60,8 @@ CORPUS = [Model(f"zoo-{z}", f"zoo:light_{z}.onnx") for z in ZOO] + [
     Model("ppocr-cls-v2", OCR + "ch_ppocr_mobile_v2.0_cls_infer.onnx", {"x": [1, 3, 48, 192]}),
     Model("silero-vad-op15", "pypi:silero-vad==6.2.3:silero_vad/data/silero_vad_16k_op15.onnx",
           {"input": [1, 512], "state": [2, 1, 128]}, {"sr": 16000}),
+    # int32 byte windows one-hot encoded by Equal (a typed input: refused before 63's non-float part)
+    Model("magika-v3.3", "pypi:magika==1.0.3:magika/models/standard_v3_3/model.onnx", {"bytes": [1, 2048]}),
 ]
 TORCH = ["resnet50", "mobilenet_v3_large", "efficientnet_b0", "convnext_tiny", "regnet_y_400mf", "vit_b_16", "swin_t",
          "deeplabv3_mobilenet", "bert_base", "distilbert", "gpt2_small", "t5_small_encoder", "whisper_tiny_encoder",

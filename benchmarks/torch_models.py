@@ -2,8 +2,8 @@
 them: `torch.onnx.export` (PyTorch's default exporter; the TorchScript one where it fails) on
 torchvision, Hugging Face transformers and segmentation-models-pytorch architectures with random
 weights (nothing is downloaded: each model is built from its default configuration). The text
-encoders are exported from `inputs_embeds` (float32 [1, 128, hidden]), not token ids: eqdsl takes
-float32 graph inputs only (int64 inputs are still refused).
+encoders are exported from `inputs_embeds` (float32 [1, 128, hidden]), as when the corpus was first
+measured (eqdsl then refused int64 inputs; token ids now import as `typed_input`).
 
 Runs in an environment that has torch (benchmark only, never eqdsl's dependency):
   python -m venv /tmp/torchenv && /tmp/torchenv/bin/pip install torch torchvision onnx onnxscript \\

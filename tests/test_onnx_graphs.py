@@ -13,6 +13,7 @@ from onnx import TensorProto, helper, numpy_helper
 
 from eqdsl.frontend import load_language
 from eqdsl.onnx.read import read_onnx
+from eqdsl.onnx.write import to_onnx
 
 n = helper.make_node
 
@@ -145,14 +146,91 @@ def sample_rate_model() -> onnx.ModelProto:
 
 def test_a_non_float_input_is_fixed_by_constants_and_kept_in_the_interface(tmp_path, run_cli):
     onnx.save(sample_rate_model(), tmp_path / "m.onnx")
-    code, _, err = run_cli("import", "onnx", tmp_path / "m.onnx")
-    assert code == 2 and "input 'sr' is int64, not float32" in err and "--constant sr=VALUE" in err
+    code, out, err = run_cli("import", "onnx", tmp_path / "m.onnx")  # unfixed: a typed input (below)
+    assert code == 0 and "input 'sr' is int64: the operators it reaches stay opaque" in err
+    assert 'typed_input("sr", [], "int64")' in out
     code, out, err = run_cli("import", "onnx", tmp_path / "m.onnx", "--constant", "sr=16000")
     assert code == 0 and "note: input 'sr' fixed to 16000" in err
     code, report, text = _run(tmp_path, run_cli, sample_rate_model(), ", constants: {sr: 16000}")
     assert code == 0 and report["export"]["ok"] and "input: input 'sr' fixed to 16000" in text, text
     out_model = onnx.load(str(tmp_path / "out" / "optimized.onnx"))
     assert [i.name for i in out_model.graph.input] == ["x", "sr"] and out_model.graph.output[0].name == "y"
+
+
+def token_model() -> onnx.ModelProto:
+    """A text encoder's first layer as users export it: int64 token ids into an embedding Gather,
+    an int64 attention mask cast to float, then two MatMul + Relu heads concatenated (TASO's rules
+    rewrite those)."""
+    rng = np.random.default_rng(0)
+    nodes = [n("Gather", ["emb", "ids"], ["e"]), n("Cast", ["mask"], ["mf"], to=TensorProto.FLOAT),
+             n("Unsqueeze", ["mf", "axis"], ["mu"]), n("Mul", ["e", "mu"], ["em"]),
+             n("MatMul", ["em", "w1"], ["h1"]), n("Relu", ["h1"], ["r1"]),
+             n("MatMul", ["em", "w2"], ["h2"]), n("Relu", ["h2"], ["r2"]), n("Concat", ["r1", "r2"], ["y"], axis=1)]
+    inputs = [helper.make_tensor_value_info(name, TensorProto.INT64, [8]) for name in ("ids", "mask")]
+    weights = [numpy_helper.from_array(rng.standard_normal((50, 16)).astype(np.float32), "emb"),
+               numpy_helper.from_array(rng.standard_normal((16, 16)).astype(np.float32), "w1"),
+               numpy_helper.from_array(rng.standard_normal((16, 16)).astype(np.float32), "w2"),
+               numpy_helper.from_array(np.array([-1], np.int64), "axis")]
+    return _model(nodes, inputs, [_f("y", [8, 32])], weights)
+
+
+def test_integer_token_ids_and_a_mask_are_typed_inputs_validated_and_written_back(tmp_path, tensat, run_cli):
+    onnx.save(token_model(), tmp_path / "t.onnx")
+    imported = read_onnx(tmp_path / "t.onnx", tensat)
+    typed = [x.args for x in imported.program.nodes if x.op == "typed_input"]
+    assert typed == [("ids", (8,), "int64"), ("mask", (8,), "int64")]
+    written = to_onnx(tensat, imported.program, imported.weights)  # no interface to copy the types from
+    assert [(i.name, i.type.tensor_type.elem_type) for i in written.graph.input] == [("ids", TensorProto.INT64),
+                                                                                    ("mask", TensorProto.INT64)]
+    (tmp_path / "run.yaml").write_text(
+        "ruleset: tensat\ntarget: t4\nprogram: {onnx: t.onnx}\nschedule: {iter_limit: 2, node_limit: 3000}\n"
+        "extract: {method: greedy-dag, compare: []}\nvalidate: {samples: 1}\nexport: onnx\nexecute: cpu\n")
+    code, out, err = run_cli("run", tmp_path / "run.yaml", "--output", tmp_path / "out", "--quiet")
+    report, text = json.loads((tmp_path / "out" / "report.json").read_text()) if code == 0 else {}, out + err
+    assert code == 0 and report["validation"]["ok"] and report["validation"]["samples"] == 1, text  # not skipped
+    assert report["export"]["ok"] and report["execution"]["ok"], text  # ONNX Runtime and eqdsl's kernels agree
+    optimized = onnx.load(str(tmp_path / "out" / "optimized.onnx"))
+    assert [i.type.tensor_type.elem_type for i in optimized.graph.input] == [TensorProto.INT64] * 2
+
+
+def test_an_output_an_opaque_operator_computes_keeps_its_element_type(tmp_path, tensat):
+    """ArgMax's int64 class ids as an output: the written model declares them int64 (inferred), and
+    ONNX Runtime computes the same as on the source model."""
+    import onnxruntime as ort
+
+    nodes = [n("Relu", ["x"], ["r"]), n("ArgMax", ["r"], ["y"], axis=1), n("Tanh", ["r"], ["z"])]
+    model = _model(nodes, [_f("x", [2, 4])], [helper.make_tensor_value_info("y", TensorProto.INT64, [2, 1]),
+                                             _f("z", [2, 4])])
+    onnx.save(model, tmp_path / "m.onnx")
+    imported = read_onnx(tmp_path / "m.onnx", tensat)
+    written = to_onnx(tensat, imported.program, imported.weights)
+    assert [o.type.tensor_type.elem_type for o in written.graph.output] == [TensorProto.INT64, TensorProto.FLOAT]
+    x = {"x": np.random.default_rng(0).standard_normal((2, 4)).astype(np.float32)}
+    want = ort.InferenceSession(model.SerializeToString()).run(None, x)
+    got = ort.InferenceSession(written.SerializeToString()).run(None, {k: v for k, v in x.items()})
+    assert got[0].dtype == np.int64 and (got[0] == want[0]).all() and np.allclose(got[1], want[1])
+
+
+def test_quantized_weights_too_large_for_a_key_are_a_weight_of_their_own_type(tmp_path, tensat):
+    """MatMulInteger over 90,000 uint8 weights (a quantized model's): refused once ("an opaque
+    operator keeps at most 65536 in its key"); now a `weight` that stays uint8 in the written model,
+    which ONNX Runtime runs to the source's outputs."""
+    import onnxruntime as ort
+
+    rng = np.random.default_rng(0)
+    nodes = [n("DynamicQuantizeLinear", ["x"], ["xq", "xs", "xz"]), n("MatMulInteger", ["xq", "w", "xz", "wz"], ["acc"]),
+             n("Cast", ["acc"], ["accf"], to=TensorProto.FLOAT), n("Mul", ["accf", "xs"], ["y"])]
+    inits = [numpy_helper.from_array(rng.integers(0, 255, (300, 300)).astype(np.uint8), "w"),
+             numpy_helper.from_array(np.array(128, np.uint8), "wz")]
+    model = _model(nodes, [_f("x", [4, 300])], [_f("y", [4, 300])], inits, opset=17)
+    onnx.save(model, tmp_path / "q.onnx")
+    imported = read_onnx(tmp_path / "q.onnx", tensat)
+    assert imported.weights["w"].dtype == np.uint8 and "wz" not in imported.weights  # 1 value: in the key
+    written = to_onnx(tensat, imported.program, imported.weights)
+    assert next(t for t in written.graph.initializer if t.name == "w").data_type == TensorProto.UINT8
+    x = {"x": rng.standard_normal((4, 300)).astype(np.float32)}
+    want, got = (ort.InferenceSession(m.SerializeToString()).run(None, x)[0] for m in (model, written))
+    assert np.array_equal(want, got)
 
 
 def test_an_unused_non_float_input_needs_nothing(tmp_path, tensat):

@@ -55,7 +55,7 @@ def test_the_measurer_skips_what_the_table_says_costs_nothing():
     from eqdsl.execute.backends import OrtBackend
 
     not_timed = {s.name for s in OPS if not s.timed}
-    assert not_timed == {"input", "weight", "noop", "dropout", "split0", "split1", "scalar"}
+    assert not_timed == {"input", "typed_input", "weight", "noop", "dropout", "split0", "split1", "scalar"}
     assert not any(OrtBackend().supports(op) for op in not_timed) and OrtBackend().supports("hardswish")
     assert SPECS["reshape"].view and SPECS["reshape"].timed  # ONNX Runtime's Reshape copies: timed there
 

@@ -95,7 +95,7 @@ def _import_onnx(args: argparse.Namespace, scratch: FileScratch | None) -> int:
         print(f"note: {note}", file=sys.stderr)
     text = f"# imported from {args.file} by `eqdsl import onnx`\n" + program_text(imported.program)
     counts = Counter(n.op for n in imported.program.nodes)
-    summary = ", ".join(f"{n} {op}" for op, n in sorted(counts.items()) if op not in ("input", "weight"))
+    summary = ", ".join(f"{n} {op}" for op, n in sorted(counts.items()) if op not in ("input", "typed_input", "weight"))
     if scratch is None:
         print(text, end="")
     else:

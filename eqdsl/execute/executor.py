@@ -22,8 +22,9 @@ from eqdsl import ir
 from eqdsl.diagnostics import EqdslError
 from eqdsl.fields import int_at_least, one_of, option, read_section
 from eqdsl.kernels.shapes import Unsupported
+from eqdsl.languages.base import Leaf
 from eqdsl.languages.tensor.folding import const_nodes, output_nodes
-from eqdsl.languages.tensor.ops import SEMANTICS, SPECS
+from eqdsl.languages.tensor.ops import INPUTS, SEMANTICS, SPECS
 from eqdsl.onnx.runtime import RTOL, halved_until_finite, largest_error  # float32, as the ORT check
 
 # Operators that only re-label memory: their reference is a view on host and device arrays alike.
@@ -37,7 +38,7 @@ def _reference(op: str) -> Callable[..., Any]:
 
     def run(*args: Any) -> Any:
         out = fn(*args)
-        return tuple(np.asarray(o, np.float32) for o in out) if isinstance(out, tuple) else np.asarray(out, np.float32)
+        return tuple(_contiguous(o) for o in out) if isinstance(out, tuple) else _contiguous(out)
     return run
 
 
@@ -52,7 +53,7 @@ class _Host:
         self.kernels: dict[str, Callable[..., Any]] = RUNNERS
 
     def to_device(self, x: np.ndarray) -> Any:
-        return np.ascontiguousarray(x, np.float32)
+        return _contiguous(x)
 
     def to_host(self, x: Any) -> np.ndarray:
         return x
@@ -72,7 +73,7 @@ class _Cuda:
         self.cuda, self.kernels = cuda, LAUNCHERS
 
     def to_device(self, x: np.ndarray) -> Any:
-        return self.cuda.to_device(np.ascontiguousarray(x, np.float32))
+        return self.cuda.to_device(_contiguous(x))
 
     def to_host(self, x: Any) -> np.ndarray:
         return x.copy_to_host() if hasattr(x, "copy_to_host") else x
@@ -98,7 +99,7 @@ class Executor:
         for i in sorted(self.const):
             node = self.program.nodes[i]
             if node.op == "weight":
-                value = np.asarray(weights[str(node.args[0])], np.float32).reshape(tuple(node.args[1]))  # type: ignore[arg-type]
+                value = _contiguous(weights[str(node.args[0])]).reshape(tuple(node.args[1]))  # type: ignore[arg-type]
             else:
                 value = _reference(node.op)(*[self.values[a.index] if isinstance(a, ir.Child) else a
                                               for a in node.args])
@@ -123,7 +124,7 @@ class Executor:
         for i, node in enumerate(self.program.nodes):
             if i in values or node.op == "noop":
                 continue
-            if node.op == "input":
+            if node.op in INPUTS:
                 values[i] = self.device.to_device(feeds[str(node.args[0])])
                 continue
             values[i] = self._step(node.op, [values[a.index] if isinstance(a, ir.Child) else a for a in node.args])
@@ -156,10 +157,21 @@ class ExecutionCheck:
         return self.original_ms / self.optimized_ms
 
 
+def _contiguous(x: np.ndarray) -> np.ndarray:
+    """Float values as float32 (the kernels' type); other element types (token ids, a mask an opaque
+    operator computed) as they are."""
+    x = np.asarray(x)
+    return np.ascontiguousarray(x, np.float32 if x.dtype.kind == "f" else x.dtype)
+
+
 def input_feeds(program: ir.Program, seed: int) -> dict[str, np.ndarray]:
+    """Normal float32 values for each `input`; a typed one's as validation draws them."""
     rng = np.random.default_rng(seed)
-    return {str(n.args[0]): rng.standard_normal(tuple(n.args[1])).astype(np.float32)  # type: ignore[arg-type]
-            for n in program.nodes if n.op == "input"}
+    typed = SPECS["typed_input"].reference
+    assert isinstance(typed, Leaf) and typed.draw is not None
+    return {str(n.args[0]): (rng.standard_normal(tuple(n.args[1])).astype(np.float32)  # type: ignore[arg-type]
+                             if n.op == "input" else typed.draw(rng, tuple(n.args[1]), *n.args))  # type: ignore[arg-type]
+            for n in program.nodes if n.op in INPUTS}
 
 
 def compare(lang: ir.Language, original: ir.Program, optimized: ir.Program, weights: Mapping[str, np.ndarray],

@@ -25,6 +25,7 @@ from typing import Sequence, cast
 
 from eqdsl.exports.base import Candidate, ExportJob, ExportOutcome
 from eqdsl.ir.builder import same_terms
+from eqdsl.languages.tensor.ops import INPUTS
 from eqdsl.onnx import require_onnx
 from eqdsl.onnx.runtime import RuntimeCheck, compare_many, is_runtime_error
 from eqdsl.onnx.weights import random_weights
@@ -135,7 +136,7 @@ def _timed(job: ExportJob, original: Path, names: list[str], outcome: ExportOutc
            thread_counts: list[int] | None = None) -> list[RuntimeCheck] | None:
     """`compare_many` of the input with `names` (files in the job's folder), fed the imported
     program's input dims; None, with the check failed and said, when ONNX Runtime cannot run one."""
-    inputs = {str(n.args[0]): list(cast(Sequence[int], n.args[1])) for n in job.original.nodes if n.op == "input"}
+    inputs = {str(n.args[0]): list(cast(Sequence[int], n.args[1])) for n in job.original.nodes if n.op in INPUTS}
     try:
         return compare_many(original, [job.folder / f"{name}.onnx" for name in names], job.settings.runs,
                             job.settings.seed, thread_counts=thread_counts, fixed=dict(job.fixed_inputs),

@@ -16,9 +16,11 @@ import numpy as np
 @dataclass(frozen=True)
 class Leaf:
     """An input operator (`input`, `weight`, `var`): its value is drawn at random, once per
-    distinct argument list, with the shape `shape(*args)` gives (() for a scalar)."""
+    distinct argument list, with the shape `shape(*args)` gives (() for a scalar): normal floats,
+    or `draw(rng, shape, *args)` where given (a leaf of another element type)."""
 
     shape: Callable[..., tuple[int, ...]]
+    draw: Callable[..., Any] | None = None
 
 
 @dataclass(frozen=True)

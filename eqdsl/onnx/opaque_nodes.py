@@ -111,11 +111,11 @@ def _operands(r: Reader, node: onnx.NodeProto) -> tuple[list[Tensor], tuple[Any,
         value = r.env.get(name) if name else None
         if not name:
             items.append("")
+        elif isinstance(value, np.ndarray) and value.dtype != np.float32 and value.size <= MAX_KEPT_CONSTANT:
+            items.append(opaque.constant_item(value))  # exact in the key: a Slice's starts, a Reshape's shape
         elif isinstance(value, np.ndarray) and value.dtype != np.float32:
-            if value.size > MAX_KEPT_CONSTANT:
-                raise NodeError(f"{input_role(node, k)} holds {value.size} {value.dtype} values; an opaque "
-                                f"operator keeps at most {MAX_KEPT_CONSTANT} in its key")
-            items.append(opaque.constant_item(value))
+            tensors.append(r.typed_weight(name))  # quantized weights: a weight of their own type
+            items.append("t")
         else:
             try:
                 tensors.append(r.tensor(name))

@@ -5,7 +5,8 @@ names, notes, the inputs fixed to constants) or raises `EqdslError` naming the f
 the attribute for anything it cannot represent exactly. Models below opset 13 are converted to 13
 with `onnx.version_converter` (a note says so). `shapes` fixes the dimensions of inputs by name; an
 input left with a dynamic dimension is an error that lists every such input and the option that
-fixes it. `constants` fixes inputs' values (a non-float input the outputs read needs one). Only the
+fixes it. `constants` fixes inputs' values. A non-float input is a `typed_input` (int64 token ids,
+a bool mask): the operators it reaches stay opaque, and validation draws it as 0s and 1s. Only the
 nodes the outputs need are read. Operators the language has (the operator table's `onnx_in`
 column, `HANDLERS`) map to its operators where their tensors are float32; nodes on constants are
 computed (`reader.folded`); an If on a known condition is its taken branch; local
@@ -30,7 +31,7 @@ from onnx import helper, shape_inference
 from eqdsl import ir
 from eqdsl.diagnostics import EqdslError
 from eqdsl.ir.builder import Tensor, without_dead_nodes
-from eqdsl.languages.tensor.ops import OPS
+from eqdsl.languages.tensor.ops import OPAQUE, OPS
 from eqdsl.onnx.import_forms import FAMILIES, Handler
 from eqdsl.onnx.opaque_nodes import opaque_of, opaque_outputs
 from eqdsl.onnx.reader import NodeError, Reader, Value, default_opset, folded, needed_nodes, tensor_array
@@ -190,8 +191,9 @@ def _dims_text(info: onnx.ValueInfoProto) -> str:
 
 
 def _inputs(path: Path, r: Reader, live: set[str], constants: Constants) -> None:
-    """Graph inputs as program inputs, or as the constants `constants` fixes them to; a non-float
-    input the outputs do not need is left out (the export keeps it in the model's interface)."""
+    """Graph inputs as program inputs (`typed_input` where not float32), or as the constants
+    `constants` fixes them to; a non-float input the outputs do not need is left out (the export
+    keeps it in the model's interface)."""
     graph = r.model.graph
     for init in graph.initializer:
         try:
@@ -209,11 +211,7 @@ def _inputs(path: Path, r: Reader, live: set[str], constants: Constants) -> None
         if info.name in constants:
             r.env[info.name] = np.broadcast_to(np.asarray(constants[info.name], dtype=kind), dims).copy()
         elif kind != np.float32 and info.name in live:
-            fix = ("convert the model to float32" if kind.kind == "f" else
-                   f"fix its value with `program: {{onnx: FILE, constants: {{{info.name}: VALUE}}}}` or "
-                   f"`eqdsl import onnx FILE --constant {info.name}=VALUE`")
-            raise EqdslError.one(f"{path}: input {info.name!r} is {kind}, not float32: eqdsl's programs take "
-                                 f"float32 inputs; {fix}")
+            r.env[info.name] = r.g.op("typed_input", info.name, list(dims), np.dtype(kind).name)
         elif kind == np.float32:
             r.env[info.name] = r.g.input(info.name, list(dims))
 
@@ -287,6 +285,8 @@ def read_onnx(path: Path, lang: ir.Language, shapes: Shapes | None = None,
     _inputs(path, r, read, constants)
     notes += [f"input {name!r} fixed to {value} (constants): the optimized model ignores it"
               for name, value in constants.items()]
+    notes += [f"input {n.args[0]!r} is {n.args[2]}: the operators it reaches stay opaque; validation draws it "
+              "as 0s and 1s (`constants` fixes it to a value instead)" for n in r.g.nodes if n.op == "typed_input"]
     for k, node in enumerate(live):
         try:
             _node(r, node)
@@ -305,8 +305,9 @@ def read_onnx(path: Path, lang: ir.Language, shapes: Shapes | None = None,
     except NodeError as err:
         raise EqdslError.one(f"{path}: output: {err}") from None
     for o in outputs:
-        if r.dtype(o) != np.float32:
-            raise EqdslError.one(f"{path}: output {o!r} is {r.dtype(o)}: eqdsl writes float32 outputs")
+        if r.dtype(o) != np.float32 and r.g.nodes[roots[outputs.index(o)].index].op not in OPAQUE:
+            raise EqdslError.one(f"{path}: output {o!r} is {r.dtype(o)}, and not computed by an operator eqdsl "
+                                 "keeps opaque: eqdsl's operators compute float32")
     program = without_dead_nodes(r.g.program(name, roots))
     used = {str(n.args[0]) for n in program.nodes if n.op == "weight"}
     notes += [f"{n} {op} node(s) kept as opaque operators (the rules cannot see inside): {why}"

@@ -137,6 +137,13 @@ class Reader:
         self.weights[name] = value
         return self.g.weight(name, list(value.shape))
 
+    def typed_weight(self, name: str) -> Tensor:
+        """The constant `name`, of any element type, as a `weight` leaf that keeps its type (an
+        opaque operator's quantized weights: too large for its key)."""
+        value = cast(np.ndarray, self.env[name])
+        self.weights[name] = value
+        return self.g.weight(name, list(value.shape))
+
     def operand(self, name: str, other: str) -> Tensor:
         """`tensor(name)` as an operand of a broadcasting element-wise op whose other operand is
         `other`; a constant that is a `scalar_of` the other's rank becomes that `scalar` (so rules

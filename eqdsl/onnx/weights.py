@@ -1,7 +1,8 @@
 """Weight values for programs: a program names its weights (`weight("conv1.w", [64, 3, 7, 7])`);
 the values live beside it.
 
-Contract: `Weights` maps a weight id to a float32 array. `random_weights(program)` draws values
+Contract: `Weights` maps a weight id to a float32 array (an opaque operator's large non-float
+constant, quantized weights, keeps its own type). `random_weights(program)` draws values
 for every weight of a program, reproducibly from the id alone (so the input program and the
 optimized one see the same numbers), scaled so deep models stay finite: He-style 1/√fan-in for
 kernels and matrices, near-1 positive scales and variances for batch norms.

@@ -25,7 +25,7 @@ from eqdsl.ir.builder import program_shapes
 from eqdsl.languages.tensor import opaque
 from eqdsl.languages.tensor.codes import Act
 from eqdsl.languages.tensor.folding import const_nodes, output_nodes
-from eqdsl.languages.tensor.ops import OPS, SEMANTICS
+from eqdsl.languages.tensor.ops import INPUTS, OPAQUE, OPS, SEMANTICS
 from eqdsl.onnx.export_forms import FAMILIES, Emit
 from eqdsl.onnx.reader import needed_nodes, read_names
 from eqdsl.onnx.weights import Weights
@@ -130,9 +130,11 @@ class Emitter:
         node = self.program.nodes[i]
         if i in self.const or node.op == "noop":
             return
-        if node.op == "input":
+        if node.op in INPUTS:
             name = str(node.args[0])
-            self.inputs.append(helper.make_tensor_value_info(name, TensorProto.FLOAT, list(self.dims(i))))
+            typed = node.op != "input"
+            kind = helper.np_dtype_to_tensor_dtype(np.dtype(str(node.args[2]))) if typed else TensorProto.FLOAT
+            self.inputs.append(helper.make_tensor_value_info(name, kind, list(self.dims(i))))
             self.names[i] = name
             return
         args = [self.operand(a.index) if isinstance(a, ir.Child) else a for a in node.args]
@@ -145,7 +147,8 @@ class Emitter:
 def _weight(weights: Weights, wid: str, dims: tuple[int, ...]) -> np.ndarray:
     if wid not in weights:
         raise EqdslError.one(f"export onnx: no value for weight {wid!r} (give the model it came from)")
-    value = np.asarray(weights[wid], dtype=np.float32)
+    value = np.asarray(weights[wid])
+    value = value.astype(np.float32) if value.dtype.kind == "f" else value  # an opaque operator's int8 weights
     if value.size != int(np.prod(dims)):
         raise EqdslError.one(f"export onnx: weight {wid!r} has {value.size} values, its dims {list(dims)} "
                              f"need {int(np.prod(dims))}")
@@ -191,7 +194,9 @@ def to_onnx(lang: ir.Language, program: ir.Program, weights: Weights,
         [f"output{k}" for k in range(len(roots))]
     sources = [e.operand(r) for r in roots]
     nodes = _named_outputs(e.used_nodes(sources), sources, names)
-    outputs = [helper.make_tensor_value_info(name, TensorProto.FLOAT, list(e.dims(r))) for name, r in zip(names, roots)]
+    typed = [r for r in roots if program.nodes[r].op in OPAQUE]  # of any element type: inferred below
+    outputs = [helper.make_empty_tensor_value_info(name) if r in typed else
+               helper.make_tensor_value_info(name, TensorProto.FLOAT, list(e.dims(r))) for name, r in zip(names, roots)]
     nodes = _biased_convs(nodes, e.initializers)
     read = {name for n in nodes for name in read_names(n)}  # a branch's reads too
     graph = helper.make_graph(nodes, program.name, _graph_inputs(e.inputs, interface), outputs,
@@ -199,6 +204,18 @@ def to_onnx(lang: ir.Language, program: ir.Program, weights: Weights,
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", e.opset()), *_domains(e.nodes)],
                               producer_name="eqdsl")
     model.ir_version = 9  # the newest that ONNX Runtime 1.16+ reads
+    return _typed_outputs(model, {name: e.dims(r) for name, r in zip(names, roots) if r in typed})
+
+
+def _typed_outputs(model: onnx.ModelProto, dims: dict[str, tuple[int, ...]]) -> onnx.ModelProto:
+    """The outputs an opaque node computes, typed as ONNX infers them (an ArgMax's int64)."""
+    if not dims:
+        return model
+    inferred = {o.name: o.type.tensor_type.elem_type for o in onnx.shape_inference.infer_shapes(model).graph.output}
+    for k, o in enumerate(model.graph.output):
+        if o.name in dims:
+            kind = inferred.get(o.name) or TensorProto.FLOAT
+            model.graph.output[k].CopyFrom(helper.make_tensor_value_info(o.name, kind, list(dims[o.name])))
     return model
 
 

@@ -160,8 +160,11 @@ def _node_value(node: ir.TermNode, args: list[Any], sem: dict[str, OpSemantics],
         if math.prod(shape) > MAX_DRAWN:
             raise SemanticsError(f"{node.op}{tuple(node.args)!r} holds {math.prod(shape):.3g} values; at most "
                                  f"{MAX_DRAWN:,} can be drawn to evaluate it")
+        rng = np.random.default_rng([seed, key])
+        if fn.draw is not None:
+            return fn.draw(rng, shape, *args)
         fan_in = max(1, int(np.prod(shape[1:]))) if len(shape) > 1 else 1
-        return draw(np.random.default_rng([seed, key]), shape) / np.sqrt(fan_in)
+        return draw(rng, shape) / np.sqrt(fan_in)
     return apply(sem, node.op, args)
 
 

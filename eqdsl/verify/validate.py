@@ -38,7 +38,9 @@ class Validation:
 def _model_weight(weights: Mapping[str, np.ndarray], leaf: ir.TermNode) -> np.ndarray | None:
     if leaf.op != "weight" or str(leaf.args[0]) not in weights:
         return None
-    return np.asarray(weights[str(leaf.args[0])], dtype=np.float64).reshape(tuple(cast(tuple, leaf.args[1])))
+    value = np.asarray(weights[str(leaf.args[0])])
+    value = value.astype(np.float64) if value.dtype.kind == "f" else value  # an opaque operator's int8 weights
+    return value.reshape(tuple(cast(tuple, leaf.args[1])))
 
 
 def _progress(sample: int, samples: int, which: str):

@@ -96,6 +96,7 @@ def _opaque(name: str) -> OpSpec:
 
 OPS: tuple[OpSpec, ...] = (
     OpSpec("input", Leaf(lambda id_, dims: tuple(dims)), timed=False),
+    OpSpec("typed_input", Leaf(lambda id_, dims, dtype: tuple(dims), ref.typed_values), timed=False),
     OpSpec("weight", Leaf(lambda id_, dims: tuple(dims)), (("Constant", form("constant")),), timed=False),
     OpSpec("ewadd", lambda a, b: a + b, (("Add", form("commutative")), ("Sub", form("sub")), ("Sum", form("variadic"))),
            form("simple", onnx_type="Add"), **_kernels("binary", code=0)),
@@ -146,5 +147,7 @@ OPS: tuple[OpSpec, ...] = (
 
 SPECS: dict[str, OpSpec] = {spec.name: spec for spec in OPS}
 # a program's leaves, constants and root tuple: the structure every driver walks, so each names them
-STRUCTURE = frozenset({"input", "weight", "scalar", "noop"})
+STRUCTURE = frozenset({"input", "typed_input", "weight", "scalar", "noop"})
+INPUTS = frozenset({"input", "typed_input"})  # a program's inputs: (id, dims) first, a typed one's dtype after
+OPAQUE = frozenset(spec.name for spec in OPS if spec.onnx_out == form("opaque"))  # ONNX operators carried as they are
 SEMANTICS: dict[str, OpSemantics] = {spec.name: spec.reference for spec in OPS}

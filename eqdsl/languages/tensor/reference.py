@@ -105,6 +105,17 @@ def layernorm(x, scale, bias, eps: float = 1e-5):
     return (x - mean) / np.sqrt(var + eps) * scale + bias
 
 
+def typed_values(rng: np.random.Generator, shape: tuple[int, ...], id_: str, dims, dtype: str) -> np.ndarray:
+    """Random values of a `typed_input`: integers 0 and 1 (in range wherever they index: token ids,
+    a mask, a one-hot position), random booleans, or normal floats of that precision."""
+    kind = np.dtype(dtype)
+    if kind == np.bool_:
+        return rng.random(shape) < 0.5
+    if kind.kind in "iu":
+        return rng.integers(0, 2, shape).astype(kind)
+    return rng.standard_normal(shape).astype(kind)
+
+
 def bnscale(scale, var, eps: float = 1e-5):
     """A batch norm's factor (`batchnorm`'s, |var| alike) as a conv kernel's per-output-channel scale."""
     return (scale / np.sqrt(np.abs(var) + eps)).reshape(-1, 1, 1, 1)
