@@ -37,6 +37,7 @@ from eqdsl.extract.registry import ExtractConfig, make_extractor
 from eqdsl.extract.result import ExtractBudget, Extraction, Extractor
 from eqdsl.frontend import load_language, load_modules, resolve_ruleset
 from eqdsl.ir.params import bind_params
+from eqdsl.ir.reachable import rules_that_can_fire
 from eqdsl.schedule.registry import make_scheduler
 from eqdsl.schedule.runner import LimitsConfig, ProgressFn, ScheduleContext, ScheduleOutcome
 from eqdsl.sources.base import Baselines, SourceProgram
@@ -253,7 +254,12 @@ def _next_programs(result: RunResult) -> list[Extraction]:
 
 def _explore(result: RunResult, schedule: LimitsConfig, progress: ProgressFn | None) -> EGraphSession:
     with _stage(result, "lower"):
-        result.lowered = lower_language(bind_params(result.language, result.params))
+        language = bind_params(result.language, result.params)
+        firing = rules_that_can_fire(language, [result.program, *result.alternatives])
+        if len(firing.rules) < len(language.rules):
+            result.notes += (f"rules: {len(firing.rules)} of {len(language.rules)} can fire on this program (the "
+                             "others need an operator it can never hold: left out)",)
+        result.lowered = lower_language(firing)
         session = EGraphSession(result.lowered, result.costs or RuleCosts(result.language, result.params))
     with _stage(result, "load"):
         session.load(result.program)

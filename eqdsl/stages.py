@@ -102,11 +102,12 @@ class ValidateStage:
         return "validate"
 
     def run(self, job: StageJob, settings: Any) -> Finished:
-        optimized = load_program_text(job.optimized_text, "<extracted program>", job.language)["optimized"]
-        if same_terms(job.loaded.program, optimized):  # the input itself: nothing to compare it with
+        if same_terms(job.loaded.program, job.optimized):  # the input itself: nothing to compare it with
             v = Validation(0, 0.0, True, "skipped: the optimized program is the input program")
             report = {"samples": 0, "ok": True, "max_relative_error": 0.0, "message": v.message}
             return Finished(self.key, True, report, [(f"validation: {v.message}", True)], v)
+        # the program as written in optimized.eqr, read back: what the user gets is what is checked
+        optimized = load_program_text(job.optimized_text, "<extracted program>", job.language)["optimized"]
         v = validate(job.language, job.loaded.program, optimized, settings.samples, settings.seed, settings.run_ref,
                      job.loaded.weights)
         report = {"samples": v.samples, "ok": v.ok, "max_relative_error": v.max_error, "message": v.message}

@@ -124,9 +124,11 @@ class EGraphSession:
         self._execute(command, "adding a rule")
 
     def define_ruleset(self, name: str, rules: list[str]) -> None:
-        """A ruleset running the named rules of the language together (a schedule's subset)."""
-        members = " ".join(self.lowered.rulesets[r] for r in rules)
-        self._execute(f"(unstable-combined-ruleset {name} {members})", f"defining ruleset {name}")
+        """A ruleset running the named rules of the language together (a schedule's subset); a
+        rule not lowered (`ir.reachable`: it can never fire here) is left out."""
+        members = " ".join(self.lowered.rulesets[r] for r in rules if r in self.lowered.rulesets)
+        command = f"(unstable-combined-ruleset {name} {members})" if members else f"(ruleset {name})"
+        self._execute(command, f"defining ruleset {name}")
 
     def saturate_analysis(self) -> None:
         self._execute("(run-schedule (saturate analysis))", "computing shapes")
