@@ -12,28 +12,32 @@ def test_the_mined_rules_are_verified(run_cli):
     assert code == 0 and "2/2 rules" in out
 
 
-def _bn_affine_model():
-    """Caffe2's SpatialBN followed by a per-channel Mul and Add (the zoo's Inception-v2)."""
+def _bn_affine_model(conv_first: bool):
+    """Caffe2's SpatialBN followed by a per-channel Mul and Add (the zoo's Inception-v2 after a
+    Conv, DenseNet-121 after a concat)."""
     onnx = pytest.importorskip("onnx")
     from onnx import TensorProto, helper, numpy_helper
 
     rng = np.random.default_rng(0)
     c = 8
     weights = {name: rng.uniform(0.5, 1.5, shape).astype(np.float32)
-               for name, shape in [("s", [c]), ("b", [c]), ("m", [c]), ("v", [c]), ("f", [c, 1, 1]), ("g", [c, 1, 1])]}
-    nodes = [helper.make_node("BatchNormalization", ["x", "s", "b", "m", "v"], ["n"]),
+               for name, shape in [("s", [c]), ("b", [c]), ("m", [c]), ("v", [c]), ("f", [c, 1, 1]), ("g", [c, 1, 1]),
+                                   ("w", [c, c, 1, 1])]}
+    conv = [helper.make_node("Conv", ["x", "w"], ["cx"])] if conv_first else []
+    nodes = [*conv, helper.make_node("BatchNormalization", ["cx" if conv_first else "x", "s", "b", "m", "v"], ["n"]),
              helper.make_node("Mul", ["n", "f"], ["nf"]), helper.make_node("Add", ["nf", "g"], ["y"])]
     graph = helper.make_graph(nodes, "bn", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, c, 16, 16])],
                               [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, c, 16, 16])],
-                              [numpy_helper.from_array(v, k) for k, v in weights.items()])
+                              [numpy_helper.from_array(v, k) for k, v in weights.items() if conv_first or k != "w"])
     return onnx, helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
 
 
-@pytest.mark.parametrize("target, predicted_gain", [("t4", True), ("cpu", False)])
-def test_a_scale_and_shift_after_a_batch_norm_fold_into_it(tmp_path, run_cli, target, predicted_gain):
-    """Written as one BatchNormalization, validated; the CPU target knows ONNX Runtime folds them
-    itself (runtime_rules), so there it predicts no gain."""
-    onnx, model = _bn_affine_model()
+@pytest.mark.parametrize("conv_first, target, predicted_gain", [(False, "t4", True), (False, "cpu", True),
+                                                                (True, "cpu", False)])
+def test_a_scale_and_shift_after_a_batch_norm_fold_into_it(tmp_path, run_cli, conv_first, target, predicted_gain):
+    """Written as one BatchNormalization, validated. After a Conv, the CPU target knows ONNX Runtime
+    folds the batch norm, scale and shift into the Conv itself (runtime_rules): no gain there."""
+    onnx, model = _bn_affine_model(conv_first)
     onnx.save(model, tmp_path / "m.onnx")
     (tmp_path / "c.yaml").write_text(f"ruleset: mined\ntarget: {target}\nprogram: {{onnx: m.onnx}}\n"
                                      "extract: {method: greedy-dag, compare: []}\nvalidate: {samples: 2}\n"
