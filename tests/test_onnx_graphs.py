@@ -325,3 +325,14 @@ def test_same_terms_tells_a_rewritten_program_from_a_renumbered_one(tensat):
     renumbered = program('let t = tanh(input("x", [2, 4]))\n  root relu(t)')
     rewritten = program('let x = input("x", [2, 4])\n  root tanh(relu(x))')
     assert same_terms(a, renumbered) and not same_terms(a, rewritten)
+
+
+@pytest.mark.parametrize("dtype, expected", [
+    ("foo", "typed_input: element type 'foo'; expected one of: bool,"),
+    ("int64", "export onnx: ONNX rejects the written model"),  # relu on int64: not the language's
+])
+def test_a_typed_input_a_program_misuses_is_a_clean_error(tmp_path, run_cli, dtype, expected):
+    (tmp_path / "p.eqr").write_text(f'program main:\n  root relu(typed_input("x", [2, 3], "{dtype}"))\n')
+    (tmp_path / "c.yaml").write_text("ruleset: tensat\ntarget: t4\nprogram: p.eqr\nvalidate: true\nexport: onnx\n")
+    code, _, err = run_cli("run", tmp_path / "c.yaml", "--output", tmp_path / "out", "--quiet")
+    assert code == 2 and expected in err and "Traceback" not in err, err

@@ -26,6 +26,7 @@ from eqdsl.languages.tensor import opaque
 from eqdsl.languages.tensor.codes import Act
 from eqdsl.languages.tensor.folding import const_nodes, output_nodes
 from eqdsl.languages.tensor.ops import INPUTS, OPAQUE, OPS, SEMANTICS
+from eqdsl.languages.tensor.reference import typed_dtype
 from eqdsl.onnx.export_forms import FAMILIES, Emit
 from eqdsl.onnx.reader import needed_nodes, read_names
 from eqdsl.onnx.weights import Weights
@@ -133,7 +134,7 @@ class Emitter:
         if node.op in INPUTS:
             name = str(node.args[0])
             typed = node.op != "input"
-            kind = helper.np_dtype_to_tensor_dtype(np.dtype(str(node.args[2]))) if typed else TensorProto.FLOAT
+            kind = helper.np_dtype_to_tensor_dtype(typed_dtype(str(node.args[2]))) if typed else TensorProto.FLOAT
             self.inputs.append(helper.make_tensor_value_info(name, kind, list(self.dims(i))))
             self.names[i] = name
             return
@@ -296,5 +297,11 @@ def write_program(lang: ir.Language, program: ir.Program, weights: Weights, path
                   interface: Interface | None = None) -> list[str]:
     """`program` as an ONNX model at `path`, checked by `onnx.checker` (full check) as written."""
     files = save_model(to_onnx(lang, program, weights, interface), path)
-    onnx.checker.check_model(str(path), full_check=True)
+    try:
+        onnx.checker.check_model(str(path), full_check=True)
+    except (onnx.checker.ValidationError, onnx.shape_inference.InferenceError) as err:
+        first = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
+        raise EqdslError.one(f"export onnx: ONNX rejects the written model: {first} (the language's operators "
+                             "compute on float32: a program that applies one to a typed_input of another "
+                             "element type cannot be written)") from None
     return files

@@ -11,6 +11,7 @@ from typing import Callable
 import numpy as np
 from numpy.lib.stride_tricks import sliding_window_view
 
+from eqdsl.diagnostics import EqdslError
 from eqdsl.languages.tensor.codes import Act, Pad, same_padding
 
 ACTIVATIONS: dict[int, Callable[[np.ndarray], np.ndarray]] = {
@@ -105,10 +106,21 @@ def layernorm(x, scale, bias, eps: float = 1e-5):
     return (x - mean) / np.sqrt(var + eps) * scale + bias
 
 
+TYPED_DTYPES = ("bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64", "float16",
+                "float32", "float64")  # a `typed_input`'s element types: ONNX's, by NumPy's names
+
+
+def typed_dtype(dtype: str) -> np.dtype:
+    """The element type a `typed_input` names, or `EqdslError` naming the ones it may."""
+    if dtype not in TYPED_DTYPES:
+        raise EqdslError.one(f"typed_input: element type {dtype!r}; expected one of: {', '.join(TYPED_DTYPES)}")
+    return np.dtype(dtype)
+
+
 def typed_values(rng: np.random.Generator, shape: tuple[int, ...], id_: str, dims, dtype: str) -> np.ndarray:
     """Random values of a `typed_input`: integers 0 and 1 (in range wherever they index: token ids,
     a mask, a one-hot position), random booleans, or normal floats of that precision."""
-    kind = np.dtype(dtype)
+    kind = typed_dtype(dtype)
     if kind == np.bool_:
         return rng.random(shape) < 0.5
     if kind.kind in "iu":
