@@ -147,17 +147,31 @@ def test_a_constant_over_the_key_limit_is_a_weight_of_its_own_type(tmp_path, ten
     assert np.allclose(want, got)
 
 
-def test_attributes_the_language_lacks_keep_the_node_opaque(tmp_path, tensat, run_cli):
-    """A dilated Conv has no tensat form: it is kept as an opaque Conv, said in a note; it runs,
-    validates and exports."""
+@pytest.mark.parametrize("conv", [
+    {"pads": [2, 2, 2, 2], "dilations": [2, 2]},
+    {"pads": [2, 3, 2, 3], "dilations": [2, 3]},  # (ONNX Runtime refuses dilations with SAME auto_pad)
+    {"strides": [2, 2], "pads": [1, 0, 3, 2], "dilations": [3, 2]},
+])
+def test_a_dilated_conv_is_a_language_operator_that_runs_validates_and_exports(tmp_path, tensat, run_cli, conv):
+    """A dilated Conv (DeepLab's) imports as `dconv2d` after an explicit pad (it was an opaque
+    Conv), is written back as one Conv with its dilations, and ONNX Runtime computes the same."""
+    import onnxruntime as ort
+
+    from eqdsl.onnx.write import to_onnx
+
     model = exporter_model()
-    model.graph.node[0].CopyFrom(helper.make_node("Conv", ["x", "w", "b"], ["c"], kernel_shape=[3, 3],
-                                                  pads=[2, 2, 2, 2], dilations=[2, 2]))
+    model.graph.node[0].CopyFrom(helper.make_node("Conv", ["x", "w", "b"], ["c"], kernel_shape=[3, 3], **conv))
     onnx.save(model, tmp_path / "m.onnx")
     imported = read_onnx(tmp_path / "m.onnx", tensat, {"x": (1, 3, 16, 16)})
-    assert "1 Conv node(s) kept as opaque operators (the rules cannot see inside): attribute dilations=[2, 2]: only 1 is supported" in imported.notes
-    ops = [n.op for n in imported.program.nodes]
-    assert "conv2d" not in ops and "opaque3" in ops
+    assert "dconv2d" in [n.op for n in imported.program.nodes] and not any("Conv" in note for note in imported.notes)
+    written = to_onnx(tensat, imported.program, imported.weights)
+    convs = [n for n in written.graph.node if n.op_type == "Conv"]
+    assert len(convs) == 1 and [list(a.ints) for a in convs[0].attribute if a.name == "dilations"] == [conv["dilations"]]
+    x = {"x": np.random.default_rng(0).standard_normal((1, 3, 16, 16)).astype(np.float32)}
+    fixed = onnx.load(str(tmp_path / "m.onnx"))
+    fixed.graph.input[0].type.tensor_type.shape.dim[0].dim_value = 1
+    want, got = (ort.InferenceSession(m.SerializeToString()).run(None, x)[0] for m in (fixed, written))
+    assert np.allclose(want, got, rtol=1e-4, atol=1e-5)
     code, report, text = _run(tmp_path, run_cli, model, "{onnx: m.onnx, shapes: {x: [1, 3, 16, 16]}}")
     assert code == 0 and report["validation"]["ok"] and report["export"]["ok"], text
 

@@ -72,6 +72,15 @@ def _conv(e: Emitter, i: int, a: list) -> str:
     return e.activation(act, out, f"t{i}")
 
 
+def _dilated_conv(e: Emitter, i: int, a: list) -> str:
+    sh, sw, dh, dw, act, x, w = a
+    xs, ws = e.dims(i, 5), e.dims(i, 6)
+    unpadded, padding = _padding(e, i, 5, Pad.VALID, 0)
+    out = e.node("Conv", [unpadded or x, w], f"t{i}" if act == Act.NONE else f"t{i}_conv", strides=[sh, sw],
+                 dilations=[dh, dw], group=xs[1] // ws[1], kernel_shape=list(ws[2:]), **padding)
+    return e.activation(act, out, f"t{i}")
+
+
 def _pool(op_type: str) -> Emit:
     def emit(e: Emitter, i: int, a: list) -> str:
         x, kh, kw, sh, sw, pad, act = a
@@ -185,6 +194,7 @@ def _capture(e: Emitter, name: str, value: str) -> None:
 
 FAMILIES: dict[str, Callable[..., Emit]] = {
     "simple": lambda op, onnx_type: _simple(onnx_type), "product": fixed(_matmul), "conv": fixed(_conv),
+    "dilated_conv": fixed(_dilated_conv),
     "pool": lambda op, onnx_type: _pool(onnx_type),
     "permute": fixed(lambda e, i, a: e.node("Transpose", [a[0]], f"t{i}", perm=list(a[1]))),
     "join": fixed(_concat), "cut": fixed(_split), "part": lambda op, k: _part(k), "view": fixed(_reshape),

@@ -78,12 +78,26 @@ def _as_2d(attrs: dict) -> dict:
 
 
 def _conv2d(r: Reader, node: onnx.NodeProto, attrs: dict, x: Tensor, w: Tensor) -> Tensor:
-    strides, pad, extra = _spatial(node, attrs, x.dims, list(w.dims[2:]))
-    y = r.g.conv2d(strides[0], strides[1], pad, 0, _padded(r, x, extra, 0), w)
+    dilations = list(attrs.get("dilations", [1, 1]))
+    if dilations != [1, 1]:
+        y = _dilated(r, node, attrs, x, w, dilations)
+    else:
+        strides, pad, extra = _spatial(node, attrs, x.dims, list(w.dims[2:]))
+        y = r.g.conv2d(strides[0], strides[1], pad, 0, _padded(r, x, extra, 0), w)
     if len(node.input) > 2 and node.input[2]:
         channels = y.dims[1]
         y = r.g.ewadd(y, r.g.reshape(r.tensor(node.input[2]), [1, channels, 1, 1]))
     return y
+
+
+def _dilated(r: Reader, node: onnx.NodeProto, attrs: dict, x: Tensor, w: Tensor, dilations: list[int]) -> Tensor:
+    """`dconv2d` over the input padded explicitly (its SAME padding is the span's, (k - 1) * d + 1)."""
+    spans = [(k - 1) * d + 1 for k, d in zip(w.dims[2:], dilations)]
+    undilated = {k: v for k, v in attrs.items() if k != "dilations"}
+    strides, pad, extra = _spatial(node, undilated, x.dims, spans)
+    if pad == SAME:
+        extra = _explicit_same(x.dims, spans, strides)
+    return r.g.op("dconv2d", strides[0], strides[1], *dilations, 0, _padded(r, x, extra, 0), w)
 
 
 def _pool(kind: str) -> Handler:

@@ -109,6 +109,7 @@ OPS: tuple[OpSpec, ...] = (
     OpSpec("matmul", lambda act, a, b: ref.ACTIVATIONS[act](a @ b),
            (("MatMul", form("product")), ("Gemm", form("gemm"))), form("product"), **_kernels("product")),
     OpSpec("conv2d", ref.conv2d, (("Conv", form("conv")),), form("conv"), **_kernels("convolution")),
+    OpSpec("dconv2d", ref.dconv2d, (), form("dilated_conv")),  # imported by conv's form; runs its reference
     OpSpec("poolmax", ref.poolmax,
            (("MaxPool", form("pool", kind="max")), ("GlobalMaxPool", form("global_pool", kind="max"))),
            form("pool", onnx_type="MaxPool"),
