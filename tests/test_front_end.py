@@ -175,3 +175,26 @@ def test_an_egglog_block_runs_verbatim_and_egglog_checks_it(tmp_path, run_cli):
     (tmp_path / "bad.eqr").write_text(BLOCKY.replace("(mul x (num 1))", "(mull x (num 1))"))
     code, _, err = run_cli("check", tmp_path / "bad.eqr")
     assert code == 2 and "bad.eqr:10:" in err and "egglog rejects this block" in err and "mull" in err
+
+
+@pytest.mark.parametrize("cache", ["garbage", "a file where the folder goes", "fresh"])
+def test_the_grammar_cache_is_used_when_sound_and_never_needed(tmp_path, cache):
+    """The parse tables come from lark's cache in the user's cache folder; a damaged cache, or
+    one that cannot be written, only costs the time to build them."""
+    import os
+    import subprocess
+    import sys
+
+    home = tmp_path / "cache"
+    if cache == "garbage":
+        (home / "eqdsl").mkdir(parents=True)
+        (home / "eqdsl" / "eqr-grammar.lark-cache").write_bytes(b"not a cache\n\x00\x01")
+    elif cache == "a file where the folder goes":
+        home.write_text("in the way")
+    env = {**os.environ, "XDG_CACHE_HOME": str(home)}
+    for _ in range(2):  # the second run reads what the first wrote, where it could write
+        done = subprocess.run([sys.executable, "-m", "eqdsl", "check", "arith"], env=env, capture_output=True,
+                              text=True, timeout=120)
+        assert done.returncode == 0 and done.stdout.startswith("ok:") and "Traceback" not in done.stderr, done.stderr
+    written = home / "eqdsl" / "eqr-grammar.lark-cache"
+    assert written.is_file() == (cache != "a file where the folder goes")

@@ -17,7 +17,7 @@ PACKAGE = ROOT / "eqdsl"
 
 # bottom → top; a unit is a subpackage or a top-level module of eqdsl
 LAYERS: list[set[str]] = [
-    {"diagnostics"},
+    {"diagnostics", "user_cache"},
     {"graphs", "worker", "fields", "status", "registry"},
     {"output"},
     {"ir"},

@@ -12,12 +12,12 @@ from __future__ import annotations
 
 import datetime
 import json
-import os
 import sqlite3
 from pathlib import Path
 from typing import Any
 
 from eqdsl.diagnostics import EqdslError
+from eqdsl.user_cache import user_cache_dir
 
 SCHEMA = """CREATE TABLE IF NOT EXISTS timings (
     device TEXT NOT NULL, op TEXT NOT NULL, args TEXT NOT NULL,
@@ -26,8 +26,7 @@ SCHEMA = """CREATE TABLE IF NOT EXISTS timings (
 
 
 def default_cache_path() -> Path:
-    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(base) / "eqdsl" / "timings.sqlite"
+    return user_cache_dir() / "timings.sqlite"
 
 
 def args_key(args: tuple[Any, ...]) -> str:
