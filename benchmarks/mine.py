@@ -24,10 +24,10 @@ from models import CORPUS, fetch  # noqa: E402
 
 from eqdsl import ir  # noqa: E402
 from eqdsl.frontend import load_language  # noqa: E402
+from eqdsl.ir.builder import program_shapes  # noqa: E402
 from eqdsl.languages.tensor.ops import OPAQUE, STRUCTURE  # noqa: E402
 from eqdsl.onnx.read import read_onnx  # noqa: E402
 
-LANG: ir.Language
 Tree = tuple  # (op, args...): a child inside the tree is a Tree, one outside is the int k of variable ?k
 
 
@@ -79,16 +79,9 @@ def canonical(t: Tree, nodes: list[int]) -> str:
     return show(t)
 
 
-def _operands(program: ir.Program, nodes: list[int]) -> str:
-    shapes = program_shapes_of(program)
+def _operands(program: ir.Program, shapes: list, nodes: list[int]) -> str:
     seen = list(dict.fromkeys(nodes))
     return ", ".join(f"{program.nodes[n].op}{list(shapes[n]) if shapes[n] is not None else ''}" for n in seen)
-
-
-def program_shapes_of(program: ir.Program) -> list:
-    from eqdsl.ir.builder import program_shapes
-
-    return program_shapes(LANG, program)
 
 
 def main() -> None:
@@ -98,13 +91,13 @@ def main() -> None:
     parser.add_argument("--ops", type=int, default=4)
     parser.add_argument("--top", type=int, default=20)
     args = parser.parse_args()
-    global LANG
-    lang = LANG = load_language("fusions")
+    lang = load_language("fusions")
     counts: collections.Counter[str] = collections.Counter()
     models: dict[str, set[str]] = collections.defaultdict(set)
     example: dict[str, str] = {}
     for model in [m for m in CORPUS if m.name in args.models.split(",")]:
         program = read_onnx(fetch(model, Path(args.cache)), lang, model.shapes, model.constants).program
+        shapes = program_shapes(lang, program)
         for i, node in enumerate(program.nodes):
             if node.op in STRUCTURE or node.op in OPAQUE:
                 continue
@@ -113,7 +106,7 @@ def main() -> None:
                     key = canonical(t, nodes)
                     counts[key] += 1
                     models[key].add(model.name)
-                    example.setdefault(key, _operands(program, nodes))
+                    example.setdefault(key, _operands(program, shapes, nodes))
     print(f"| pattern (≤ {args.ops} operators) | occurrences | models | operands of one (op, shape) |")
     print("|---|---|---|---|")
     for key, n in counts.most_common(args.top):

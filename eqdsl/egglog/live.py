@@ -54,7 +54,8 @@ def live_problem(table: NodeTable, lowered: Lowered, costs: CostModel) -> LiveEG
     constant = constant_classes(lang, rows, operands)
     running = [row for row, ops in zip(rows, operands) if row[1] in lang.ops and not _folded(lang, row, ops, constant)]
     reads = {op: cost_reads(rule) for op, rule in lang.costs.items()}
-    requests = [_request(lang, row, table.values, shapes, (facts, reads)) for row in running]
+    requests = [_with_facts(lang, _request(lang, row, table.values, shapes), row, reads.get(row[1], ()), facts)
+                for row in running]
     for row, cost in zip(running, costs.price(requests)):
         row[4] = cost
     problem = build_problem([(r[0], r[1], r[2], r[3], r[4], r[5]) for r in rows], [cid for _, cid in sorted(roots)],
@@ -62,25 +63,24 @@ def live_problem(table: NodeTable, lowered: Lowered, costs: CostModel) -> LiveEG
     return LiveEGraph(problem, table.values, shapes)
 
 
-def _request(lang: ir.Language, row, values: dict, shapes: dict, analysed: tuple[dict, dict]) -> Request:
+def _request(lang: ir.Language, row, values: dict, shapes: dict) -> Request:
     """What the cost model sees of a node: its arguments (children's shapes — None where unknown —
-    or literal values) in declared order, its own shape, and the analysis values its cost reads."""
+    or literal values) in declared order and its own shape."""
     _, op_name, eclass, classes, _, _ = row
-    op = lang.ops[op_name]
     args = tuple(shapes.get(c) if isinstance(param.type, ir.SortType) else values[c]
-                 for param, c in zip(op.params, classes))
-    facts, reads_of = analysed
-    reads = reads_of.get(op_name, ())
+                 for param, c in zip(lang.ops[op_name].params, classes))
+    return Request(op_name, args, shapes.get(eclass))
+
+
+def _with_facts(lang: ir.Language, request: Request, row, reads: tuple[ir.AnalysisOf, ...], facts: dict) -> Request:
+    """`request` with the analysis values its cost rule reads: of an operand's class by the rule's
+    name for it (a `PVar`, `frontend.check.costs`), or of the node's own (`out`)."""
     if not reads:
-        return Request(op_name, args, shapes.get(eclass))
+        return request
+    _, op_name, eclass, classes, _, _ = row
     class_of = dict(zip(lang.costs[op_name].params, classes)) | {"out": eclass}
-    return Request(op_name, args, shapes.get(eclass),
-                   tuple(facts.get((read.analysis, class_of[_operand(read)])) for read in reads))
-
-
-def _operand(read: ir.AnalysisOf) -> str:
-    assert isinstance(read.pattern, ir.PVar)  # a cost rule reads an operand by name (frontend.check.costs)
-    return read.pattern.name
+    return request._replace(facts=tuple(facts.get((read.analysis, class_of[cast(ir.PVar, read.pattern).name]))
+                                        for read in reads))
 
 
 def _operands(lang: ir.Language, rows) -> list[list[str]]:

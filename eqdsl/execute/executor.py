@@ -22,9 +22,9 @@ from eqdsl import ir
 from eqdsl.diagnostics import EqdslError
 from eqdsl.fields import int_at_least, one_of, option, read_section
 from eqdsl.kernels.shapes import Unsupported
-from eqdsl.languages.base import Leaf
 from eqdsl.languages.tensor.folding import const_nodes, output_nodes
 from eqdsl.languages.tensor.ops import INPUTS, SEMANTICS, SPECS
+from eqdsl.languages.tensor.reference import typed_values
 from eqdsl.onnx.runtime import RTOL, halved_until_finite, largest_error  # float32, as the ORT check
 
 # Operators that only re-label memory: their reference is a view on host and device arrays alike.
@@ -167,10 +167,8 @@ def _contiguous(x: np.ndarray) -> np.ndarray:
 def input_feeds(program: ir.Program, seed: int) -> dict[str, np.ndarray]:
     """Normal float32 values for each `input`; a typed one's as validation draws them."""
     rng = np.random.default_rng(seed)
-    typed = SPECS["typed_input"].reference
-    assert isinstance(typed, Leaf) and typed.draw is not None
     return {str(n.args[0]): (rng.standard_normal(tuple(n.args[1])).astype(np.float32)  # type: ignore[arg-type]
-                             if n.op == "input" else typed.draw(rng, tuple(n.args[1]), *n.args))  # type: ignore[arg-type]
+                             if n.op == "input" else typed_values(rng, tuple(n.args[1]), *n.args))  # type: ignore[arg-type]
             for n in program.nodes if n.op in INPUTS}
 
 

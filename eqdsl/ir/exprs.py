@@ -79,6 +79,18 @@ def analysis_reads(e: ir.Expr) -> list[ir.AnalysisOf]:
     return [a for sub in subexprs(e) for a in analysis_reads(sub)]
 
 
+def pattern_ops(*patterns: ir.Pattern) -> set[str]:
+    """The operators the patterns apply."""
+    found: set[str] = set()
+    stack = list(patterns)
+    while stack:
+        p = stack.pop()
+        if isinstance(p, ir.PApp):
+            found.add(p.op)
+            stack.extend(p.args)
+    return found
+
+
 def pattern_vars(p: ir.Pattern, out: dict[str, ir.ValueType] | None = None) -> dict[str, ir.ValueType]:
     """`p`'s pattern variables → their types, in order of first appearance (added to `out`)."""
     out = {} if out is None else out

@@ -15,15 +15,7 @@ from dataclasses import replace
 from typing import Iterable
 
 from eqdsl import ir
-
-
-def pattern_ops(p: ir.Pattern) -> set[str]:
-    """The operators a pattern names."""
-    match p:
-        case ir.PApp(op=op, args=args):
-            return {op}.union(*(pattern_ops(a) for a in args))
-        case _:
-            return set()
+from eqdsl.ir.exprs import pattern_ops
 
 
 def rules_that_can_fire(lang: ir.Language, programs: Iterable[ir.Program]) -> ir.Language:
@@ -31,8 +23,8 @@ def rules_that_can_fire(lang: ir.Language, programs: Iterable[ir.Program]) -> ir
     if lang.egglog:
         return lang
     present = {node.op for program in programs for node in program.nodes} | _guard_ops(lang)
-    needs = [(rule, set().union(*(pattern_ops(p) for p in rule.lhs))) for rule in lang.rules]
-    builds = {rule.name: set().union(*(pattern_ops(p) for p in rule.rhs)) for rule in lang.rules}
+    needs = [(rule, pattern_ops(*rule.lhs)) for rule in lang.rules]
+    builds = {rule.name: pattern_ops(*rule.rhs) for rule in lang.rules}
     grown = True
     while grown:
         before = len(present)
@@ -46,4 +38,4 @@ def rules_that_can_fire(lang: ir.Language, programs: Iterable[ir.Program]) -> ir
 def _guard_ops(lang: ir.Language) -> set[str]:
     """The operators of the ground terms `!=` guards compare with (loaded with every program)."""
     return {op for rule in lang.rules for cond in rule.conds if isinstance(cond, ir.ClassCond)
-            for side in (cond.left, cond.right) for op in pattern_ops(side)}
+            for op in pattern_ops(cond.left, cond.right)}

@@ -65,19 +65,23 @@ def _explicit(e: Emitter, i: int, arg: int, pad: int) -> dict[str, Any]:
 
 def _conv(e: Emitter, i: int, a: list) -> str:
     sh, sw, pad, act, x, w = a
-    xs, ws = e.dims(i, 4), e.dims(i, 5)
-    unpadded, padding = _padding(e, i, 4, pad, 0)
-    out = e.node("Conv", [unpadded or x, w], f"t{i}" if act == Act.NONE else f"t{i}_conv", strides=[sh, sw],
-                 group=xs[1] // ws[1], kernel_shape=list(ws[2:]), **padding)
-    return e.activation(act, out, f"t{i}")
+    return _convolution(e, i, 4, x, w, (sh, sw), (1, 1), pad, act)
 
 
 def _dilated_conv(e: Emitter, i: int, a: list) -> str:
     sh, sw, dh, dw, act, x, w = a
-    xs, ws = e.dims(i, 5), e.dims(i, 6)
-    unpadded, padding = _padding(e, i, 5, Pad.VALID, 0)
-    out = e.node("Conv", [unpadded or x, w], f"t{i}" if act == Act.NONE else f"t{i}_conv", strides=[sh, sw],
-                 dilations=[dh, dw], group=xs[1] // ws[1], kernel_shape=list(ws[2:]), **padding)
+    return _convolution(e, i, 5, x, w, (sh, sw), (dh, dw), Pad.VALID, act)
+
+
+def _convolution(e: Emitter, i: int, at: int, x: str, w: str, strides: tuple, dilations: tuple, pad: int,
+                 act: int) -> str:
+    """One Conv for node i, whose input `x` is its argument `at` and kernel `w` the next
+    (`dilations` only where not 1, as exporters write it)."""
+    xs, ws = e.dims(i, at), e.dims(i, at + 1)
+    unpadded, padding = _padding(e, i, at, pad, 0)
+    spread = {"dilations": list(dilations)} if dilations != (1, 1) else {}
+    out = e.node("Conv", [unpadded or x, w], f"t{i}" if act == Act.NONE else f"t{i}_conv", strides=list(strides),
+                 group=xs[1] // ws[1], kernel_shape=list(ws[2:]), **spread, **padding)
     return e.activation(act, out, f"t{i}")
 
 

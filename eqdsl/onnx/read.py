@@ -32,7 +32,7 @@ from eqdsl import ir
 from eqdsl.diagnostics import EqdslError
 from eqdsl.ir.builder import Tensor, without_dead_nodes
 from eqdsl.languages.tensor.ops import OPAQUE, OPS
-from eqdsl.languages.tensor.reference import TYPED_DTYPES
+from eqdsl.languages.tensor.reference import typed_dtype
 from eqdsl.onnx.import_forms import FAMILIES, Handler
 from eqdsl.onnx.opaque_nodes import opaque_of, opaque_outputs
 from eqdsl.onnx.reader import NodeError, Reader, Value, default_opset, folded, needed_nodes, tensor_array
@@ -212,9 +212,10 @@ def _inputs(path: Path, r: Reader, live: set[str], constants: Constants) -> None
         if info.name in constants:
             r.env[info.name] = np.broadcast_to(np.asarray(constants[info.name], dtype=kind), dims).copy()
         elif kind != np.float32 and info.name in live:
-            if np.dtype(kind).name not in TYPED_DTYPES:
-                raise EqdslError.one(f"{path}: input {info.name!r} is {np.dtype(kind).name}; eqdsl carries inputs of "
-                                     f"these element types: {', '.join(TYPED_DTYPES)}")
+            try:
+                typed_dtype(np.dtype(kind).name)
+            except EqdslError as err:
+                raise EqdslError.one(f"{path}: input {info.name!r}: {err.diagnostics[0].message}") from None
             r.env[info.name] = r.g.op("typed_input", info.name, list(dims), np.dtype(kind).name)
         elif kind == np.float32:
             r.env[info.name] = r.g.input(info.name, list(dims))

@@ -25,6 +25,7 @@ from eqdsl.diagnostics import EqdslError
 from eqdsl.egglog.lower import lower_language, rule_command
 from eqdsl.egglog.session import EGraphSession
 from eqdsl.ir.builder import GraphBuilder, Tensor
+from eqdsl.ir.exprs import pattern_ops
 from eqdsl.schedule.runner import LimitedLoop, Limits
 from eqdsl.verify.examples import DISTINCT_HINTS, Assignment, Concrete, ExampleSpace
 
@@ -175,7 +176,7 @@ def instance(a: ir.Language, b: ir.Language, rule: ir.Rule, hints: tuple[int, ..
 
 def _instance_roots(a: ir.Language, b: ir.Language, rule: ir.Rule, builder: GraphBuilder,
                     hints: tuple[int, ...]) -> list[Tensor]:
-    for op in _ops_in(rule):
+    for op in pattern_ops(*rule.lhs, *rule.rhs):
         if op not in a.ops:
             raise _Uninstantiable(f"operator {op!r} is not in language {a.name}")
     space = ExampleSpace(b, rule)
@@ -196,20 +197,6 @@ def _instance_roots(a: ir.Language, b: ir.Language, rule: ir.Rule, builder: Grap
     if not all(isinstance(r, Tensor) for r in roots):
         raise _Uninstantiable("a side is a bare variable or value, not a term")
     return roots
-
-
-def _ops_in(rule: ir.Rule) -> set[str]:
-    found: set[str] = set()
-
-    def walk(p: ir.Pattern) -> None:
-        if isinstance(p, ir.PApp):
-            found.add(p.op)
-            for arg in p.args:
-                walk(arg)
-
-    for side in (*rule.lhs, *rule.rhs):
-        walk(side)
-    return found
 
 
 def _leaf(a: ir.Language, builder: GraphBuilder, var: str, t: ir.ValueType, assignment: Assignment) -> Any:

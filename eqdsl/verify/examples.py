@@ -18,7 +18,7 @@ from ortools.sat.python import cp_model
 
 from eqdsl import ir
 from eqdsl.ir.evaluate import EvalError, evaluate
-from eqdsl.ir.exprs import pattern_vars, refs, shape_key, subexprs, term_shape_key
+from eqdsl.ir.exprs import pattern_ops, pattern_vars, refs, shape_key, subexprs, term_shape_key
 from eqdsl.verify.analyses import sized_part
 from eqdsl.verify.symbolic import CpBackend, Infeasible, NullBackend, SymEval
 
@@ -93,7 +93,7 @@ class ExampleSpace:
         return out
 
     def _builds_fields(self) -> bool:
-        ops = [o for p in (*self.rule.lhs, *self.rule.rhs) for o in _ops_of(p)]
+        ops = pattern_ops(*self.rule.lhs, *self.rule.rhs)
         return any(self.lang.sorts[self.lang.ops[o].result].fields for o in ops)
 
     def _rank_options(self, v: str) -> list[Any]:
@@ -356,14 +356,6 @@ def _index_refs(e: ir.Expr) -> set[str]:
             return refs(n) | _index_refs(r)
         case _:
             return {n for sub in subexprs(e) for n in _index_refs(sub)}
-
-
-def _ops_of(p: ir.Pattern) -> list[str]:
-    match p:
-        case ir.PApp(op=op, args=args):
-            return [op] + [o for a in args for o in _ops_of(a)]
-        case _:
-            return []
 
 
 def _term_shapes(e: ir.Expr) -> list[ir.ShapeOfTerm]:

@@ -66,19 +66,20 @@ class StatusReader:
         arrived within `wait_s`); False if the publish is still under way."""
         deadline = time.monotonic() + wait_s
         while PUBLISHING in self._lines() and self.published is None and not self.ended:
-            left = deadline - time.monotonic()
-            if left <= 0 or not select.select([self.fd], [], [], left)[0]:
+            if not self._read_within(deadline - time.monotonic()):
                 return False
-            chunk = os.read(self.fd, 4096)
-            self.data += chunk
-            self.ended = not chunk
         return True
 
     def drain(self) -> None:
         """Take what is in the pipe now without waiting (a stop interrupted `read_to_end`)."""
-        while select.select([self.fd], [], [], 0)[0]:
-            chunk = os.read(self.fd, 4096)
-            if not chunk:
-                self.ended = True
-                return
-            self.data += chunk
+        while not self.ended and self._read_within(0):
+            pass
+
+    def _read_within(self, seconds: float) -> bool:
+        """One read, if the pipe has data (or its end) within `seconds`; whether it had."""
+        if seconds < 0 or not select.select([self.fd], [], [], seconds)[0]:
+            return False
+        chunk = os.read(self.fd, 4096)
+        self.data += chunk
+        self.ended = not chunk
+        return True
