@@ -1,5 +1,6 @@
 """Where eqdsl keeps what it can always make again: `$XDG_CACHE_HOME/eqdsl`, else `~/.cache/eqdsl`
-(the timing cache, `eqdsl.cost.cache`; the `.eqr` grammar's parse tables, `eqdsl.frontend.parse`).
+(the timing cache, `eqdsl.cost.cache`; the `.eqr` grammar's parse tables, `eqdsl.frontend.parse`;
+parsed `.eqr` files, `eqdsl.frontend.ast_cache`).
 Nothing there is a user's: a file in it may be replaced or ignored, never trusted for results."""
 from __future__ import annotations
 

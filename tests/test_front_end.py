@@ -198,3 +198,30 @@ def test_the_grammar_cache_is_used_when_sound_and_never_needed(tmp_path, cache):
         assert done.returncode == 0 and done.stdout.startswith("ok:") and "Traceback" not in done.stderr, done.stderr
     written = home / "eqdsl" / "eqr-grammar.lark-cache"
     assert written.is_file() == (cache != "a file where the folder goes")
+
+
+def test_parsed_files_come_from_the_cache_and_a_damaged_entry_is_parsed_again(tmp_path, monkeypatch):
+    """`ast_cache`: a file's parse is kept once and read back equal; an entry that is not a pickle
+    of a Module is parsed again; the same text under another name is another entry (its spans
+    name the file); a syntax error is raised each time, never kept."""
+    from eqdsl.frontend.ast_cache import cached_parse
+
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    parsed: list[str] = []
+
+    def parse(text: str, file: str) -> ast.Module:
+        parsed.append(file)
+        return parse_text(text, file)
+
+    text = "language t\nsort E\nop num(n: Int) -> E\nrule r: num(?n) => num(?n)\n"
+    first = cached_parse(text, "t.eqr", parse)
+    assert cached_parse(text, "t.eqr", parse) == first and parsed == ["t.eqr"]
+    entries = list((tmp_path / "cache" / "eqdsl" / "eqr-ast").glob("*.pickle"))
+    assert len(entries) == 1
+    entries[0].write_bytes(b"\x80\x05not a pickle")
+    assert cached_parse(text, "t.eqr", parse) == first and parsed == ["t.eqr"] * 2
+    assert cached_parse(text, "u.eqr", parse).items[0].span.file == "u.eqr"
+    for _ in range(2):
+        with pytest.raises(EqdslError, match="syntax error"):
+            cached_parse("language t\nsort\n", "bad.eqr", parse)
+    assert parsed.count("bad.eqr") == 2

@@ -149,3 +149,28 @@ def test_an_alternative_with_other_roots_is_refused():
     session.load(one)
     with pytest.raises(EqdslError, match="alternative program 'p' has roots of sorts"):
         session.union_alternatives(one, (two,))
+
+
+def test_egglog_runs_from_its_bindings_alone():
+    """eqdsl loads egglog's extension without egglog's Python layer (0.15 s of every start), and
+    one probe names all of a language's operators where none clashes with a primitive."""
+    import subprocess
+    import sys
+
+    code = ("import sys\nfrom eqdsl.frontend import load_language\nfrom eqdsl.egglog.lower import lower_language\n"
+            "from eqdsl.egglog.session import EGraphSession\n"
+            "EGraphSession(lower_language(load_language('arith')))\n"
+            "print(sorted(m for m in sys.modules if m.startswith('egglog')))\n")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "['egglog.bindings']"
+
+
+def test_one_probe_names_operators_and_a_clash_is_probed_alone():
+    from eqdsl.egglog import names
+
+    names.probe_names(["fresh_op_a", "fresh_op_b"])
+    assert names._NAMES["fresh_op_a"] == "fresh_op_a" and names._NAMES["fresh_op_b"] == "fresh_op_b"
+    names.probe_names(["fresh_op_c", "vec-of"])  # `vec-of` is an egglog primitive: the batch fails
+    assert "fresh_op_c" not in names._NAMES
+    assert egg_name("vec-of") == "vec-of_" and egg_name("fresh_op_c") == "fresh_op_c"

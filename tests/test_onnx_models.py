@@ -313,6 +313,7 @@ def test_onnx_runtime_failing_in_the_check_is_a_failed_check_not_a_traceback(tmp
         raise Fail("the kernel refused")
 
     monkeypatch.setattr(export, "compare_many", fails)
+    monkeypatch.setattr(export, "_same_operators", lambda *paths: False)  # else eqdsl's writing is not timed
     code, report, text = _run(tmp_path, run_cli, operand_model(), "{onnx: m.onnx}")
     assert code == 1 and "Traceback" not in text
     assert "ONNX Runtime could not run the models: the kernel refused" in text
@@ -375,3 +376,20 @@ def test_a_bound_run_gives_the_outputs_a_plain_run_gives(tmp_path):
         binding.bind_output(o.name, "cpu")
     s.run_with_iobinding(binding)
     assert all(np.array_equal(a, b) for a, b in zip(s.run(None, feeds), binding.copy_outputs_to_cpu()))
+
+
+def test_an_unchanged_model_written_with_its_own_operators_is_not_timed(tmp_path, run_cli, monkeypatch):
+    """No rewrite won and eqdsl's writing of the model holds its operators: ONNX Runtime times
+    nothing (it could only measure noise), your file is handed back and the summary says why."""
+    import eqdsl.exports.onnx as export
+
+    def timed(*args, **kwargs):
+        raise AssertionError("timed")
+
+    monkeypatch.setattr(export, "compare_many", timed)
+    code, report, text = _run(tmp_path, run_cli, operand_model(), "{onnx: m.onnx}")
+    assert code == 0, text
+    runtime = report["export"]["runtime"]
+    assert report["export"]["unchanged"] and runtime["untimed"] and runtime["handed_back"] == "input"
+    assert (tmp_path / "out" / "optimized.onnx").read_bytes() == (tmp_path / "m.onnx").read_bytes()
+    assert (tmp_path / "out" / "written.onnx").exists() and "not timed" in text

@@ -12,7 +12,6 @@ measured speed-up, and the export's verdict as the last line.
 from __future__ import annotations
 
 import argparse
-from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -123,11 +122,11 @@ def _publish(args: argparse.Namespace, result: Any, written: Path, scratch: File
 
 def _print_table(before: Path, after: Path, result: Any) -> None:
     """ONNX operator counts before and after, file sizes, predicted and measured speed-up."""
-    import onnx
     from rich.table import Table
 
-    counts = [Counter(n.op_type for n in onnx.load(str(p), load_external_data=False).graph.node)
-              for p in (before, after)]
+    from eqdsl.onnx.read import operator_counts
+
+    counts = [operator_counts(p) for p in (before, after)]
     table = Table("", "input", "optimized", title=f"eqdsl optimize {before.name}")
     for op in sorted(set(counts[0]) | set(counts[1])):
         table.add_row(op, str(counts[0][op]), str(counts[1][op]))
@@ -150,6 +149,9 @@ def _verdict(result: Any) -> str:
     runtime = _runtime(result)
     if not runtime.get("ok", False):
         return "NOT CHECKED OR DISAGREEING under ONNX Runtime: see the lines above (exit 1)"
+    if runtime.get("same_operators"):
+        return ("your model, unchanged: no rewrite won, and eqdsl's writing of it has the same operators, "
+                "so it was not timed")
     if runtime.get("untimed"):
         return (f"your model, unchanged: the cost model predicts under 1 % gain from eqdsl's rewrite "
                 f"({runtime['predicted_speedup']:.3f}×), so it was not timed")

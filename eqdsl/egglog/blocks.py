@@ -11,10 +11,9 @@ from __future__ import annotations
 
 import re
 
-from egglog import bindings
-
 from eqdsl import ir
 from eqdsl.diagnostics import Diagnostic, Span
+from eqdsl.egglog.bindings import bindings
 from eqdsl.egglog.lower import lower_language
 
 _WHERE = re.compile(r"In (\d+):(\d+)")
@@ -23,13 +22,13 @@ _WHERE = re.compile(r"In (\d+):(\d+)")
 def egglog_block_errors(lang: ir.Language) -> list[Diagnostic]:
     if not lang.egglog:
         return []
-    egraph = bindings.EGraph()
+    egraph = bindings().EGraph()
     egraph.parse_and_run_program(lower_language(lang).before_blocks)
     problems = []
     for text, span in lang.egglog:
         try:
             egraph.parse_and_run_program(text)
-        except bindings.EggSmolError as err:
+        except bindings().EggSmolError as err:
             message = str(err)
             where = _WHERE.search(message)
             line, col = (span.line + int(where[1]) - 1, int(where[2])) if where else (span.line, 1)

@@ -26,6 +26,7 @@ from eqdsl.egglog.names import (
     Sampled,
     egg_name,
     lowering_error,
+    probe_names,
     root_rel,
     ruleset_of,
     shape_fn,
@@ -55,6 +56,7 @@ class Lowered:
 
 
 def lower_language(lang: ir.Language) -> Lowered:
+    probe_names([*lang.ops, *lang.analyses])
     sections = [f";; eqdsl language {lang.name}", *_declarations(lang)]
     sections.append(";; ---- shape analysis ----")
     sections.extend(_shape_rule(lang, r) for r in lang.shapes.values())

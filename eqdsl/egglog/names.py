@@ -2,21 +2,13 @@
 and the small records `lower` returns about it."""
 from __future__ import annotations
 
-import functools
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 from eqdsl import ir
 from eqdsl.diagnostics import EqdslError
+from eqdsl.egglog.bindings import bindings
 from eqdsl.egglog.terms import Unlowerable
-
-
-def _egglog():
-    """egglog's bindings, imported on first use: importing eqdsl (`eqdsl --help`) need not load
-    egglog and what it imports."""
-    from egglog import bindings
-
-    return bindings
-
 
 VEC_SORT = "IVec"
 PRIM_SORTS = {ir.Prim.INT: "i64", ir.Prim.STR: "String", ir.Prim.BOOL: "bool", ir.Prim.INTS: VEC_SORT}
@@ -24,15 +16,33 @@ GROUPS = ("single", "multi", "all")
 USER_RULESET = "user"  # an `egglog { ... }` block's rules: `:ruleset user` runs them with the single-pattern rules
 
 
-@functools.cache
+_NAMES: dict[str, str] = {}  # op → its name in egglog, once probed
+
+
 def egg_name(op: str) -> str:
     """The op's name in egglog: itself unless egglog already has a primitive of that name."""
-    probe = _egglog().EGraph()
+    name = _NAMES.get(op)
+    if name is None:
+        name = _NAMES[op] = op if _declarable([op]) else op + "_"
+    return name
+
+
+def probe_names(ops: Iterable[str]) -> None:
+    """`egg_name` of all of `ops` with one probe where none clashes (the usual case: a probe is a
+    fresh egglog, ~4 ms); where one does, `egg_name` probes each on its own."""
+    fresh = sorted(set(ops) - _NAMES.keys())
+    if fresh and _declarable(fresh):
+        _NAMES.update((op, op) for op in fresh)
+
+
+def _declarable(ops: list[str]) -> bool:
+    probe = bindings().EGraph()
+    declared = "\n".join(f"(constructor {op} () Probe__)" for op in ops)
     try:
-        probe.parse_and_run_program(f"(sort Probe__)\n(constructor {op} () Probe__)")
-        return op
-    except _egglog().EggSmolError:  # a clash with a primitive; anything else (a stop) is not a name
-        return op + "_"
+        probe.parse_and_run_program(f"(sort Probe__)\n{declared}")
+        return True
+    except bindings().EggSmolError:  # a clash with a primitive; anything else (a stop) is not a name
+        return False
 
 
 def shape_fn(sort: str) -> str:

@@ -16,20 +16,13 @@ from typing import Any, NamedTuple
 from eqdsl import ir
 from eqdsl.cost.model import CostModel, RuleCosts
 from eqdsl.diagnostics import EqdslError
+from eqdsl.egglog.bindings import bindings
 from eqdsl.egglog.live import LiveEGraph, live_problem
 from eqdsl.egglog.lower import SAMPLE_GENERATION, Lowered, load_program, root_rel, union_text
 from eqdsl.egglog.readback import program_selection, selection_program
 from eqdsl.egglog.table import node_table
 from eqdsl.extract.result import Extraction, Extractor
 from eqdsl.extract.starts import cheapest_known
-
-
-def _egglog():
-    """egglog's bindings, imported on first use: importing eqdsl (`eqdsl --help`) need not load
-    egglog and what it imports."""
-    from egglog import bindings
-
-    return bindings
 
 
 @dataclass(frozen=True)
@@ -48,7 +41,7 @@ class EGraphSession:
 
     def reset(self) -> None:
         """Start over with an empty e-graph of the same language (pulsed search's new epoch)."""
-        self._egraph = _egglog().EGraph()
+        self._egraph = bindings().EGraph()
         self._commands = 0  # commands run: the e-graph's state changes only with one
         self._freeze_cache: tuple[int, Any] | None = None  # (at which command count, its freeze())
         self._class_ids: dict[tuple[str, Any], str] = {}  # see eqdsl.egglog.table.node_table

@@ -12,6 +12,7 @@ from pathlib import Path
 from eqdsl import ir
 from eqdsl.diagnostics import DiagnosticSink, EqdslError, Span
 from eqdsl.frontend import ast
+from eqdsl.frontend.ast_cache import cached_parse
 from eqdsl.frontend.check.analyses import check_analyses
 from eqdsl.frontend.check.costs import check_costs
 from eqdsl.frontend.check.declarations import check_ops, check_params, check_shapes, check_sorts
@@ -78,8 +79,9 @@ def _load(path: Path, out: list[ast.Module], seen: set[Path], stack: list[Path],
 @functools.lru_cache(maxsize=64)
 def _parse_cached(text: str, file: str) -> ast.Module:
     """`parse_text`, once per file content: `eqdsl run` reads the ruleset's includes to protect
-    them before the run (`pipeline.config_inputs`), and its worker, forked after, loads them again."""
-    return parse_text(text, file)
+    them before the run (`pipeline.config_inputs`), and its worker, forked after, loads them again;
+    across runs, from the user's cache (`ast_cache`)."""
+    return cached_parse(text, file, parse_text)
 
 
 def read_eqr(path: Path, what: str, span: Span | None = None) -> str:

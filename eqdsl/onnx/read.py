@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import math
 import re
+from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import cast
@@ -320,3 +321,14 @@ def read_onnx(path: Path, lang: ir.Language, shapes: Shapes | None = None,
     fixed = {name: cast(np.ndarray, r.env[name]) for name in constants}
     return Imported(program, {k: v for k, v in r.weights.items() if k in used}, tuple(outputs), tuple(notes), fixed)
 
+
+
+# Operators ONNX Runtime removes before it runs a model (its basic graph optimizations)
+REMOVED_AT_RUNTIME = frozenset({"Identity", "Dropout"})
+
+
+def operator_counts(path: Path, runtime: bool = False) -> Counter[str]:
+    """How many nodes of each operator type a model's main graph holds (`runtime`: without the
+    ones ONNX Runtime removes before it runs it)."""
+    counts = Counter(n.op_type for n in onnx.load(str(path), load_external_data=False).graph.node)
+    return counts - Counter({op: counts[op] for op in REMOVED_AT_RUNTIME}) if runtime else counts
