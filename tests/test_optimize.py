@@ -107,3 +107,18 @@ def test_an_onnx_runtime_operator_onnx_cannot_shape_is_shaped_by_running_it(tmp_
     report = json.loads((tmp_path / "r.json").read_text())
     assert report["validation"]["ok"] and report["export"]["runtime"]["ok"]
     assert any("FusedMatMul" in note for note in report["input_notes"])
+
+
+def test_a_rewrite_that_fails_validation_is_not_handed_back(tmp_path, run_cli, monkeypatch):
+    """A rewrite the float64 validation refuses: `-o` gets your model itself, the validation's
+    line says how it disagreed, the verdict says what was handed back, exit 1."""
+    import eqdsl.stages as stages
+    from eqdsl.verify.validate import Validation
+
+    monkeypatch.setattr(stages, "validate", lambda *a, **k: Validation(1, 0.5, False, "programs DISAGREE (test)"))
+    _hardswish_written_out(tmp_path / "hs.onnx")
+    code, out, err = run_cli("optimize", tmp_path / "hs.onnx", "-o", tmp_path / "o.onnx")
+    assert code == 1 and "Traceback" not in err, out + err
+    assert "validation: programs DISAGREE (test)" in err
+    assert "your model, unchanged: eqdsl's rewrite failed validation" in out.strip().splitlines()[-1]
+    assert [n.op_type for n in onnx.load(str(tmp_path / "o.onnx")).graph.node] == ["Add", "Clip", "Mul", "Div"]

