@@ -21,15 +21,17 @@ from __future__ import annotations
 
 import shutil
 from pathlib import Path
-from typing import Sequence, cast
+from typing import TYPE_CHECKING, Sequence, cast
 
 from eqdsl.exports.base import Candidate, ExportJob, ExportOutcome
 from eqdsl.ir.builder import same_terms
 from eqdsl.languages.tensor.ops import INPUTS
 from eqdsl.onnx import require_onnx
-from eqdsl.onnx.read import operator_counts
 from eqdsl.onnx.runtime import RuntimeCheck, compare_many, is_runtime_error
 from eqdsl.onnx.weights import random_weights
+
+if TYPE_CHECKING:
+    from eqdsl.onnx.write import Interface
 
 
 class OnnxExport:
@@ -56,18 +58,14 @@ class OnnxExport:
             files += write_program(job.language, job.original, weights, job.folder / "input.onnx")
             original = job.folder / "input.onnx"
         candidates = [c for c in job.candidates if not same_terms(job.original, c.program)]  # the input is timed anyway
-        if unchanged and job.settings.runtime_check:  # your program as eqdsl writes it: the import may fold
-            candidates.insert(0, Candidate("written", job.optimized, 1.0))
         for c in candidates:
             files += write_program(job.language, c.program, weights, job.folder / f"{c.name}.onnx", interface)
-        same_operators = unchanged and bool(candidates) and _same_operators(original, job.folder / "written.onnx")
-        if same_operators:
-            candidates.pop(0)
         outcome = ExportOutcome(files, {"files": files, "weights": "model" if job.weights else "random (seeded)",
                                         "unchanged": unchanged})
-        if unchanged:
-            outcome.summary.append("the optimized program is the input program: " + _unchanged_line(
-                bool(candidates) and candidates[0].name == "written", same_operators))
+        if unchanged and job.settings.runtime_check:
+            candidates = _with_written(job, original, candidates, outcome, weights, interface)
+        elif unchanged:
+            outcome.summary.append("the optimized program is the input program: optimized.onnx is your model")
         if job.settings.runtime_check and (candidates or not unchanged):
             _check_at_runtime(job, original, candidates, outcome, unchanged)
         elif job.settings.runtime_check:  # nothing to time: your file is handed back as it is
@@ -76,20 +74,31 @@ class OnnxExport:
         return outcome
 
 
+def _with_written(job: ExportJob, original: Path, candidates: list[Candidate], outcome: ExportOutcome,
+                  weights: dict, interface: Interface | None) -> list[Candidate]:
+    """No rewrite won: your program as eqdsl writes it (`written.onnx`: the import may have folded
+    shape arithmetic or constant branches) joins the candidates timed against your file, unless
+    it holds your file's operators (`_same_operators`)."""
+    from eqdsl.onnx.write import write_program
+
+    written = job.folder / "written.onnx"
+    outcome.files += write_program(job.language, job.optimized, weights, written, interface)  # the report's list too
+    if _same_operators(original, written):
+        outcome.summary.append("the optimized program is the input program: eqdsl's writing of it (written.onnx) "
+                               "has your model's operators, node for node by type: not timed; optimized.onnx is "
+                               "your model, unchanged")
+        return candidates
+    outcome.summary.append("the optimized program is the input program: timed as eqdsl writes it (written.onnx) "
+                           "beside your model, at 1 thread only; handed back only if faster beyond noise")
+    return [Candidate("written", job.optimized, 1.0), *candidates]
+
+
 def _same_operators(original: Path, written: Path) -> bool:
     """Whether eqdsl's writing of your model holds the same operators as your file, those ONNX
     Runtime removes itself aside: the import folded nothing, so timing it could only tell noise."""
+    from eqdsl.onnx.read import operator_counts
+
     return operator_counts(original, runtime=True) == operator_counts(written, runtime=True)
-
-
-def _unchanged_line(timed: bool, same_operators: bool) -> str:
-    if timed:
-        return ("timed as eqdsl writes it (written.onnx) beside your model, at 1 thread only; handed back "
-                "only if faster beyond noise")
-    if same_operators:
-        return ("eqdsl's writing of it (written.onnx) has your model's operators, node for node by type: "
-                "not timed; optimized.onnx is your model, unchanged")
-    return "optimized.onnx is your model, unchanged"
 
 
 def _no_gain(job: ExportJob, original: Path) -> ExportOutcome:
