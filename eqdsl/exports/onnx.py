@@ -65,7 +65,8 @@ class OnnxExport:
         if unchanged and job.settings.runtime_check:
             candidates = _with_written(job, original, candidates, outcome, weights, interface)
         elif unchanged:
-            outcome.summary.append("the optimized program is the input program: optimized.onnx is your model")
+            outcome.summary.append("the optimized program is the input program: "
+                                   "optimized.onnx is your model, unchanged")
         if job.settings.runtime_check and (candidates or not unchanged):
             _check_at_runtime(job, original, candidates, outcome, unchanged)
         elif job.settings.runtime_check:  # nothing to time: your file is handed back as it is
