@@ -322,7 +322,6 @@ def read_onnx(path: Path, lang: ir.Language, shapes: Shapes | None = None,
     return Imported(program, {k: v for k, v in r.weights.items() if k in used}, tuple(outputs), tuple(notes), fixed)
 
 
-
 # Operators ONNX Runtime removes before it runs a model (its basic graph optimizations)
 REMOVED_AT_RUNTIME = frozenset({"Identity", "Dropout"})
 
