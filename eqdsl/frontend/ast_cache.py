@@ -22,6 +22,7 @@ from importlib import resources
 from pathlib import Path
 
 from eqdsl.frontend import ast
+from eqdsl.frontend import parse as parse_module
 from eqdsl.user_cache import user_cache_dir
 
 KEPT = 64  # entries at most: the oldest go when more are written
@@ -53,7 +54,7 @@ def _key(text: str, file: str) -> str:
 @functools.cache
 def _parser_version() -> str:
     sources = [resources.files("eqdsl.grammars").joinpath("eqr.lark").read_bytes()]
-    sources += [Path(m.__file__).read_bytes() for m in (ast, sys.modules["eqdsl.frontend.parse"]) if m.__file__]
+    sources += [Path(m.__file__).read_bytes() for m in (ast, parse_module) if m.__file__]
     digest = hashlib.sha256(sys.version.encode())
     for source in sources:
         digest.update(source)
