@@ -11,7 +11,7 @@ eqdsl's time ÷ onnxslim's (goal ≤ 3), and the share of models whose predicted
 speed-ups are within 5 points (goal ≥ 90 %).
 
 Usage: .venv/bin/python benchmarks/optimize_speed.py [--models a,b] [--runs 1] [--cache /tmp/bench-models/cache]
-       [--ruleset NAME|FILE]
+       [--ruleset NAME|FILE] [--target NAME|FILE]
 """
 from __future__ import annotations
 
@@ -38,13 +38,14 @@ def _timed(cmd: list[str]) -> tuple[float, subprocess.CompletedProcess]:
     return time.perf_counter() - t0, done
 
 
-def _eqdsl(model: Model, path: Path, folder: Path, ruleset: str) -> tuple[float, dict | None, str]:
+def _eqdsl(model: Model, path: Path, folder: Path, ruleset: str, target: str) -> tuple[float, dict | None, str]:
     out, report = folder / "eqdsl.onnx", folder / "eqdsl.json"
     out.unlink(missing_ok=True)
     report.unlink(missing_ok=True)
     flags = [a for name, dims in model.shapes.items() for a in ("--shape", f"{name}={','.join(map(str, dims))}")]
     flags += [a for name, v in model.constants.items() for a in ("--constant", f"{name}={v:g}")]
     flags += ["--ruleset", ruleset] if ruleset else []
+    flags += ["--target", target] if target else []
     seconds, done = _timed([str(BIN / "eqdsl"), "optimize", str(path), "-o", str(out), "--report", str(report), *flags])
     if done.returncode != 0:
         return seconds, None, done.stderr.strip().splitlines()[-1][:80] if done.stderr.strip() else "failed"
@@ -75,10 +76,11 @@ def main() -> None:
     ap.add_argument("--runs", type=int, default=1)
     ap.add_argument("--cache", type=Path, default=Path("/tmp/bench-models/cache"))
     ap.add_argument("--ruleset", default="", help="eqdsl optimize's --ruleset (default: its own)")
+    ap.add_argument("--target", default="", help="eqdsl optimize's --target (default: its own)")
     args = ap.parse_args()
     chosen = [m for m in CORPUS if m.name in args.models.split(",")]
     print(f"# {platform.machine()}, {sys.version.split()[0]}, runs {args.runs}, medians of wall seconds, "
-          f"ruleset {args.ruleset or 'default'}")
+          f"ruleset {args.ruleset or 'default'}, target {args.target or 'default'}")
     print("| model | eqdsl optimize s | onnxslim s | ratio | predicted | measured (1 thread) | Δ points | written |")
     print("|---|---|---|---|---|---|---|---|")
     ratios, close = [], []
@@ -87,7 +89,7 @@ def main() -> None:
         with tempfile.TemporaryDirectory() as tmp:
             eq, slim, report, last = [], [], None, ""
             for _ in range(args.runs):
-                seconds, report, last = _eqdsl(model, path, Path(tmp), args.ruleset)
+                seconds, report, last = _eqdsl(model, path, Path(tmp), args.ruleset, args.target)
                 eq.append(seconds)
                 slim.append(_slim(model, path, Path(tmp)))
         e, s = statistics.median(eq), statistics.median(slim)
