@@ -478,3 +478,26 @@ def test_a_stop_while_a_command_prepares_its_output_removes_the_scratch(tmp_path
     assert scratch.folder.is_dir()
     remove_prepared()
     assert list(tmp_path.iterdir()) == []
+
+
+def test_a_file_replaced_atomically_leaves_no_scratch_and_sweeps_a_dead_runs(tmp_path):
+    """`replace_atomically` (`fmt --write`, a sweep's tables) writes in a locked scratch folder
+    beside the file: nothing is left after it, and the scratch of a run killed mid-write (its
+    lock no longer held) is swept by the next write of that file; an unmarked folder of the
+    user's with a like name stays."""
+    from eqdsl.output import write_file_atomically
+    from eqdsl.output.sibling import MARKER
+    from eqdsl.worker.locks import LOCK_NAME
+
+    target = tmp_path / "rules.eqr"
+    target.write_text("old\n")
+    dead = tmp_path / ".rules.eqr.eqdsl-dead1"  # as a SIGKILLed write leaves it
+    dead.mkdir()
+    (dead / MARKER).touch()
+    (dead / LOCK_NAME).touch()
+    (dead / "new.eqr").write_text("half")
+    users = tmp_path / ".rules.eqr.eqdsl-mine"
+    users.mkdir()
+    write_file_atomically(target, "new\n")
+    assert target.read_text() == "new\n"
+    assert sorted(p.name for p in tmp_path.iterdir()) == [".rules.eqr.eqdsl-mine", "rules.eqr"]

@@ -3,7 +3,6 @@ anything that appeared there (`FileScratch`); a file replaced atomically."""
 from __future__ import annotations
 
 import os
-import tempfile
 from pathlib import Path
 from typing import Callable, Iterable
 
@@ -110,16 +109,16 @@ def write_file_atomically(path: Path, text: str) -> None:
 
 
 def replace_atomically(path: Path, write: Callable[[Path], object]) -> None:
-    """`write(tmp)` fills a temporary sibling of `path` (same suffix), which is then renamed onto
-    `path`: readers see the old file or the whole new one. Only the temporary file is ever removed."""
-    fd, name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=path.suffix, dir=path.parent)
-    os.close(fd)
-    tmp = Path(name)
+    """`write(tmp)` fills a file in a scratch folder beside `path` (a `Sibling`: locked while this
+    run lives, swept by the next run that writes `path` once it is dead, even by SIGKILL), which
+    is then renamed onto `path`: readers see the old file or the whole new one. Only the scratch
+    is ever removed."""
+    scratch = Sibling(path)
     try:
+        tmp = scratch.path / f"new{path.suffix}"
         write(tmp)
         os.chmod(tmp, 0o666 & ~umask())
         os.replace(tmp, path)
-    except BaseException:
-        tmp.unlink(missing_ok=True)  # our own temporary file
-        raise
+    finally:
+        scratch.remove()
 
