@@ -225,3 +225,19 @@ def test_parsed_files_come_from_the_cache_and_a_damaged_entry_is_parsed_again(tm
         with pytest.raises(EqdslError, match="syntax error"):
             cached_parse("language t\nsort\n", "bad.eqr", parse)
     assert parsed.count("bad.eqr") == 2
+
+
+def test_the_parse_cache_trims_only_its_own_entries(tmp_path, monkeypatch):
+    """Past `KEPT` entries the least recently used go, and only files named as the cache names its
+    entries: anything else in the folder stays."""
+    import eqdsl.frontend.ast_cache as cache
+
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    monkeypatch.setattr(cache, "KEPT", 2)
+    folder = tmp_path / "cache" / "eqdsl" / "eqr-ast"
+    folder.mkdir(parents=True)
+    (folder / "notes.pickle").write_text("not eqdsl's")
+    for k in range(4):
+        cache.cached_parse(f"language t{k}\n", f"t{k}.eqr", parse_text)
+    names = sorted(p.name for p in folder.iterdir())
+    assert "notes.pickle" in names and len(names) == 3

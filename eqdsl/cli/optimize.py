@@ -129,17 +129,17 @@ def _publish(args: argparse.Namespace, result: Any, written: Path, scratch: File
 def _your_model_as_optimized(model: Path, written: Path) -> None:
     """The input model as `optimized.onnx` in eqdsl's own scratch folder (its weights beside it
     where it is too large for one file), in place of a rewrite a check refused."""
-    import onnx
-
-    from eqdsl.onnx.write import save_model
+    from eqdsl.onnx.write import copy_model
 
     (written / "optimized.onnx.data").unlink(missing_ok=True)
-    save_model(onnx.load(str(model)), written / "optimized.onnx")
+    copy_model(model, written / "optimized.onnx")
+
+
+CHECK_NAMES = {"validation": "validation", "export": "ONNX Runtime's check"}  # a stage's key → what it checked
 
 
 def _refused(failed: list[Any]) -> str:
-    checks = " and ".join("validation" if done.key == "validation" else "ONNX Runtime's check" if done.key == "export"
-                          else done.key for done in failed)
+    checks = " and ".join(CHECK_NAMES.get(done.key, done.key) for done in failed)
     return (f"your model, unchanged: eqdsl's rewrite failed {checks} (the lines above say how), "
             "so it was not handed back (exit 1)")
 

@@ -38,10 +38,8 @@ class OnnxExport:
     name = "onnx"
 
     def run(self, job: ExportJob) -> ExportOutcome:
-        require_onnx()
-        import onnx  # optional (`eqdsl[onnx]`): imported when used
-
-        from eqdsl.onnx.write import interface_of, save_model, write_program
+        require_onnx()  # optional (`eqdsl[onnx]`): the writer imports it when used
+        from eqdsl.onnx.write import copy_model, interface_of, write_program
 
         weights = dict(job.weights) if job.weights is not None else random_weights(job.original, job.settings.seed)
         original = job.source_file
@@ -50,8 +48,8 @@ class OnnxExport:
                 and job.predicted_speedup < SMALL_GAIN:
             return _no_gain(job, original)
         interface = interface_of(original) if original is not None else None
-        if unchanged:  # no rewrite won: the user's model itself, node for node
-            files = save_model(onnx.load(str(original)), job.folder / "optimized.onnx")
+        if unchanged and original is not None:  # no rewrite won: the user's model itself, node for node
+            files = copy_model(original, job.folder / "optimized.onnx")
         else:
             files = write_program(job.language, job.optimized, weights, job.folder / "optimized.onnx", interface)
         if original is None:
@@ -105,11 +103,9 @@ def _same_operators(original: Path, written: Path) -> bool:
 def _no_gain(job: ExportJob, original: Path) -> ExportOutcome:
     """Your model itself, the rewrite neither written nor timed: the cost model predicts under
     `SMALL_GAIN` (what timing could tell from noise only by luck)."""
-    import onnx
+    from eqdsl.onnx.write import copy_model
 
-    from eqdsl.onnx.write import save_model
-
-    files = save_model(onnx.load(str(original)), job.folder / "optimized.onnx")
+    files = copy_model(original, job.folder / "optimized.onnx")
     outcome = ExportOutcome(files, {"files": files, "weights": "model", "unchanged": False,
                                     "runtime": {"ok": True, "untimed": True, "handed_back": "input",
                                                 "predicted_speedup": job.predicted_speedup}})
@@ -212,11 +208,9 @@ def _kept(job: ExportJob, check: RuntimeCheck, original: Path, verdict: str = "s
         return f"{measured}: optimized.onnx is your model, unchanged"
     if job.settings.keep_if_slower:
         return f"{measured}: kept anyway (export.keep_if_slower)"
-    import onnx
+    from eqdsl.onnx.write import copy_model
 
-    from eqdsl.onnx.write import save_model
-
-    save_model(onnx.load(str(original)), job.folder / "optimized.onnx")
+    copy_model(original, job.folder / "optimized.onnx")
     return f"{measured}: optimized.onnx is the input model (`export: {{keep_if_slower: true}}` keeps the optimized one)"
 
 

@@ -15,6 +15,7 @@ import functools
 import hashlib
 import os
 import pickle
+import re
 import sys
 import tempfile
 from collections.abc import Callable
@@ -26,6 +27,7 @@ from eqdsl.frontend import parse as parse_module
 from eqdsl.user_cache import user_cache_dir
 
 KEPT = 64  # entries at most: the oldest go when more are written
+_ENTRY = re.compile(r"[0-9a-f]{32}\.pickle")  # an entry's name: `_key`'s digest
 
 
 def cached_parse(text: str, file: str, parse: Callable[[str, str], ast.Module]) -> ast.Module:
@@ -78,6 +80,7 @@ def _store(folder: Path, entry: Path, module: ast.Module) -> None:
 
 
 def _trim(folder: Path) -> None:
-    entries = sorted(folder.glob("*.pickle"), key=lambda p: p.stat().st_mtime)
+    """Remove the least recently used entries past `KEPT`: only files named as `_key` names them."""
+    entries = sorted((p for p in folder.glob("*.pickle") if _ENTRY.fullmatch(p.name)), key=lambda p: p.stat().st_mtime)
     for old in entries[:-KEPT]:
         old.unlink(missing_ok=True)

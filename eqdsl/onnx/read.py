@@ -310,8 +310,8 @@ def read_onnx(path: Path, lang: ir.Language, shapes: Shapes | None = None,
         roots = [r.tensor(o) for o in outputs]
     except NodeError as err:
         raise EqdslError.one(f"{path}: output: {err}") from None
-    for o in outputs:
-        if r.dtype(o) != np.float32 and r.g.nodes[roots[outputs.index(o)].index].op not in OPAQUE:
+    for o, root in zip(outputs, roots):
+        if r.dtype(o) != np.float32 and r.g.nodes[root.index].op not in OPAQUE:
             raise EqdslError.one(f"{path}: output {o!r} is {r.dtype(o)}, and not computed by an operator eqdsl "
                                  "keeps opaque: eqdsl's operators compute float32")
     program = without_dead_nodes(r.g.program(name, roots))

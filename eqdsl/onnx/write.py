@@ -303,6 +303,12 @@ def save_model(model: onnx.ModelProto, path: Path) -> list[str]:
     return [path.name] + ([data] if (path.parent / data).exists() else [])  # small tensors stay inline
 
 
+def copy_model(source: Path, path: Path) -> list[str]:
+    """The model at `source`, as it is, written to `path` (`save_model`: its weights beside it
+    where too large for one file); the names of the files written."""
+    return save_model(onnx.load(str(source)), path)
+
+
 def write_program(lang: ir.Language, program: ir.Program, weights: Weights, path: Path,
                   interface: Interface | None = None) -> list[str]:
     """`program` as an ONNX model at `path`, checked by `onnx.checker` (full check) as written."""
