@@ -174,7 +174,8 @@ def _outcome(ran: dict, out: Path) -> dict:
     input_cost = report["original_cost"] if as_run is None else as_run
     return {"ok": ran["exit"] == 0, "exit": ran["exit"], "seconds": ran["seconds"],
             "opaque": sorted(set(re.findall(r'opaque\d\("(?:[\w.]+::)?(\w+)\(', text))),
-            "nodes": report["egraph"]["nodes"], "predicted": input_cost / max(report["best_cost"], 1e-30),
+            "nodes": report["egraph"]["nodes"],
+            "predicted": report.get("predicted_speedup") or input_cost / max(report["best_cost"], 1e-30),
             "measured": (runtime.get("speedup") or {}).get("1"),  # the run's own runtime check, 1 thread
             "validated": (report.get("validation") or {}).get("ok"), "agree": runtime.get("ok"),
             "kept": runtime.get("kept"), "handed_back": runtime.get("handed_back"), "optimized": out / "optimized.onnx"}

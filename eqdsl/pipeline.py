@@ -18,6 +18,7 @@ from typing import Any, Iterator
 
 from eqdsl import ir, status
 from eqdsl.config import RunConfig
+from eqdsl.cost.layouts import Layouts, Selected, reorder_cost
 from eqdsl.cost.measured import MeasuredCosts
 from eqdsl.cost.measured import ProgressFn as TimingProgress
 from eqdsl.cost.model import CostModel, RuleCosts
@@ -31,7 +32,7 @@ from eqdsl.egglog.session import EGraphSession
 from eqdsl.execute.executor import ExecutionCheck
 from eqdsl.exports.base import Candidate, ExportOutcome
 from eqdsl.extract.candidates import next_programs
-from eqdsl.extract.egraph import cost_by_op, dag_cost
+from eqdsl.extract.egraph import Selection, cost_by_op, dag_cost
 from eqdsl.extract.greedy import OutOfTime
 from eqdsl.extract.registry import ExtractConfig, make_extractor
 from eqdsl.extract.result import ExtractBudget, Extraction, Extractor
@@ -69,6 +70,8 @@ class RunResult:
     candidates: tuple[Extraction, ...] = ()  # the next programs after the best (`extract.candidates`)
     runtime_rules: tuple[str, ...] = ()  # the target's runtime makes these rewrites itself (its fusions)
     runtime_input_cost: float | None = None  # the input priced as that runtime runs it (None: no such rules)
+    layouts: Layouts | None = None  # the target runtime's blocked layout (eqdsl.cost.layouts)
+    input_reorders: float = 0.0  # what the input (as the runtime runs it) spends in layout reorders
 
     @property
     def validation(self) -> Validation | None:
@@ -103,8 +106,23 @@ class RunResult:
 
     @property
     def predicted_speedup(self) -> float:
-        """The cost model's input cost (as the runtime runs it) over the best extraction's."""
-        return self.input_cost / self.best.cost if self.best.cost else float("nan")
+        """The cost model's input cost (as the runtime runs it) over the best extraction's, each
+        with its layout reorders."""
+        return self._speedup(self.best)
+
+    def _speedup(self, e: Extraction) -> float:
+        cost = e.cost + self.reorders(e.selection)
+        return (self.input_cost + self.input_reorders) / cost if cost else float("nan")
+
+    def reorders(self, selection: Selection, live: LiveEGraph | None = None) -> float:
+        """What `selection` (of `live`, by default the run's e-graph) spends in layout reorders
+        on the target's runtime (0 where the target names no blocked layout)."""
+        live = live or self.live
+        if self.layouts is None or live is None:
+            return 0.0
+        names = {op.name: tuple(p.name for p in op.params) for op in self.language.ops.values()}
+        return reorder_cost(self.layouts, Selected(live.problem, selection, live.shapes, live.values, names),
+                            self.params)
 
     @property
     def optimized_text(self) -> str:
@@ -119,7 +137,7 @@ class RunResult:
         """The next programs after the best, each with the cost model's speedup over the input."""
         assert self.live is not None
         return tuple(Candidate(f"candidate-{k}", selection_program(self.live, e.selection, f"candidate{k}"),
-                               self.input_cost / e.cost if e.cost else float("nan"))
+                               self._speedup(e))
                      for k, e in enumerate(self.candidates, start=2))
 
 
@@ -155,7 +173,8 @@ def _start(config: RunConfig, timing: TimingProgress | None = None) -> tuple[Run
         runtime_rules = target.runtime_rules(lang) if target is not None else ()
     result = RunResult(lang, loaded.program, config.extract, config, {"check": time.perf_counter() - t_check},
                        params=params, baselines=loaded.baselines, costs=costs, notes=loaded.notes,
-                       alternatives=loaded.alternatives, runtime_rules=runtime_rules)
+                       alternatives=loaded.alternatives, runtime_rules=runtime_rules,
+                       layouts=target.layouts() if target is not None else None)
     return result, loaded
 
 
@@ -263,9 +282,13 @@ def _explore(result: RunResult, schedule: LimitsConfig, progress: ProgressFn | N
         session = EGraphSession(result.lowered, result.costs or RuleCosts(result.language, result.params))
     with _stage(result, "load"):
         session.load(result.program)
-        result.original_cost, result.input_cost_by_op = check_input(session, result.program)
+        result.original_cost, result.input_cost_by_op, as_written = check_input(session, result.program)
+        result.input_reorders = result.reorders(as_written, session.live())
         if result.runtime_rules:
-            result.runtime_input_cost = min(result.original_cost, as_the_runtime_runs(session, result))
+            ran = as_the_runtime_runs(session, result)
+            result.runtime_input_cost = min(result.original_cost, ran.cost)
+            if ran.cost < result.original_cost:
+                result.input_reorders = result.reorders(ran.selection, session.live())
         if result.alternatives:
             session.union_alternatives(result.program, result.alternatives)
     with _stage(result, "schedule"):
@@ -278,7 +301,7 @@ RUNTIME_RULESET = "runtime"
 RUNTIME_PASSES = 20  # fusions apply once per operator: a few passes saturate them
 
 
-def as_the_runtime_runs(session: EGraphSession, result: RunResult) -> float:
+def as_the_runtime_runs(session: EGraphSession, result: RunResult) -> Extraction:
     """The loaded input's cost after the rewrites its runtime makes itself (`runtime_rules`: its
     fusions), run to saturation on the session before any search; the cheapest such program by
     a greedy DAG extraction. The search later finds these nodes too: they are rules of the run."""
@@ -286,12 +309,12 @@ def as_the_runtime_runs(session: EGraphSession, result: RunResult) -> float:
     for _ in range(RUNTIME_PASSES):
         if not session.step(RUNTIME_RULESET).updated:
             break
-    return make_extractor("greedy-dag", result.extract).extract(session.live().problem).cost
+    return make_extractor("greedy-dag", result.extract).extract(session.live().problem)
 
 
-def check_input(session: EGraphSession, program: ir.Program) -> tuple[float, dict[str, float]]:
-    """Reject an ill-shaped input program; return its DAG cost and that cost by operator (each
-    class holds one node now)."""
+def check_input(session: EGraphSession, program: ir.Program) -> tuple[float, dict[str, float], Selection]:
+    """Reject an ill-shaped input program; return its DAG cost, that cost by operator and its
+    selection (each class holds one node now)."""
     live = session.live()
     p = live.problem
     lang = session.lowered.language
@@ -302,4 +325,4 @@ def check_input(session: EGraphSession, program: ir.Program) -> tuple[float, dic
                                  f"the requirements of its shape rule (or a child's)",
                                  lang.shapes[node.op].span)
     selection = {c: nodes[0] for c, nodes in enumerate(p.class_nodes) if nodes}
-    return dag_cost(p, selection), cost_by_op(p, selection)
+    return dag_cost(p, selection), cost_by_op(p, selection), selection

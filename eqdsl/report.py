@@ -91,6 +91,10 @@ def report_json(result: RunResult) -> dict:
         "original_cost": result.original_cost,
         "runtime_input_cost": result.runtime_input_cost,  # as the target's runtime runs it (its fusions)
         "runtime_rules": list(result.runtime_rules),
+        # what each program spends copying tensors between the runtime's layouts (eqdsl.cost.layouts)
+        "layout_reorders": None if result.layouts is None else {
+            "input": result.input_reorders, "optimized": result.reorders(best.selection)},
+        "predicted_speedup": result.predicted_speedup,
         "baselines": {} if result.baselines is None else result.baselines.costs,
         "baseline_units": baseline_units(result),
         "best_cost": best.cost,
@@ -263,8 +267,12 @@ def _print_search(result: RunResult, console: Console) -> None:
         rules = ", ".join(result.runtime_rules)
         console.print(f"the input as the target's runtime runs it (its own rewrites: {rules}) "
                       f"costs {cost_text(result.runtime_input_cost)}: the best is "
-                      f"{_improvement(result.runtime_input_cost, best.cost):.2f} % cheaper (the predicted speedup)",
-                      markup=False)
+                      f"{_improvement(result.runtime_input_cost, best.cost):.2f} % cheaper", markup=False)
+    if result.layouts is not None:
+        console.print(f"layout reorders on the target's runtime: input {cost_text(result.input_reorders)}, best "
+                      f"{cost_text(result.reorders(best.selection))}", markup=False)
+    console.print(f"predicted speedup {result.predicted_speedup:.3f}× (the input as its runtime runs it "
+                  f"over the best{', reorders included' if result.layouts is not None else ''})", markup=False)
 
 
 RUN = "this run"

@@ -98,6 +98,9 @@ class UnitTarget:
     def runtime_rules(self, lang):
         return ()
 
+    def layouts(self):
+        return None
+
     def cost_model(self, lang, progress=None):
         each = self.each
 

@@ -10,7 +10,8 @@ class in `TARGET_KINDS` (registered under its `kind`, or by an entry point in `e
 with `read(data, base)`, and on the instance `params(lang)` (the values
 its cost rules read), `cost_model(lang, progress)` (the `CostModel` the run prices with, built
 once), `runtime_rules(lang)` (the language's rules whose rewrites the target's runtime makes
-itself: the run prices its input as the runtime runs it) and `inputs()` (files the run reads).
+itself: the run prices its input as the runtime runs it), `layouts()` (the runtime's blocked
+layout, `eqdsl.cost.layouts`, or None) and `inputs()` (files the run reads).
 Measuring backends are named in `BACKENDS` as `module:class`, imported when a run measures: they
 sit above this package (ONNX Runtime, Numba), in `eqdsl.execute.backends`.
 """
@@ -22,6 +23,7 @@ from pathlib import Path
 from typing import Any, ClassVar, Protocol
 
 from eqdsl import ir
+from eqdsl.cost.layouts import Layouts
 from eqdsl.cost.model import CostModel, RuleCosts
 from eqdsl.cost.targets import bind_target, load_target, target_path
 from eqdsl.diagnostics import EqdslError
@@ -42,6 +44,8 @@ class TargetConfig(Protocol):
     def cost_model(self, lang: ir.Language, progress: Any = None) -> CostModel: ...
 
     def runtime_rules(self, lang: ir.Language) -> tuple[str, ...]: ...
+
+    def layouts(self) -> Layouts | None: ...
 
     def inputs(self) -> list[Path]: ...
 
@@ -76,6 +80,9 @@ class RooflineTarget:
         rule leaves its input unfused, as it reads it)."""
         named = {r.name for r in lang.rules}
         return tuple(r for r in load_target(self.ref, self.base).runtime_rules if r in named)
+
+    def layouts(self) -> Layouts | None:
+        return load_target(self.ref, self.base).layouts
 
     def inputs(self) -> list[Path]:
         return [target_path(self.ref, self.base)]
@@ -130,6 +137,9 @@ class MeasureTarget:
 
     def runtime_rules(self, lang: ir.Language) -> tuple[str, ...]:
         return self.fallback.runtime_rules(lang) if self.fallback is not None else ()
+
+    def layouts(self) -> Layouts | None:
+        return None  # a timed operator's cost holds the reorders its one-operator model made
 
     def inputs(self) -> list[Path]:
         return [self.cache_path] + (self.fallback.inputs() if self.fallback is not None else [])

