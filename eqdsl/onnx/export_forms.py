@@ -17,7 +17,7 @@ from eqdsl.diagnostics import EqdslError
 from eqdsl.languages.tensor import opaque
 from eqdsl.languages.tensor.codes import Act, Pad, same_padding
 from eqdsl.languages.tensor.ops import fixed
-from eqdsl.languages.tensor.reference import LOWEST
+from eqdsl.languages.tensor.reference import LOWEST, LRN_BETA, LRN_SIZE
 
 if TYPE_CHECKING:
     from eqdsl.onnx.write import Emitter
@@ -27,8 +27,45 @@ if TYPE_CHECKING:
 Emit = Callable[["Emitter", int, list], str]
 
 
-def _simple(op_type: str) -> Emit:
-    return lambda e, i, a: e.node(op_type, a, f"t{i}")
+def _simple(op_type: str, attrs: tuple[tuple[str, Any], ...] = ()) -> Emit:
+    return lambda e, i, a: e.node(op_type, a, f"t{i}", **dict(attrs))
+
+
+def _lrn(e: Emitter, i: int, a: list) -> str:
+    """One LRN node, its alpha and bias the attributes the scalars hold; where one is computed,
+    the same function as x times its factor (`_lrn_scale`)."""
+    alpha, bias = _scalar_value(e, i, 1), _scalar_value(e, i, 2)
+    if alpha is None or bias is None:
+        return e.node("Mul", [a[0], _lrn_scale(e, i, a, f"t{i}_factor")], f"t{i}")
+    return e.node("LRN", [a[0]], f"t{i}", size=LRN_SIZE, alpha=alpha, beta=LRN_BETA, bias=bias)
+
+
+def _lrn_scale(e: Emitter, i: int, a: list, out: str = "") -> str:
+    """LRN's factor as Mul (x²), a 1×1 Conv over a band of alpha / 5 (the window's sum, one GEMM),
+    Add (bias), and b^-0.75 as 1 / (√b · √√b) (ONNX Runtime's Pow costs 3 ns an element, its Sqrt
+    and Reciprocal a tenth of that): 6-10× faster than its LRN kernel."""
+    assert LRN_BETA == 0.75  # the two square roots
+    c, half = e.dims(i)[1], (LRN_SIZE - 1) // 2
+    alpha = _scalar_value(e, i, 1)
+    rows, cols = np.indices((c, c))
+    band = ((cols >= rows - half) & (cols <= rows + LRN_SIZE - 1 - half)) / np.float64(LRN_SIZE)
+    band = (band * (alpha if alpha is not None else 1.0)).astype(np.float32)[:, :, None, None]
+    window = e.node("Conv", [e.node("Mul", [a[0], a[0]], f"t{i}_squares"), e.constant(f"t{i}_band", band)],
+                    f"t{i}_window")
+    if alpha is None:
+        window = e.node("Mul", [window, a[1]], f"t{i}_scaled")
+    root = e.node("Sqrt", [e.node("Add", [window, a[2]], f"t{i}_base")], f"t{i}_root")
+    power = e.node("Mul", [root, e.node("Sqrt", [root], f"t{i}_root4")], f"t{i}_power")  # base^0.75
+    return e.node("Reciprocal", [power], out or f"t{i}")
+
+
+def _scalar_value(e: Emitter, i: int, arg: int) -> float | None:
+    """The float32 a `scalar(num, den)` child of node i at `arg` holds, or None."""
+    child = _child(e, i, arg, "scalar")
+    if child is None:
+        return None
+    num, den = e.program.nodes[child].args
+    return float(np.float32(int(num) / int(den)))
 
 
 def _matmul(e: Emitter, i: int, a: list) -> str:
@@ -197,7 +234,8 @@ def _capture(e: Emitter, name: str, value: str) -> None:
 
 
 FAMILIES: dict[str, Callable[..., Emit]] = {
-    "simple": lambda op, onnx_type: _simple(onnx_type), "product": fixed(_matmul), "conv": fixed(_conv),
+    "simple": lambda op, onnx_type, attrs=(): _simple(onnx_type, attrs), "lrn": fixed(_lrn),
+    "lrn_scale": fixed(_lrn_scale), "product": fixed(_matmul), "conv": fixed(_conv),
     "dilated_conv": fixed(_dilated_conv),
     "pool": lambda op, onnx_type: _pool(onnx_type),
     "permute": fixed(lambda e, i, a: e.node("Transpose", [a[0]], f"t{i}", perm=list(a[1]))),

@@ -17,8 +17,9 @@ from eqdsl.ir.builder import Tensor
 from eqdsl.ir.builtins import broadcasts
 from eqdsl.languages.tensor.codes import Pad, same_padding
 from eqdsl.languages.tensor.ops import fixed
+from eqdsl.languages.tensor.reference import LRN_BETA, LRN_SIZE
 from eqdsl.onnx.opaque_nodes import opaque_of
-from eqdsl.onnx.reader import NodeError, Reader, Value, tensor_array
+from eqdsl.onnx.reader import NodeError, Reader, Value, rational, tensor_array
 
 SAME, VALID = int(Pad.SAME), int(Pad.VALID)  # plain ints: the values programs hold
 
@@ -223,6 +224,18 @@ def _activation(op: str) -> Handler:
     return lambda r, node, attrs: [r.g.op(op, r.tensor(node.input[0]))]
 
 
+def _lrn(r: Reader, node: onnx.NodeProto, attrs: dict) -> list[Value]:
+    """An LRN of size 5 and beta 0.75 (ONNX's default); its alpha and bias (by default 1e-4 and 1)
+    the exact scalars their float32 values are."""
+    if attrs.get("size") != LRN_SIZE or attrs.get("beta", LRN_BETA) != LRN_BETA:
+        raise NodeError(f"size {attrs.get('size')}, beta {attrs.get('beta', LRN_BETA)}: the language's lrn has "
+                        f"size {LRN_SIZE}, beta {LRN_BETA}")
+    scalars = [rational(np.float32(attrs.get(key, default))) for key, default in (("alpha", 1e-4), ("bias", 1.0))]
+    if scalars[0] is None or scalars[1] is None:
+        raise NodeError(f"alpha {attrs.get('alpha')}, bias {attrs.get('bias')}: expected finite numbers")
+    return [r.g.op("lrn", r.tensor(node.input[0]), *(r.g.op("scalar", *s) for s in scalars))]
+
+
 def _plain(op: str, attrs: tuple[tuple[str, Any], ...] = ()) -> Handler:
     """A node whose inputs are `op`'s tensor arguments in order and whose attributes its semantics
     fix (`fixed_attrs`, name and value; ONNX's defaults as a rule): another value keeps the node
@@ -342,5 +355,5 @@ FAMILIES: dict[str, Callable[..., Handler]] = {
     "pool": lambda op, kind: _pool(kind), "global_pool": lambda op, kind: _global_pool(kind),
     "join": fixed(_concat), "cut": fixed(_split), "view": fixed(_reshape), "flatten": fixed(_flatten),
     "permute": fixed(_transpose), "normalize": fixed(_batchnorm), "alias": fixed(_alias),
-    "constant": fixed(_constant), "clamp": fixed(_clip), "plain": _plain,
+    "constant": fixed(_constant), "clamp": fixed(_clip), "plain": _plain, "lrn": fixed(_lrn),
 }

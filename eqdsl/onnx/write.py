@@ -273,7 +273,7 @@ def _biased_convs(nodes: list[onnx.NodeProto], initializers: dict[str, onnx.Tens
         if conv is None or bias is None or len(conv.input) != 2 or readers[conv.output[0]] != 1 or channels < 0 \
                 or list(bias.dims) not in ([1, channels, 1, 1], [1] * len(bias.dims)):
             continue
-        name = f"{node.input[1]}.bias"
+        name = f"{node.input[1]}.bias{channels}"  # a one-element shift may bias Convs of different widths
         if name not in initializers:
             values = np.broadcast_to(numpy_helper.to_array(bias).reshape(-1), (channels,)).copy()
             initializers[name] = numpy_helper.from_array(values, name)

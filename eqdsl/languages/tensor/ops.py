@@ -144,6 +144,8 @@ OPS: tuple[OpSpec, ...] = (
            form("simple", onnx_type="LayerNormalization"), min_opset=17),
     OpSpec("bnscale", ref.bnscale),  # of weights only: folded before export and execution
     OpSpec("bnshift", ref.bnshift),
+    OpSpec("lrn", ref.lrn, (("LRN", form("lrn")),), form("lrn")),
+    OpSpec("lrnscale", ref.lrn_scale, (), form("lrn_scale")),
 )
 
 SPECS: dict[str, OpSpec] = {spec.name: spec for spec in OPS}

@@ -178,6 +178,27 @@ def clip(x: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
     return np.minimum(np.maximum(x, lo), hi)  # ONNX's Clip: hi wins where lo > hi
 
 
+LRN_SIZE, LRN_BETA = 5, 0.75  # the LRN of AlexNet, GoogLeNet and ZFNet; its alpha and bias are operands
+
+
+def lrn(x: np.ndarray, alpha: np.ndarray, bias: np.ndarray) -> np.ndarray:
+    """ONNX's LRN at size 5, beta 0.75: x / (bias + alpha / 5 · Σ x² over the channels c - 2 .. c + 2)^0.75."""
+    c, half = x.shape[1], (LRN_SIZE - 1) // 2
+    squares = np.cumsum(np.pad(np.square(x), ((0, 0), (half + 1, LRN_SIZE - 1 - half), (0, 0), (0, 0))), axis=1)
+    window = squares[:, LRN_SIZE:LRN_SIZE + c] - squares[:, :c]  # prefix sums: Σ over each window
+    return x / np.power(bias.reshape(()) + alpha.reshape(()) / LRN_SIZE * window, LRN_BETA)
+
+
+def lrn_scale(x: np.ndarray, alpha: np.ndarray, bias: np.ndarray) -> np.ndarray:
+    """LRN's factor, (bias + alpha / 5 · Σ x² over the window)^-0.75, the window summed as the
+    product with a band of ones over the channels (the 1×1 Conv it exports as)."""
+    c, half = x.shape[1], (LRN_SIZE - 1) // 2
+    rows, cols = np.indices((c, c))
+    band = ((cols >= rows - half) & (cols <= rows + LRN_SIZE - 1 - half)).astype(x.dtype)
+    window = np.einsum("oc,nchw->nohw", band, np.square(x))
+    return np.power(bias.reshape(()) + alpha.reshape(()) / LRN_SIZE * window, -LRN_BETA)
+
+
 def hardswish(x: np.ndarray) -> np.ndarray:
     return x * np.clip(x + 3.0, 0.0, 6.0) / 6.0
 
