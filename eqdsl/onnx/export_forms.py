@@ -48,8 +48,8 @@ def _lrn_scale(e: Emitter, i: int, a: list, out: str = "") -> str:
     c, half = e.dims(i)[1], (LRN_SIZE - 1) // 2
     alpha = _scalar_value(e, i, 1)
     rows, cols = np.indices((c, c))
-    band = ((cols >= rows - half) & (cols <= rows + LRN_SIZE - 1 - half)) / np.float64(LRN_SIZE)
-    band = (band * (alpha if alpha is not None else 1.0)).astype(np.float32)[:, :, None, None]
+    ones = (cols >= rows - half) & (cols <= rows + LRN_SIZE - 1 - half)
+    band = (ones * ((alpha if alpha is not None else 1.0) / LRN_SIZE)).astype(np.float32)[:, :, None, None]
     window = e.node("Conv", [e.node("Mul", [a[0], a[0]], f"t{i}_squares"), e.constant(f"t{i}_band", band)],
                     f"t{i}_window")
     if alpha is None:
@@ -65,7 +65,8 @@ def _scalar_value(e: Emitter, i: int, arg: int) -> float | None:
     if child is None:
         return None
     num, den = e.program.nodes[child].args
-    return float(np.float32(int(num) / int(den)))
+    assert isinstance(num, int) and isinstance(den, int)
+    return float(np.float32(num / den))
 
 
 def _matmul(e: Emitter, i: int, a: list) -> str:

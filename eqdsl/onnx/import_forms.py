@@ -230,10 +230,11 @@ def _lrn(r: Reader, node: onnx.NodeProto, attrs: dict) -> list[Value]:
     if attrs.get("size") != LRN_SIZE or attrs.get("beta", LRN_BETA) != LRN_BETA:
         raise NodeError(f"size {attrs.get('size')}, beta {attrs.get('beta', LRN_BETA)}: the language's lrn has "
                         f"size {LRN_SIZE}, beta {LRN_BETA}")
-    scalars = [rational(np.float32(attrs.get(key, default))) for key, default in (("alpha", 1e-4), ("bias", 1.0))]
-    if scalars[0] is None or scalars[1] is None:
+    alpha, bias = (rational(np.asarray(attrs.get(key, default), np.float32)) for key, default in (("alpha", 1e-4),
+                                                                                                  ("bias", 1.0)))
+    if alpha is None or bias is None:
         raise NodeError(f"alpha {attrs.get('alpha')}, bias {attrs.get('bias')}: expected finite numbers")
-    return [r.g.op("lrn", r.tensor(node.input[0]), *(r.g.op("scalar", *s) for s in scalars))]
+    return [r.g.op("lrn", r.tensor(node.input[0]), r.g.op("scalar", *alpha), r.g.op("scalar", *bias))]
 
 
 def _plain(op: str, attrs: tuple[tuple[str, Any], ...] = ()) -> Handler:
