@@ -8,6 +8,7 @@ when eqdsl made it).
 from __future__ import annotations
 
 import json
+import math
 import shutil
 import sys
 from collections import Counter
@@ -94,7 +95,7 @@ def report_json(result: RunResult) -> dict:
         # what each program spends copying tensors between the runtime's layouts (eqdsl.cost.layouts)
         "layout_reorders": None if result.layouts is None else {
             "input": result.input_reorders, "optimized": result.reorders(best.selection)},
-        "predicted_speedup": result.predicted_speedup,
+        "predicted_speedup": result.predicted_speedup if math.isfinite(result.predicted_speedup) else None,
         "baselines": {} if result.baselines is None else result.baselines.costs,
         "baseline_units": baseline_units(result),
         "best_cost": best.cost,
@@ -271,8 +272,9 @@ def _print_search(result: RunResult, console: Console) -> None:
     if result.layouts is not None:
         console.print(f"layout reorders on the target's runtime: input {cost_text(result.input_reorders)}, best "
                       f"{cost_text(result.reorders(best.selection))}", markup=False)
-    console.print(f"predicted speedup {result.predicted_speedup:.3f}× (the input as its runtime runs it "
-                  f"over the best{', reorders included' if result.layouts is not None else ''})", markup=False)
+    if result.runtime_input_cost is not None or result.layouts is not None:
+        console.print(f"predicted speedup {result.predicted_speedup:.3f}× (the input as its runtime runs it "
+                      f"over the best{', reorders included' if result.layouts is not None else ''})", markup=False)
 
 
 RUN = "this run"
