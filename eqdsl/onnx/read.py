@@ -34,9 +34,10 @@ from eqdsl.diagnostics import EqdslError
 from eqdsl.ir.builder import Tensor, without_dead_nodes
 from eqdsl.languages.tensor.ops import OPAQUE, OPS
 from eqdsl.languages.tensor.reference import typed_dtype
+from eqdsl.onnx import regions
 from eqdsl.onnx.import_forms import FAMILIES, Handler
 from eqdsl.onnx.opaque_nodes import opaque_of, opaque_outputs
-from eqdsl.onnx.reader import NodeError, Reader, Value, default_opset, folded, needed_nodes, tensor_array
+from eqdsl.onnx.reader import NodeError, Reader, Value, default_opset, folded, needed_nodes, read_names, tensor_array
 from eqdsl.onnx.weights import Weights
 
 OPSETS = range(7, 24)
@@ -282,6 +283,38 @@ def _inlined(r: Reader, node: onnx.NodeProto) -> list[Value | None] | None:
     return [r.env.get(o.name) for o in branch.output]
 
 
+def _read_nodes(path: Path, r: Reader, live: list[onnx.NodeProto], outputs: list[str]) -> list[str]:
+    """Every node in turn, a region of integer and boolean nodes (`eqdsl.onnx.regions`) as one
+    opaque operator; the notes on the regions."""
+    order, region_of = regions.plan(r, live, {name for name, v in r.env.items() if isinstance(v, Tensor)})
+    readers: dict[str, list[onnx.NodeProto]] = {name: [_MODEL_OUTPUT] for name in outputs}
+    for node in order:
+        for name in read_names(node):
+            readers.setdefault(name, []).append(node)
+    carried: dict[int, int] = {}  # id of a region's first node → its size, for regions carried whole
+    for k, node in enumerate(order):
+        region = region_of.get(id(node))
+        if region is not None and id(region[0]) in carried:
+            continue
+        try:
+            made = regions.region_outputs(r, region, readers) if region is not None else None
+            if region is not None and made is not None:
+                r.env.update(made)
+                carried[id(region[0])] = len(region)
+            else:
+                _node(r, node)
+        except (NodeError, EqdslError) as err:
+            text = str(err) if isinstance(err, NodeError) else "; ".join(d.message for d in err.diagnostics)
+            raise EqdslError.one(f"{path}: node {node.name or '#' + str(k)} ({node.op_type}): {text}") from None
+    if not carried:
+        return []
+    return [f"{len(carried)} region(s) of integer and boolean nodes ({sum(carried.values())} nodes) each kept as "
+            "one opaque operator (eqdsl.onnx.regions)"]
+
+
+_MODEL_OUTPUT = onnx.NodeProto()  # reads the model's outputs, outside every region
+
+
 def read_onnx(path: Path, lang: ir.Language, shapes: Shapes | None = None,
               constants: Constants | None = None) -> Imported:
     constants = constants or {}
@@ -293,12 +326,7 @@ def read_onnx(path: Path, lang: ir.Language, shapes: Shapes | None = None,
               for name, value in constants.items()]
     notes += [f"input {n.args[0]!r} is {n.args[2]}: the operators it reaches stay opaque; validation draws it "
               "as 0s and 1s (`constants` fixes it to a value instead)" for n in r.g.nodes if n.op == "typed_input"]
-    for k, node in enumerate(live):
-        try:
-            _node(r, node)
-        except (NodeError, EqdslError) as err:
-            text = str(err) if isinstance(err, NodeError) else "; ".join(d.message for d in err.diagnostics)
-            raise EqdslError.one(f"{path}: node {node.name or '#' + str(k)} ({node.op_type}): {text}") from None
+    notes += _read_nodes(path, r, live, [o.name for o in model.graph.output])
     outputs = [o.name for o in model.graph.output]
     if not outputs:
         raise EqdslError.one(f"{path}: the model has no outputs")

@@ -29,6 +29,7 @@ from eqdsl.languages.tensor.ops import INPUTS, OPAQUE, OPS, SEMANTICS
 from eqdsl.languages.tensor.reference import typed_dtype
 from eqdsl.onnx.export_forms import FAMILIES, Emit
 from eqdsl.onnx.reader import needed_nodes, read_names
+from eqdsl.onnx.regions import splice_regions
 from eqdsl.onnx.weights import Weights
 
 OPSET = opaque.DEFAULT_OPSET
@@ -198,7 +199,7 @@ def to_onnx(lang: ir.Language, program: ir.Program, weights: Weights,
     typed = [r for r in roots if program.nodes[r].op in OPAQUE]  # of any element type: inferred below
     outputs = [helper.make_empty_tensor_value_info(name) if r in typed else
                helper.make_tensor_value_info(name, TensorProto.FLOAT, list(e.dims(r))) for name, r in zip(names, roots)]
-    nodes = _biased_convs(nodes, e.initializers)
+    nodes = splice_regions(_biased_convs(nodes, e.initializers), e.initializers)
     read = {name for n in nodes for name in read_names(n)}  # a branch's reads too
     graph = helper.make_graph(nodes, program.name, _graph_inputs(e.inputs, interface), outputs,
                               [t for name, t in e.initializers.items() if name in read])
