@@ -82,3 +82,28 @@ def test_a_path_out_of_the_region_and_back_keeps_its_nodes_apart(tmp_path, run_c
     feed = np.arange(8, dtype=np.int32).reshape(1, 8)
     np.testing.assert_allclose(_outputs(tmp_path / "out" / "optimized.onnx", feed), _outputs(tmp_path / "src.onnx", feed),
                                rtol=1e-6)
+
+
+def test_a_region_with_two_outputs_read_outside_and_a_model_output(tmp_path, run_cli):
+    """bytes + 1 → (· * 2, · == 4): both read outside the region (a Cast each), and the mask is a
+    model output of its own type too; the region is one If written back as its nodes."""
+    nodes = [n("Add", ["bytes", "one"], ["a"]), n("Mul", ["a", "two"], ["b"]), n("Equal", ["a", "four"], ["mask"]),
+             n("Cast", ["b"], ["bf"], to=TensorProto.FLOAT), n("Cast", ["mask"], ["mf"], to=TensorProto.FLOAT),
+             n("Add", ["bf", "mf"], ["f"])]
+    model = _model(nodes, [ONE, TWO, numpy_helper.from_array(np.array(4, np.int32), "four")])
+    model.graph.output.append(helper.make_tensor_value_info("mask", TensorProto.BOOL, [1, 8]))
+    onnx.save(model, tmp_path / "src.onnx")
+    imported = read_onnx(tmp_path / "src.onnx", load_language("cpu"))
+    regions = [node.args[0] for node in imported.program.nodes if str(node.args[0]).startswith("If(")]
+    assert len(regions) == 2 and all("__output=[" in key for key in regions), regions  # outputs 0 and 1 of 2
+    report, _ = _run(tmp_path, run_cli, model)
+    assert report["validation"]["ok"]
+    written = onnx.load(str(tmp_path / "out" / "optimized.onnx"))
+    assert "If" not in [node.op_type for node in written.graph.node]
+    assert [o.type.tensor_type.elem_type for o in written.graph.output] == [TensorProto.FLOAT, TensorProto.BOOL]
+    feed = np.arange(8, dtype=np.int32).reshape(1, 8)
+    session = ort.InferenceSession(str(tmp_path / "out" / "optimized.onnx"), providers=["CPUExecutionProvider"])
+    source = ort.InferenceSession(str(tmp_path / "src.onnx"), providers=["CPUExecutionProvider"])
+    got, want = session.run(None, {"bytes": feed}), source.run(None, {"bytes": feed})
+    np.testing.assert_allclose(got[0], want[0], rtol=1e-6)
+    np.testing.assert_array_equal(got[1], want[1])
