@@ -19,6 +19,7 @@ tensors (its nodes are then imported one by one).
 """
 from __future__ import annotations
 
+import heapq
 from typing import Any
 
 import numpy as np
@@ -100,15 +101,26 @@ def _contracted_order(nodes: list[onnx.NodeProto], region_of: dict[int, Region])
         if id(unit[0]) not in seen:
             seen.add(id(unit[0]))
             units.append(unit)
+    if len(units) == len(nodes):
+        return nodes  # no region: the model's own order
     made_by = {o: k for k, unit in enumerate(units) for n in unit for o in n.output if o}
     needs = [{made_by[name] for n in unit for name in read_names(n) if made_by.get(name, k) != k}
              for k, unit in enumerate(units)]
+    waiting = [len(need) for need in needs]
+    unblocks: dict[int, list[int]] = {}
+    for k, need in enumerate(needs):
+        for j in need:
+            unblocks.setdefault(j, []).append(k)
+    ready = [k for k, count in enumerate(waiting) if count == 0]
+    heapq.heapify(ready)  # the earliest unit first: the model's order wherever it can stay
     order: list[onnx.NodeProto] = []
-    done: set[int] = set()
-    while len(done) < len(units):
-        k = next(k for k in range(len(units)) if k not in done and needs[k] <= done)
-        done.add(k)
+    while ready:
+        k = heapq.heappop(ready)
         order += units[k]
+        for j in unblocks.get(k, []):
+            waiting[j] -= 1
+            if waiting[j] == 0:
+                heapq.heappush(ready, j)
     return order
 
 
