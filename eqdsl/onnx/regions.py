@@ -13,9 +13,10 @@ Contract: `plan(r, nodes, dynamic_inputs)` returns the nodes in an order where e
 members are contiguous, and each node's region (the member list, shared by its members) for the
 regions of two or more nodes whose subgraph nothing outside reads back into (convex).
 `region_outputs(r, members, readers)` imports one region as opaque nodes (one per value read
-outside it: `readers` maps a value to the nodes reading it, the model's outputs under "") and
-returns (value name, tensor) pairs, or None where it takes more than `opaque.MAX_INPUTS`
-tensors (its nodes are then imported one by one).
+outside it: `readers` maps a value to the nodes reading it, a model output to a node outside
+every region) and returns (value name, tensor) pairs, or None where it would take more than
+`opaque.MAX_INPUTS` tensors or reads a value no node made (its nodes are then imported one by
+one). `splice_regions(nodes, initializers)` is the writer's half.
 """
 from __future__ import annotations
 
