@@ -15,8 +15,8 @@ regions of two or more nodes whose subgraph nothing outside reads back into (con
 `region_outputs(r, members, readers)` imports one region as opaque nodes (one per value read
 outside it: `readers` maps a value to the nodes reading it, a model output to a node outside
 every region) and returns (value name, tensor) pairs, or None where it would take more than
-`opaque.MAX_INPUTS` tensors or reads a value no node made (its nodes are then imported one by
-one). `splice_regions(nodes, initializers)` is the writer's half.
+`opaque.MAX_INPUTS` tensors, reads a value no node made or makes one ONNX's inference left
+unshaped (its nodes are then imported one by one). `splice_regions(nodes, initializers)` is the writer's half.
 """
 from __future__ import annotations
 
@@ -140,8 +140,10 @@ def region_outputs(r: Reader, region: Region,
     tensors = [r.typed_weight(name) if isinstance(r.env[name], np.ndarray) else r.tensor(name) for name in captured]
     constants = [numpy_helper.from_array(value, name) for name, value in kept.items()]
     outputs = [o for o in made if any(id(n) not in members for n in readers.get(o, []))]
+    if any(r.shapes.get(o) is None for o in outputs):  # node by node, each shaped as opaque nodes are
+        return None
     branch = helper.make_graph(region, "region", [], [helper.make_tensor_value_info(
-        o, helper.np_dtype_to_tensor_dtype(r.dtype(o)), list(r.shapes.get(o) or ())) for o in outputs], constants)
+        o, helper.np_dtype_to_tensor_dtype(r.dtype(o)), list(r.shapes[o] or ())) for o in outputs], constants)
     attrs: dict[str, Any] = {opaque.INPUTS: (opaque.constant_item(_TRUE),), opaque.CAPTURES: tuple(captured),
                              "then_branch": opaque.graph_text(branch), "else_branch": opaque.graph_text(branch)}
     if r.opset != opaque.DEFAULT_OPSET:
