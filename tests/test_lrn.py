@@ -102,8 +102,9 @@ def test_an_lrn_the_rules_leave_is_written_as_an_lrn(tmp_path, run_cli):
 
 @pytest.mark.parametrize("computed", ["alpha", "bias"])
 def test_an_lrn_with_a_computed_scalar_is_written_as_x_times_its_factor(computed):
-    """ONNX's LRN takes alpha and bias as attributes: where one is computed (here the product of
-    two scalars) the writer emits x · lrnscale, which ONNX Runtime computes as the reference does."""
+    """ONNX's LRN takes alpha and bias as attributes: where one depends on the program's inputs
+    (here a scalar input times a constant) the writer emits x · lrnscale, which ONNX Runtime
+    computes as the reference does."""
     from eqdsl.ir.builder import GraphBuilder
     from eqdsl.onnx.write import to_onnx
     from eqdsl.verify.semantics import evaluate_program, load_semantics
@@ -112,13 +113,16 @@ def test_an_lrn_with_a_computed_scalar_is_written_as_x_times_its_factor(computed
     g = GraphBuilder(lang)
     x = g.input("x", [1, 8, 3, 3])
     alpha, bias = g.op("scalar", 1, 5000), g.op("scalar", 2, 1)
-    twice = g.op("ewmul", alpha if computed == "alpha" else bias, g.op("scalar", 1, 2))
+    given = g.input("s", [])
+    twice = g.op("ewmul", alpha if computed == "alpha" else bias, given)
     y = g.op("lrn", x, *((twice, bias) if computed == "alpha" else (alpha, twice)))
     program = g.program("p", [y])
     model = to_onnx(lang, program, {})
     assert "LRN" not in [n.op_type for n in model.graph.node]
     feed = np.random.default_rng(1).standard_normal((1, 8, 3, 3)).astype(np.float32) * 20
     session = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
-    got = session.run(None, {"x": feed})[0]
-    want = evaluate_program(program, load_semantics(lang), 0, lambda n: feed.astype(np.float64))[0]
+    s = np.array(2.0, np.float32)
+    got = session.run(None, {"x": feed, "s": s})[0]
+    want = evaluate_program(program, load_semantics(lang), 0,
+                            lambda n: (feed if n.args[0] == "x" else s).astype(np.float64))[0]
     np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)

@@ -32,6 +32,7 @@ program for the predicted speedup; extraction does not see it (it is not a cost 
 """
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from enum import Enum
 from typing import Any, Mapping
@@ -130,7 +131,7 @@ def reorder_cost(layouts: Layouts, program: Selected, params: Mapping[str, int])
         shape = program.shape(c) or ()
         readers = [(layout.get(r, Layout.PLAIN), program.op(r)) for r in read_by.get(c, [])]
         if _copied(layouts, placed, shape, c in program.problem.roots, readers):
-            copies += launch_ns + 8 * _elements(shape) / gbps
+            copies += launch_ns + 8 * math.prod(shape) / gbps
     return copies
 
 
@@ -180,18 +181,10 @@ def _runs_blocked(takes_channel_constants: bool, operand: Layout, operand_shape:
     """A computed operand must be blocked and match the output but for its channels (a Concat's
     operands); a constant one is taken blocked only by an operator that scales by channel."""
     if operand is Layout.CONSTANT:
-        return takes_channel_constants and _elements(operand_shape) == out_shape[1] > 1
+        return takes_channel_constants and math.prod(operand_shape) == out_shape[1] > 1
     return (operand is Layout.BLOCKED and len(operand_shape) == 4
             and operand_shape[:1] + operand_shape[2:] == out_shape[:1] + out_shape[2:])
 
 
-def _blockable(shape: Any, layouts: Layouts) -> bool:
-    dims = tuple(shape) if isinstance(shape, (tuple, list)) else ()
-    return len(dims) == 4 and all(isinstance(d, int) for d in dims) and dims[1] % layouts.channel_multiple == 0
-
-
-def _elements(shape: Any) -> int:
-    n = 1
-    for d in (shape if isinstance(shape, (tuple, list)) else ()):
-        n *= int(d)
-    return n
+def _blockable(shape: tuple, layouts: Layouts) -> bool:
+    return len(shape) == 4 and shape[1] % layouts.channel_multiple == 0

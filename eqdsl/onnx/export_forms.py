@@ -17,7 +17,7 @@ from eqdsl.diagnostics import EqdslError
 from eqdsl.languages.tensor import opaque
 from eqdsl.languages.tensor.codes import Act, Pad, same_padding
 from eqdsl.languages.tensor.ops import fixed
-from eqdsl.languages.tensor.reference import LOWEST, LRN_BETA, LRN_SIZE
+from eqdsl.languages.tensor.reference import LOWEST, LRN_BETA, LRN_SIZE, lrn_band
 
 if TYPE_CHECKING:
     from eqdsl.onnx.write import Emitter
@@ -32,9 +32,9 @@ def _simple(op_type: str, attrs: tuple[tuple[str, Any], ...] = ()) -> Emit:
 
 
 def _lrn(e: Emitter, i: int, a: list) -> str:
-    """One LRN node, its alpha and bias the attributes the scalars hold; where one is computed,
-    the same function as x times its factor (`_lrn_scale`)."""
-    alpha, bias = _scalar_value(e, i, 1), _scalar_value(e, i, 2)
+    """One LRN node, its alpha and bias the attributes their constants hold; where one depends on
+    the program's inputs, the same function as x times its factor (`_lrn_scale`)."""
+    alpha, bias = _constant_scalar(e, i, 1), _constant_scalar(e, i, 2)
     if alpha is None or bias is None:
         return e.node("Mul", [a[0], _lrn_scale(e, i, a, f"t{i}_factor")], f"t{i}")
     return e.node("LRN", [a[0]], f"t{i}", size=LRN_SIZE, alpha=alpha, beta=LRN_BETA, bias=bias)
@@ -45,11 +45,9 @@ def _lrn_scale(e: Emitter, i: int, a: list, out: str = "") -> str:
     Add (bias), and b^-0.75 as 1 / (√b · √√b) (ONNX Runtime's Pow costs 3 ns an element, its Sqrt
     and Reciprocal a tenth of that): 6-10× faster than its LRN kernel."""
     assert LRN_BETA == 0.75  # the two square roots
-    c, half = e.dims(i)[1], (LRN_SIZE - 1) // 2
-    alpha = _scalar_value(e, i, 1)
-    rows, cols = np.indices((c, c))
-    ones = (cols >= rows - half) & (cols <= rows + LRN_SIZE - 1 - half)
-    band = (ones * ((alpha if alpha is not None else 1.0) / LRN_SIZE)).astype(np.float32)[:, :, None, None]
+    alpha = _constant_scalar(e, i, 1)
+    band = (lrn_band(e.dims(i)[1]) * ((alpha if alpha is not None else 1.0) / LRN_SIZE)).astype(np.float32)
+    band = band[:, :, None, None]
     window = e.node("Conv", [e.node("Mul", [a[0], a[0]], f"t{i}_squares"), e.constant(f"t{i}_band", band)],
                     f"t{i}_window")
     if alpha is None:
@@ -59,14 +57,13 @@ def _lrn_scale(e: Emitter, i: int, a: list, out: str = "") -> str:
     return e.node("Reciprocal", [power], out or f"t{i}")
 
 
-def _scalar_value(e: Emitter, i: int, arg: int) -> float | None:
-    """The float32 a `scalar(num, den)` child of node i at `arg` holds, or None."""
-    child = _child(e, i, arg, "scalar")
-    if child is None:
+def _constant_scalar(e: Emitter, i: int, arg: int) -> float | None:
+    """The float32 value of node i's child at `arg` where it is a constant (folded by the
+    emitter, as weights are), or None."""
+    child = e.program.nodes[i].args[arg]
+    if not isinstance(child, ir.Child) or child.index not in e.const:
         return None
-    num, den = e.program.nodes[child].args
-    assert isinstance(num, int) and isinstance(den, int)
-    return float(np.float32(num / den))
+    return float(np.float32(np.asarray(e.value(child.index)).reshape(())))
 
 
 def _matmul(e: Emitter, i: int, a: list) -> str:

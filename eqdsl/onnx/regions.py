@@ -33,6 +33,7 @@ from eqdsl.onnx.reader import Reader, read_names, subgraphs
 
 Region = list[onnx.NodeProto]
 STATIC = frozenset({"Shape", "Size"})  # of a tensor with static dimensions: known at import
+_TRUE = np.array(True)  # a region's If condition
 KEPT_IN_KEY = 64  # values of a constant a region's key holds (shapes, axes, scalars); a larger one is an operand
 
 
@@ -152,8 +153,6 @@ def region_outputs(r: Reader, region: Region,
         **attrs, **({opaque.OUTPUT: (k, len(outputs))} if len(outputs) > 1 else {})}), list(r.shapes[o] or ()),
         *tensors)) for k, o in enumerate(outputs)]
 
-
-_TRUE = np.array(True)
 
 
 def splice_regions(nodes: list[onnx.NodeProto], initializers: dict[str, onnx.TensorProto]) -> list[onnx.NodeProto]:

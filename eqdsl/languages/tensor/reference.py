@@ -189,13 +189,17 @@ def lrn(x: np.ndarray, alpha: np.ndarray, bias: np.ndarray) -> np.ndarray:
     return x / np.power(bias.reshape(()) + alpha.reshape(()) / LRN_SIZE * window, LRN_BETA)
 
 
+def lrn_band(channels: int) -> np.ndarray:
+    """[out, in]: True where input channel `in` is in output channel `out`'s window of LRN_SIZE."""
+    half = (LRN_SIZE - 1) // 2
+    rows, cols = np.indices((channels, channels))
+    return (cols >= rows - half) & (cols <= rows + LRN_SIZE - 1 - half)
+
+
 def lrn_scale(x: np.ndarray, alpha: np.ndarray, bias: np.ndarray) -> np.ndarray:
     """LRN's factor, (bias + alpha / 5 · Σ x² over the window)^-0.75, the window summed as the
     product with a band of ones over the channels (the 1×1 Conv it exports as)."""
-    c, half = x.shape[1], (LRN_SIZE - 1) // 2
-    rows, cols = np.indices((c, c))
-    band = ((cols >= rows - half) & (cols <= rows + LRN_SIZE - 1 - half)).astype(x.dtype)
-    window = np.einsum("oc,nchw->nohw", band, np.square(x))
+    window = np.einsum("oc,nchw->nohw", lrn_band(x.shape[1]).astype(x.dtype), np.square(x))
     return np.power(bias.reshape(()) + alpha.reshape(()) / LRN_SIZE * window, -LRN_BETA)
 
 
