@@ -18,7 +18,7 @@ from typing import Any, Iterator
 
 from eqdsl import ir, status
 from eqdsl.config import RunConfig
-from eqdsl.cost.layouts import Layouts, Selected, reorder_cost
+from eqdsl.cost.layouts import Layouts, Selected, folded_cost, reorder_cost
 from eqdsl.cost.measured import MeasuredCosts
 from eqdsl.cost.measured import ProgressFn as TimingProgress
 from eqdsl.cost.model import CostModel, RuleCosts
@@ -72,6 +72,7 @@ class RunResult:
     runtime_input_cost: float | None = None  # the input priced as that runtime runs it (None: no such rules)
     layouts: Layouts | None = None  # the target runtime's blocked layout (eqdsl.cost.layouts)
     input_reorders: float = 0.0  # what the input (as the runtime runs it) spends in layout reorders
+    input_folds: float = 0.0  # what of the input's cost the runtime folds into its convolutions
 
     @property
     def validation(self) -> Validation | None:
@@ -111,8 +112,8 @@ class RunResult:
         return self._speedup(self.best)
 
     def _speedup(self, e: Extraction) -> float:
-        cost = e.cost + self.reorders(e.selection)
-        return (self.input_cost + self.input_reorders) / cost if cost else float("nan")
+        cost = e.cost + self.reorders(e.selection) - self.folds(e.selection)
+        return (self.input_cost + self.input_reorders - self.input_folds) / cost if cost > 0 else float("nan")
 
     def reorders(self, selection: Selection, live: LiveEGraph | None = None) -> float:
         """What `selection` (of `live`, by default the run's e-graph) spends in layout reorders
@@ -120,9 +121,19 @@ class RunResult:
         live = live or self.live
         if self.layouts is None or live is None:
             return 0.0
+        return reorder_cost(self.layouts, self._selected(selection, live), self.params)
+
+    def folds(self, selection: Selection, live: LiveEGraph | None = None) -> float:
+        """What of `selection`'s cost the target's runtime folds into its convolutions (0 where the
+        target names no layout)."""
+        live = live or self.live
+        if self.layouts is None or live is None:
+            return 0.0
+        return folded_cost(self.layouts, self._selected(selection, live))
+
+    def _selected(self, selection: Selection, live: LiveEGraph) -> Selected:
         names = {op.name: tuple(p.name for p in op.params) for op in self.language.ops.values()}
-        return reorder_cost(self.layouts, Selected(live.problem, selection, live.shapes, live.values, names),
-                            self.params)
+        return Selected(live.problem, selection, live.shapes, live.values, names)
 
     @property
     def optimized_text(self) -> str:
@@ -283,18 +294,24 @@ def _explore(result: RunResult, schedule: LimitsConfig, progress: ProgressFn | N
     with _stage(result, "load"):
         session.load(result.program)
         result.original_cost, result.input_cost_by_op, as_written = check_input(session, result.program)
-        result.input_reorders = result.reorders(as_written, session.live())
+        _price_as_run(result, as_written, session)  # before the runtime's rules change the e-graph
         if result.runtime_rules:
             ran = as_the_runtime_runs(session, result)
             result.runtime_input_cost = min(result.original_cost, ran.cost)
             if ran.cost < result.original_cost:
-                result.input_reorders = result.reorders(ran.selection, session.live())
+                _price_as_run(result, ran.selection, session)
         if result.alternatives:
             session.union_alternatives(result.program, result.alternatives)
     with _stage(result, "schedule"):
         context = ScheduleContext(result.language, result.params, result.extract)
         result.outcome = make_scheduler(schedule, context).run(session, progress)
     return session
+
+
+def _price_as_run(result: RunResult, selection: Selection, session: EGraphSession) -> None:
+    """The input's layout reorders and convolution folds on the target's runtime."""
+    result.input_reorders = result.reorders(selection, session.live())
+    result.input_folds = result.folds(selection, session.live())
 
 
 RUNTIME_RULESET = "runtime"

@@ -95,6 +95,9 @@ def report_json(result: RunResult) -> dict:
         # what each program spends copying tensors between the runtime's layouts (eqdsl.cost.layouts)
         "layout_reorders": None if result.layouts is None else {
             "input": result.input_reorders, "optimized": result.reorders(best.selection)},
+        # what of each program's cost the runtime folds into its convolutions (a bias, a BatchNorm)
+        "conv_folds": None if result.layouts is None else {
+            "input": result.input_folds, "optimized": result.folds(best.selection)},
         "predicted_speedup": result.predicted_speedup if math.isfinite(result.predicted_speedup) else None,
         "baselines": {} if result.baselines is None else result.baselines.costs,
         "baseline_units": baseline_units(result),
@@ -271,10 +274,12 @@ def _print_search(result: RunResult, console: Console) -> None:
                       f"{_improvement(result.runtime_input_cost, best.cost):.2f} % cheaper", markup=False)
     if result.layouts is not None:
         console.print(f"layout reorders on the target's runtime: input {cost_text(result.input_reorders)}, best "
-                      f"{cost_text(result.reorders(best.selection))}", markup=False)
+                      f"{cost_text(result.reorders(best.selection))}; folded into convolutions: input "
+                      f"{cost_text(result.input_folds)}, best {cost_text(result.folds(best.selection))}", markup=False)
     if result.runtime_input_cost is not None or result.layouts is not None:
+        extra = ", reorders and folds included" if result.layouts is not None else ""
         console.print(f"predicted speedup {result.predicted_speedup:.3f}× (the input as its runtime runs it "
-                      f"over the best{', reorders included' if result.layouts is not None else ''})", markup=False)
+                      f"over the best{extra})", markup=False)
 
 
 RUN = "this run"

@@ -11,7 +11,7 @@ import pytest
 import yaml
 from onnx import TensorProto, helper, numpy_helper
 
-from eqdsl.cost.layouts import Layouts, Selected, read_layouts, reorder_cost
+from eqdsl.cost.layouts import Layouts, Selected, folded_cost, read_layouts, reorder_cost
 from eqdsl.cost.targets import target_path
 from eqdsl.diagnostics import EqdslError
 from eqdsl.extract.egraph import build_problem
@@ -77,7 +77,7 @@ def test_the_input_reorders_are_those_onnx_runtime_inserts(tmp_path, run_cli, ca
 def _count_target() -> str:
     """The CPU target, a reorder priced 1 ns: the reorders' cost is their count."""
     data = yaml.safe_load(target_path("cpu", None).read_text())
-    data["params"].update(gbps=10**15, launch_ns=1)
+    data["params"].update(gbps=10**15, cache_gbps=10**15, launch_ns=1)
     return yaml.safe_dump(data)
 
 
@@ -91,12 +91,12 @@ def test_a_rewrite_that_removes_a_scalar_op_saves_its_reorders(tmp_path, run_cli
     code, out, err = run_cli("run", tmp_path / "c.yaml", "--output", tmp_path / "out")
     assert code == 0, out + err
     report = json.loads((tmp_path / "out" / "report.json").read_text())
-    reorders = report["layout_reorders"]
+    reorders, folds = report["layout_reorders"], report["conv_folds"]
     assert reorders["input"] > reorders["optimized"] > 0  # the graph's own input and output stay plain
     as_run = report["runtime_input_cost"] or report["original_cost"]
     assert report["predicted_speedup"] == pytest.approx(
-        (as_run + reorders["input"]) / (report["best_cost"] + reorders["optimized"]))
-    assert "predicted speedup" in out and "reorders included" in out
+        (as_run + reorders["input"] - folds["input"]) / (report["best_cost"] + reorders["optimized"] - folds["optimized"]))
+    assert "predicted speedup" in out and "reorders and folds included" in out
 
 
 def test_reorders_of_a_hand_built_selection():
@@ -118,6 +118,41 @@ def test_reorders_of_a_hand_built_selection():
     # 12: each Conv reads plain, writes blocked (the product and the output copied out); 18: never blocked
     assert cost(12) == 2 * (10 + 8 * 12 * 64 / 4)
     assert cost(18) == 0
+
+
+CONV_PARAMS = ("sh", "sw", "pad", "act", "x", "w")
+
+
+def _bias_then_pad(act: int, conv_readers: int = 1) -> float:
+    """input → conv(act) → ewadd(its bias, one value per channel) → pad2d → VALID conv, hand-built
+    (costs: convs 5, the bias 2, the pad 3); `conv_readers` 2: the first conv's output is a root too."""
+    rows = [("x", "input", "cx", [], 0.0, False), ("w", "weight", "cw", [], 0.0, False),
+            ("b", "weight", "cb", [], 0.0, False), ("one", "1", "c_one", [], 0.0, False),
+            ("zero", "0", "c_zero", [], 0.0, False), ("act", str(act), "c_act", [], 0.0, False),
+            ("c1", "conv2d", "c1", ["c_one", "c_one", "c_zero", "c_act", "cx", "cw"], 5.0, False),
+            ("a", "ewadd", "ca", ["c1", "cb"], 2.0, False),
+            ("p", "pad2d", "cp", ["ca", "c_one", "c_one", "c_one", "c_one", "c_zero"], 3.0, False),
+            ("c2", "conv2d", "c2", ["c_one", "c_one", "c_one", "c_zero", "cp", "cw"], 5.0, False)]
+    problem = build_problem(rows, ["c2", "c1"][:conv_readers], children_are_classes=True)
+    selection = {c: nodes[0] for c, nodes in enumerate(problem.class_nodes)}
+    activation = (1, C, 8, 8)
+    shapes = {"cx": activation, "cw": (C, C, 3, 3), "cb": (C, 1, 1), "c1": activation, "ca": activation,
+              "cp": (1, C, 10, 10), "c2": activation}
+    values = {"c_one": 1, "c_zero": 0, "c_act": act}
+    layouts = Layouts(16, 4, frozenset({"conv2d"}), frozenset({"ewadd"}), biases=frozenset({"ewadd"}),
+                      folded=frozenset({"pad2d"}), activation="act", convolutions=frozenset({"conv2d"}),
+                      conv_folds=frozenset({"ewadd", "batchnorm"}))
+    program = Selected(problem, selection, shapes, values, {"conv2d": CONV_PARAMS})
+    return folded_cost(layouts, program)
+
+
+def test_a_bias_and_a_pad_beside_convolutions_run_inside_them():
+    """ORT folds a per-channel Add after a Conv into its bias and writes a Pad into the Conv after
+    it: both cost nothing on the runtime. Not the bias of a Conv that fused an activation (Conv +
+    Relu, then Add) or whose output another node reads too."""
+    assert _bias_then_pad(act=0) == 2.0 + 3.0
+    assert _bias_then_pad(act=2) == 3.0
+    assert _bias_then_pad(act=0, conv_readers=2) == 3.0
 
 
 def test_a_bad_layouts_section_names_its_path():

@@ -5,6 +5,7 @@ from __future__ import annotations
 import itertools
 import random
 
+import pytest
 from egglog import bindings
 
 from eqdsl import ir
@@ -106,3 +107,15 @@ def test_every_builtin_has_its_meaning_in_each_layer():
     assert set(LOWERINGS) == {n for n, spec in BUILTINS.items() if spec.in_egglog and n not in SUGAR}
     assert all(spec.evaluate is not None for n, spec in BUILTINS.items() if n not in SUGAR)
     assert SUGAR == {"items", "split_at"}
+
+
+def test_stream_moves_the_first_kilobytes_at_the_cache_bandwidth():
+    """`stream(bytes, kb, fast, slow)`: the cost rules' memory time; kb 0 is the plain roofline
+    `bytes / slow`, so targets without a cache tier price as before."""
+    from eqdsl.ir.builtins import EvalError, stream
+
+    assert stream(12_000, 0, 0, 40) == 12_000 // 40
+    assert stream(4096, 8, 100, 10) == 4096 // 100  # all of it in the cache
+    assert stream(3 * 1024, 1, 8, 2) == 1024 // 8 + 2048 // 2
+    with pytest.raises(EvalError):
+        stream(4096, 1, 0, 10)

@@ -19,16 +19,25 @@ profiler). A target file says which operators of its language run blocked:
       activation: act                     #   unless that operator's `act` fused an activation
       folded: [pad2d]                     # written into the blocked operators reading it (a
                                           # Conv's pads): in its operand's layout
+      convolutions: [conv2d]              # the runtime folds into these, at load, ...
+      conv_folds: [ewadd, batchnorm, relu]  # ... these, after one (its only reader, no fused
+                                          # activation), their other operands constants of one
+                                          # value per channel or one in all: a bias Add, a
+                                          # BatchNorm, an activation (ORT's Conv fusions)
 
 Contract: `read_layouts(data, where)` reads that mapping (None where absent) or raises
 `EqdslError` naming the YAML path. `reorder_cost(layouts, program, params)` (a `Selected` program of
 an e-graph: its classes' shapes and values, its operators' parameter names) is
 the time (the cost rules' unit, ns) the selected program spends in reorders: one per blocked
 tensor that a plain operator, a narrow reader or the program's output reads, one per plain wide
-tensor that a `blocked` operator reads, each priced as a copy, `launch_ns + 8 * elements / gbps`. Constants
+tensor that a `blocked` operator reads, each priced as a copy, `launch_ns + stream(8 * elements, …)`
+(the cost rules' memory time: `eqdsl.ir.builtins.stream`). Constants
 (nodes whose tensor operands are all constants, leaves other than the program's inputs) are
-reordered once when the model loads and cost nothing. It prices the input and the optimized
-program for the predicted speedup; extraction does not see it (it is not a cost per node).
+reordered once when the model loads and cost nothing. `folded_cost(layouts, program)` is what
+the program's nodes that run inside a neighbour cost as priced (their nodes' costs): those the
+runtime folds into the convolution before them and the `folded` ones written into the blocked
+operators that read them; they run there for nothing. Both price the input and the optimized
+program for the predicted speedup; extraction does not see them (they are not costs per node).
 """
 from __future__ import annotations
 
@@ -39,9 +48,10 @@ from typing import Any, Mapping
 
 from eqdsl.diagnostics import EqdslError
 from eqdsl.extract.egraph import ExtractionProblem, Selection, reachable
+from eqdsl.ir.builtins import stream
 
 INPUT_OPS = frozenset({"input", "typed_input"})  # the program's inputs: plain, never constants
-LISTS = ("blocked", "follow", "channel_constants", "biases", "folded")
+LISTS = ("blocked", "follow", "channel_constants", "biases", "folded", "convolutions", "conv_folds")
 
 
 @dataclass(frozen=True)
@@ -53,6 +63,8 @@ class Layouts:
     channel_constants: frozenset[str] = frozenset()
     biases: frozenset[str] = frozenset()
     folded: frozenset[str] = frozenset()  # written into the blocked operators that read them
+    convolutions: frozenset[str] = frozenset()  # what the runtime folds `conv_folds` into
+    conv_folds: frozenset[str] = frozenset()  # folded into a convolution before them (bias, BatchNorm)
     activation: str = ""  # the parameter of a blocked operator that fuses an activation (0: none)
 
 
@@ -117,22 +129,53 @@ def read_layouts(data: Any, where: str) -> Layouts | None:
 
 
 def reorder_cost(layouts: Layouts, program: Selected, params: Mapping[str, int]) -> float:
-    gbps, launch_ns = params.get("gbps"), params.get("launch_ns")
+    gbps, launch_ns, cache_kb = params.get("gbps"), params.get("launch_ns"), params.get("cache_kb", 0)
     if not gbps or launch_ns is None:
         return 0.0
+    _, read_by, layout = _placed(layouts, program)
+    copies = 0.0
+    for c, placed in layout.items():
+        shape = program.shape(c) or ()
+        readers = [(layout.get(r, Layout.PLAIN), program.op(r)) for r in read_by.get(c, [])]
+        if _copied(layouts, placed, shape, c in program.problem.roots, readers):
+            copies += launch_ns + stream(8 * math.prod(shape), cache_kb, params.get("cache_gbps", 0), gbps)
+    return copies
+
+
+def _placed(layouts: Layouts, program: Selected) -> tuple[list[int], dict[int, list[int]], dict[int, Layout]]:
+    """The program's classes children first, the classes reading each, each tensor's layout."""
     order = reachable(program.problem, program.selection)
     read_by: dict[int, list[int]] = {}
     for c in order:
         for k in set(program.tensors(c)):
             read_by.setdefault(k, []).append(c)
     layout = _layouts(layouts, program, order, read_by)
-    copies = 0.0
-    for c, placed in layout.items():
-        shape = program.shape(c) or ()
-        readers = [(layout.get(r, Layout.PLAIN), program.op(r)) for r in read_by.get(c, [])]
-        if _copied(layouts, placed, shape, c in program.problem.roots, readers):
-            copies += launch_ns + 8 * math.prod(shape) / gbps
-    return copies
+    return order, read_by, layout
+
+
+def folded_cost(layouts: Layouts, program: Selected) -> float:
+    """The cost of the nodes of `program` that the runtime runs inside a neighbour: those folded
+    into the convolution before them, and those (a Pad) written into the blocked operators after."""
+    order, read_by, layout = _placed(layouts, program)
+    return sum(program.problem.nodes[program.selection[c]].cost for c in order
+               if _folds_into_conv(layouts, program, c, layout, read_by) or _written_into(layouts, program, c, read_by))
+
+
+def _written_into(layouts: Layouts, program: Selected, c: int, read_by: dict[int, list[int]]) -> bool:
+    readers = read_by.get(c, [])
+    return program.op(c) in layouts.folded and bool(readers) and all(program.op(r) in layouts.blocked for r in readers)
+
+
+def _folds_into_conv(layouts: Layouts, program: Selected, c: int, layout: dict[int, Layout],
+                     read_by: dict[int, list[int]]) -> bool:
+    operands, shape = program.tensors(c), program.shape(c) or ()
+    if program.op(c) not in layouts.conv_folds or not operands or len(shape) != 4:
+        return False
+    conv, constants = operands[0], operands[1:]
+    return (program.op(conv) in layouts.convolutions and read_by.get(conv) == [c] and conv not in program.problem.roots
+            and program.param(conv, layouts.activation) in (0, None)
+            and all(layout.get(k) is Layout.CONSTANT and math.prod(program.shape(k) or ()) in (1, shape[1])
+                    for k in constants))
 
 
 def _copied(layouts: Layouts, placed: Layout, shape: tuple, is_root: bool, readers: list[tuple[Layout, str]]) -> bool:
@@ -156,7 +199,7 @@ def _layouts(layouts: Layouts, program: Selected, order: list[int], read_by: dic
         op, operands = program.op(c), program.tensors(c)
         if op not in INPUT_OPS and all(layout[k] is Layout.CONSTANT for k in operands):
             layout[c] = Layout.CONSTANT
-        elif op in layouts.folded and operands and all(program.op(r) in layouts.blocked for r in read_by.get(c, [])):
+        elif operands and _written_into(layouts, program, c, read_by):
             layout[c] = layout[operands[0]]
         elif _blockable(shape, layouts) and (op in layouts.blocked or op in layouts.follow and operands and all(
                 _runs_blocked(_takes_channel_constants(layouts, program, op, operands, read_by), layout[k],

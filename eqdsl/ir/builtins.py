@@ -72,6 +72,15 @@ def remove(x: tuple[int, ...], i: int) -> tuple[int, ...]:
     return tuple(x[:i]) + tuple(x[i + 1:])
 
 
+def stream(nbytes: int, cache_kb: int, cache_gbps: int, gbps: int) -> int:
+    """ns to move `nbytes` bytes: the first `cache_kb` KiB at `cache_gbps` GB/s (bytes per ns), the
+    rest at `gbps`; a `cache_kb` of 0 moves all of them at `gbps`."""
+    cached = min(nbytes, 1024 * cache_kb) if cache_kb > 0 else 0
+    if (cached and cache_gbps <= 0) or (nbytes > cached and gbps <= 0):
+        raise EvalError(f"stream({nbytes}, {cache_kb}, {cache_gbps}, {gbps}): a bandwidth ≤ 0")
+    return (cached // cache_gbps if cached else 0) + ((nbytes - cached) // gbps if nbytes > cached else 0)
+
+
 BUILTINS: dict[str, BuiltinSpec] = {
     "len": BuiltinSpec((INTS,), INT, len, "the number of items"),
     "prod": BuiltinSpec((INTS,), INT, prod, "the product of the items"),
@@ -79,6 +88,9 @@ BUILTINS: dict[str, BuiltinSpec] = {
     "min": BuiltinSpec((INT, INT), INT, min, "the smaller"),
     "max": BuiltinSpec((INT, INT), INT, max, "the larger"),
     "select": BuiltinSpec((BOOL, INT, INT), INT, lambda c, a, b: a if c else b, "a where c holds, else b",
+                          in_egglog=False),
+    "stream": BuiltinSpec((INT, INT, INT, INT), INT, stream,
+                          "ns to move b bytes: the first kb KiB at fast GB/s, the rest at slow (kb 0: all at slow)",
                           in_egglog=False),
     "broadcasts": BuiltinSpec((INTS, INTS), BOOL, broadcasts, "b broadcasts to a (numpy's rules)"),
     "permute": BuiltinSpec((INTS, INTS), INTS, permute, "[x[p[0]], ..., x[p[n-1]]]"),
