@@ -2,10 +2,14 @@
 from __future__ import annotations
 
 import json
+import math
+import random
 
 import pytest
+import yaml
 
-from eqdsl.cost.model import RuleCosts
+from eqdsl.cost.model import Request, RuleCosts
+from eqdsl.cost.targets import target_path
 from eqdsl.egglog.lower import lower_language
 from eqdsl.egglog.session import EGraphSession
 from eqdsl.extract.cpsat_model import cyclic_components
@@ -120,3 +124,22 @@ def test_short_cycles_lists_each_cycle_of_three_to_longest_nodes_once():
     assert sorted(map(tuple, short_cycles(edges, 5, 100))) == [(0, 1, 2), (2, 3, 4, 5)]
     assert list(short_cycles(edges, 3, 100)) == [[0, 1, 2]]
     assert len(list(short_cycles(edges, 5, 1))) == 1
+
+
+@pytest.mark.parametrize("target", ["t4", "a100", "h100"])
+def test_a_target_without_a_cache_tier_prices_the_plain_roofline(target):
+    """The CPU target's cache, depthwise and activation parameters default to the plain roofline:
+    the GPU targets price `launch_ns + max(FLOPs / gflops, bytes / gbps)` as TENSAT's model does."""
+    params = yaml.safe_load(target_path(target, None).read_text())["params"]
+    costs, rng = RuleCosts(load_language("tensor"), params), random.Random(0)
+    g, bw, launch = params["gflops"], params["gbps"], params["launch_ns"]
+    for _ in range(50):
+        n, c, k, hw = (rng.randint(1, 64) for _ in range(4))
+        x, w, out = (n, c, hw + 2, hw + 2), (k, rng.choice([1, c]), 3, 3), (n, k, hw, hw)
+        act = rng.randint(0, 3)
+        flops, moved = 2 * math.prod(out) * w[1] * 9, 4 * (math.prod(x) + math.prod(w) + math.prod(out))
+        assert costs.cost(Request("conv2d", (1, 1, 1, act, x, w), out)) == launch + max(flops // g, moved // bw)
+        a, b = (n, c), (c, k)
+        moved = 4 * (n * c + c * k + n * k)
+        assert costs.cost(Request("matmul", (act, a, b), (n, k))) == launch + max(2 * n * k * c // g, moved // bw)
+        assert costs.cost(Request("sigmoid", (out,), out)) == launch + max(4 * math.prod(out) // g, 8 * math.prod(out) // bw)
