@@ -72,7 +72,7 @@ class RunResult:
     runtime_input_cost: float | None = None  # the input priced as that runtime runs it (None: no such rules)
     layouts: Layouts | None = None  # the target runtime's blocked layout (eqdsl.cost.layouts)
     input_reorders: float = 0.0  # what the input (as the runtime runs it) spends in layout reorders
-    input_folds: float = 0.0  # what of the input's cost the runtime folds into its convolutions
+    input_folds: float = 0.0  # what of the input's cost the runtime runs inside a neighbour (a Conv's bias)
 
     @property
     def validation(self) -> Validation | None:
@@ -124,8 +124,9 @@ class RunResult:
         return reorder_cost(self.layouts, self._selected(selection, live), self.params)
 
     def folds(self, selection: Selection, live: LiveEGraph | None = None) -> float:
-        """What of `selection`'s cost the target's runtime folds into its convolutions (0 where the
-        target names no layout)."""
+        """What of `selection`'s cost the target's runtime runs inside a neighbour: a bias, BatchNorm
+        or Relu folded into the Conv before it, a Pad written into the one after (0 where the target
+        names no layout)."""
         live = live or self.live
         if self.layouts is None or live is None:
             return 0.0
@@ -309,7 +310,7 @@ def _explore(result: RunResult, schedule: LimitsConfig, progress: ProgressFn | N
 
 
 def _price_as_run(result: RunResult, selection: Selection, session: EGraphSession) -> None:
-    """The input's layout reorders and convolution folds on the target's runtime."""
+    """The input's layout reorders and folds on the target's runtime."""
     result.input_reorders = result.reorders(selection, session.live())
     result.input_folds = result.folds(selection, session.live())
 

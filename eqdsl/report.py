@@ -95,7 +95,8 @@ def report_json(result: RunResult) -> dict:
         # what each program spends copying tensors between the runtime's layouts (eqdsl.cost.layouts)
         "layout_reorders": None if result.layouts is None else {
             "input": result.input_reorders, "optimized": result.reorders(best.selection)},
-        # what of each program's cost the runtime folds into its convolutions (a bias, a BatchNorm)
+        # what of each program's cost the runtime runs inside a neighbour (a Conv's bias, BatchNorm,
+        # Relu; a Pad written into the Conv after it): priced at nothing in the predicted speedup
         "conv_folds": None if result.layouts is None else {
             "input": result.input_folds, "optimized": result.folds(best.selection)},
         "predicted_speedup": result.predicted_speedup if math.isfinite(result.predicted_speedup) else None,

@@ -64,7 +64,7 @@ class Layouts:
     biases: frozenset[str] = frozenset()
     folded: frozenset[str] = frozenset()  # written into the blocked operators that read them
     convolutions: frozenset[str] = frozenset()  # what the runtime folds `conv_folds` into
-    conv_folds: frozenset[str] = frozenset()  # folded into a convolution before them (bias, BatchNorm)
+    conv_folds: frozenset[str] = frozenset()  # folded into a convolution before them (bias, BatchNorm, Relu)
     activation: str = ""  # the parameter of a blocked operator that fuses an activation (0: none)
 
 
