@@ -10,7 +10,8 @@ model's own operators run:
 - `gbps`: a batch-1 Gemm streaming its 1×9216×4096 weights (AlexNet's first: memory, past every cache);
 - `cache_gbps`: a chain of Adds over 1 Mi floats (12 MiB moved each, under `cache_kb`);
 - `act_ps`: ps per element of a HardSwish, a Sigmoid and a Tanh after a 1×1 Conv (64 channels,
-  56×56), as ONNX Runtime runs them fused into it: the chain with them less the chain without;
+  56×56), as ONNX Runtime runs them fused into it: the chain with them less the chain without,
+  the mean of the three;
 - `launch_ns`: a chain of 200 Relus over 16 floats (the per-node cost when the work is nil);
 - `lrn_ns`: an LRN (size 5) over AlexNet's first, 1×96×55×55, per element.
 A chain's per-node time is the difference of a long and a short chain over their node counts, so
