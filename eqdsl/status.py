@@ -110,15 +110,10 @@ class _Line:
 def suspend() -> Callable[[], None]:
     """Stop drawing now (the redraw thread ends: a fork must not copy a thread that may hold the
     console's lock); returns the call that draws again, in this process only."""
-    global _live
     pid = os.getpid()
     if _live is None or _live_pid != pid:
         return lambda: None
-    redraws = getattr(_live, "_refresh_thread", None)  # rich's: told to stop, not joined
-    _live.stop()
-    _live = None
-    if redraws is not None:
-        redraws.join()
+    _stop_live()
 
     def resume() -> None:
         if os.getpid() == pid and _stage is not None:
@@ -138,7 +133,12 @@ def _start_live() -> None:
 
 
 def _stop_live() -> None:
+    """Stop drawing and wait for the redraw thread to end (rich's `stop` only tells it to), so
+    that no fork after it copies a thread that may hold the console's lock."""
     global _live
     if _live is not None and _live_pid == os.getpid():
+        redraws = getattr(_live, "_refresh_thread", None)
         _live.stop()
+        if redraws is not None:
+            redraws.join()
     _live = None

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import io
+import threading
 import time
 
 from rich.console import Console
@@ -48,3 +49,16 @@ def test_a_stop_message_clears_the_status_line_on_a_terminal_only(monkeypatch):
         monkeypatch.setattr("sys.stderr", stream)
         worker._say("interrupted: stopped, nothing written")
         assert stream.getvalue().startswith(start) and stream.getvalue().endswith("nothing written\n")
+
+
+def test_a_stage_that_ends_leaves_no_redraw_thread_to_fork():
+    """A guarded step forks right after a stage may have ended: the line's redraw thread must be
+    gone by then (a fork copies a thread that may hold the console's lock; Python warns of it)."""
+    status.show(Console(file=io.StringIO(), force_terminal=True, width=200))
+    try:
+        for _ in range(20):
+            with status.stage("load"):
+                pass
+            assert not [t for t in threading.enumerate() if type(t).__name__ == "_RefreshThread" and t.is_alive()]
+    finally:
+        status.show(None)
