@@ -21,11 +21,12 @@ development VM's 32 MiB L3 (`lscpu`).
 from __future__ import annotations
 
 import argparse
-import time
 
 import numpy as np
 import onnxruntime as ort
 from onnx import TensorProto, helper, numpy_helper
+
+from eqdsl.onnx.runtime import median_ms
 
 RNG = np.random.default_rng(0)
 
@@ -42,26 +43,22 @@ def _session(nodes, shape: list[int], output: str, threads: int, weights=(), pla
     return ort.InferenceSession(model.SerializeToString(), options, providers=["CPUExecutionProvider"])
 
 
-def _median_ns(session: ort.InferenceSession, shape: list[int], runs: int) -> float:
+def _chains_ns(chains: list[tuple], shape: list[int], args, plain=False) -> list[float]:
+    """Median ns of one run of each chain (nodes, output, weights) on one random input of `shape`,
+    the sessions taking turns run by run."""
+    sessions = [_session(nodes, shape, output, args.threads, weights, plain) for nodes, output, weights in chains]
     feed = {"t0": RNG.standard_normal(shape, dtype=np.float32)}
-    session.run(None, feed)
-    times = []
-    for _ in range(runs):
-        start = time.perf_counter()
-        session.run(None, feed)
-        times.append(time.perf_counter() - start)
-    return float(np.median(times)) * 1e9
+    return [ms * 1e6 for ms in median_ms(sessions, feed, args.runs)]
 
 
 def _chain_ns(chain: tuple, shape: list[int], args, plain=False) -> float:
-    """Median ns of one run of `chain` (nodes, output, weights) on a random input of `shape`."""
-    nodes, output, weights = chain
-    return _median_ns(_session(nodes, shape, output, args.threads, weights, plain), shape, args.runs)
+    return _chains_ns([chain], shape, args, plain)[0]
 
 
 def _per_node_ns(make, shape: list[int], short: int, long: int, args) -> float:
     """Per-node ns of a chain `make(n)` of `n` nodes: a long one minus a short one."""
-    return (_chain_ns(make(long), shape, args) - _chain_ns(make(short), shape, args)) / (long - short)
+    few, many = _chains_ns([make(short), make(long)], shape, args)
+    return (many - few) / (long - short)
 
 
 def _chain(op: str, n: int, inputs=(), weights=(), **attrs):

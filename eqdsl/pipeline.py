@@ -118,23 +118,24 @@ class RunResult:
     def reorders(self, selection: Selection, live: LiveEGraph | None = None) -> float:
         """What `selection` (of `live`, by default the run's e-graph) spends in layout reorders
         on the target's runtime (0 where the target names no blocked layout)."""
-        live = live or self.live
-        if self.layouts is None or live is None:
-            return 0.0
-        return reorder_cost(self.layouts, self._selected(selection, live), self.params)
+        program = self._selected(selection, live)
+        return 0.0 if program is None else reorder_cost(program[0], program[1], self.params)
 
     def folds(self, selection: Selection, live: LiveEGraph | None = None) -> float:
         """What of `selection`'s cost the target's runtime runs inside a neighbour: a bias, BatchNorm
         or Relu folded into the Conv before it, a Pad written into the one after (0 where the target
         names no layout)."""
+        program = self._selected(selection, live)
+        return 0.0 if program is None else folded_cost(*program)
+
+    def _selected(self, selection: Selection, live: LiveEGraph | None) -> tuple[Layouts, Selected] | None:
+        """The target's layouts and `selection` as a program of `live` (the run's e-graph by
+        default); None where the target names no layout."""
         live = live or self.live
         if self.layouts is None or live is None:
-            return 0.0
-        return folded_cost(self.layouts, self._selected(selection, live))
-
-    def _selected(self, selection: Selection, live: LiveEGraph) -> Selected:
+            return None
         names = {op.name: tuple(p.name for p in op.params) for op in self.language.ops.values()}
-        return Selected(live.problem, selection, live.shapes, live.values, names)
+        return self.layouts, Selected(live.problem, selection, live.shapes, live.values, names)
 
     @property
     def optimized_text(self) -> str:

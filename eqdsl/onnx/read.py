@@ -293,14 +293,14 @@ def _read_nodes(path: Path, r: Reader, live: list[onnx.NodeProto], outputs: list
             readers.setdefault(name, []).append(node)
     carried: dict[int, int] = {}  # id of a region's first node → its size, for regions carried whole
     for k, node in enumerate(order):
-        region = region_of.pop(id(node), None)
+        region = region_of.get(id(node))
         if region is not None and id(region[0]) in carried:
             continue
         try:
             made = regions.region_outputs(r, region, readers) if region is not None and region[0] is node else None
             if region is not None and made is not None:
                 r.env.update(made)
-                carried[id(region[0])] = len(region)
+                carried[id(node)] = len(region)
             else:  # a node of no region, or of one imported node by node
                 _node(r, node)
         except (NodeError, EqdslError) as err:

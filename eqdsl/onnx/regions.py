@@ -154,7 +154,6 @@ def region_outputs(r: Reader, region: Region,
         *tensors)) for k, o in enumerate(outputs)]
 
 
-
 def splice_regions(nodes: list[onnx.NodeProto], initializers: dict[str, onnx.TensorProto]) -> list[onnx.NodeProto]:
     """Each If on a constant true condition (a region as eqdsl writes it) as its branch's nodes in
     its place: the branch's own values renamed under the If's first output, its outputs the If's."""
