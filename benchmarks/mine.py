@@ -8,14 +8,24 @@ rooted at a node (a child either inside the tree or a variable; the leaves `inpu
 `scalar`, and opaque nodes, are always variables; Int parameters kept as written) is counted once
 per occurrence. Prints the most frequent trees with at least two operators: the count, how many
 models hold it, and one occurrence's operand shapes — where rules from semantics should look
-first (`eqdsl synthesize fusions --ops ...`).
+first.
+
+With `--synthesize FILE`, each of those patterns becomes a goal of `eqdsl synthesize --goal`
+(`eqdsl.synth.goals`): its variables at the shapes of its first occurrence (weights and scalars
+constant), the cheapest equivalent of at most `--size` operators (at least one more than the
+pattern; the pattern's operators and `--extra-ops`, default `reshape`; `--seconds` each) that the
+target's cost rules (`--target`, default `cpu`) price cheaper and `verify` passes. The
+rules found are written to FILE as a ruleset over `cpu-fusions`, each with its pattern's count.
 """
 from __future__ import annotations
 
 import argparse
 import collections
 import sys
+import time
+from dataclasses import replace
 from pathlib import Path
+from typing import Callable
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
@@ -23,10 +33,17 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from models import CORPUS, fetch  # noqa: E402
 
 from eqdsl import ir  # noqa: E402
+from eqdsl.cost.model import RuleCosts  # noqa: E402
+from eqdsl.cost.targets import bind_target, load_target  # noqa: E402
+from eqdsl.diagnostics import EqdslError  # noqa: E402
 from eqdsl.frontend import load_language  # noqa: E402
 from eqdsl.ir.builder import program_shapes  # noqa: E402
+from eqdsl.ir.text import pattern_text  # noqa: E402
 from eqdsl.languages.tensor.ops import OPAQUE, STRUCTURE  # noqa: E402
 from eqdsl.onnx.read import read_onnx  # noqa: E402
+from eqdsl.synth.enumerate import VARIABLE_NAMES, Space  # noqa: E402
+from eqdsl.synth.goals import Goal, cheaper_form, read_goal, size_of  # noqa: E402
+from eqdsl.verify.semantics import load_semantics  # noqa: E402
 
 Tree = tuple  # (op, args...): a child inside the tree is a Tree, one outside is the int k of variable ?k
 
@@ -73,7 +90,7 @@ def canonical(t: Tree, nodes: list[int]) -> str:
             return f"{x[0]}({', '.join(show(a) for a in x[1:])})"
         if x is None:
             n = next(it)
-            return names.setdefault(n, f"?{'abcdefghijklmnop'[len(names)]}")
+            return names.setdefault(n, f"?{VARIABLE_NAMES[len(names)]}")
         return repr(x) if not isinstance(x, str) else f'"{x}"'
 
     return show(t)
@@ -90,11 +107,18 @@ def main() -> None:
     parser.add_argument("--cache", default="/tmp/bench-models/cache")
     parser.add_argument("--ops", type=int, default=4)
     parser.add_argument("--top", type=int, default=20)
+    parser.add_argument("--synthesize", type=Path, help="write the cheaper forms found as a ruleset here")
+    parser.add_argument("--target", default="cpu")
+    parser.add_argument("--extra-ops", default="reshape", help="operators a form may use besides the pattern's")
+    parser.add_argument("--size", type=int, default=5, help="operators per form, at most (at least one more than "
+                                                            "the pattern has)")
+    parser.add_argument("--seconds", type=float, default=180.0, help="per pattern, at most")
     args = parser.parse_args()
     lang = load_language("fusions")
     counts: collections.Counter[str] = collections.Counter()
     models: dict[str, set[str]] = collections.defaultdict(set)
     example: dict[str, str] = {}
+    goals: dict[str, Goal] = {}
     for model in [m for m in CORPUS if m.name in args.models.split(",")]:
         program = read_onnx(fetch(model, Path(args.cache)), lang, model.shapes, model.constants).program
         shapes = program_shapes(lang, program)
@@ -107,10 +131,60 @@ def main() -> None:
                     counts[key] += 1
                     models[key].add(model.name)
                     example.setdefault(key, _operands(program, shapes, nodes))
+                    if key not in goals and (goal := _goal(lang, key, program, shapes, nodes)) is not None:
+                        goals[key] = goal
     print(f"| pattern (≤ {args.ops} operators) | occurrences | models | operands of one (op, shape) |")
     print("|---|---|---|---|")
     for key, n in counts.most_common(args.top):
         print(f"| `{key}` | {n} | {len(models[key])} | {example[key]} |")
+    if args.synthesize:
+        top = [(key, n, len(models[key])) for key, n in counts.most_common(args.top) if key in goals]
+        synthesized(lang, [replace(goals[key], origin=f"{n} times in {m} models") for key, n, m in top], args)
+
+
+def _goal(lang: ir.Language, key: str, program: ir.Program, shapes: list, nodes: list[int]) -> Goal | None:
+    """The pattern `key` with its variables at the shapes of this occurrence; None where one has none."""
+    seen = list(dict.fromkeys(nodes))
+    if any(not isinstance(shapes[n], tuple) for n in seen):
+        return None
+    names = VARIABLE_NAMES
+    constant = {names[k] for k, n in enumerate(seen) if _constant(lang, program, n)}
+    try:
+        return read_goal(lang, key, {names[k]: tuple(shapes[n]) for k, n in enumerate(seen)}, constant)
+    except EqdslError:
+        return None
+
+
+def _constant(lang: ir.Language, program: ir.Program, n: int) -> bool:
+    """Whether node `n` is known before the program runs: a weight or scalar, or computed from them only."""
+    node = program.nodes[n]
+    children = [a.index for a in node.args if isinstance(a, ir.Child)]
+    return lang.ops[node.op].const or (bool(children) and all(_constant(lang, program, c) for c in children))
+
+
+def _until(deadline: float) -> Callable[[], bool]:
+    return lambda: time.perf_counter() > deadline
+
+
+def synthesized(lang: ir.Language, goals: list[Goal], args: argparse.Namespace) -> None:
+    """Each goal's cheapest verified form (see the module docstring), as a table and a ruleset."""
+    costs = RuleCosts(lang, bind_target(lang, load_target(args.target)))
+    sem = load_semantics(lang)
+    lines = [f"# Synthesized by `benchmarks/mine.py --top {args.top} --target {args.target} "
+             f"--size {args.size} --extra-ops {args.extra_ops} --synthesize`: for each of the corpus's most frequent "
+             f"operator trees, its cheapest equivalent of at most --size operators that the {args.target} cost rules price cheaper and `eqdsl verify` "
+             f"passes (eqdsl.synth.goals).", "language mined-synth", "include cpu-fusions", ""]
+    print("\n| pattern | form found | cost (ns) | seconds |\n|---|---|---|---|")
+    for goal in goals:
+        t0 = time.perf_counter()
+        space = Space(max(size_of(goal.pattern) + 1, args.size), ops=tuple(o for o in args.extra_ops.split(",") if o))
+        form = cheaper_form(lang, sem, goal, costs, space, stop=_until(t0 + args.seconds))
+        found = "none" if form is None else f"`{form.candidate.text}`"
+        cost = "" if form is None else f"{form.goal_cost:,.0f} → {form.cost:,.0f}"
+        print(f"| `{pattern_text(goal.pattern)}` | {found} | {cost} | {time.perf_counter() - t0:.1f} |", flush=True)
+        if form is not None:
+            lines += [f"# {pattern_text(goal.pattern)}: {goal.origin}", *form.candidate.lines()]
+    args.synthesize.write_text("\n".join(lines) + "\n")
 
 
 if __name__ == "__main__":

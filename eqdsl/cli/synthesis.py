@@ -20,6 +20,7 @@ from eqdsl.cli.common import (
     stderr,
     stdout,
 )
+from eqdsl.diagnostics import EqdslError
 from eqdsl.output import FileScratch
 
 
@@ -39,7 +40,8 @@ def _synthesis_commands(sub) -> None:
     c.add_argument("-o", "--output", required=True, help="the .eqr file to write (a new file)")
     c.add_argument("--ops", type=lambda t: [o for o in t.split(",") if o],
                    help="operators to use, constant operators (scalar, num) too (default: all)")
-    c.add_argument("--size", type=AT_LEAST_ONE, default=2, help="operators per term, at most (default 2)")
+    c.add_argument("--size", type=AT_LEAST_ONE, help="operators per term, at most (default 2; with --goal, "
+                                                     "one more than the goal has)")
     c.add_argument("--vars", type=AT_LEAST_ONE, default=3, help="variables per sort (default 3)")
     c.add_argument("--ints", type=int_list, default=[0, 1, 2], help="Int literals to try (default 0,1,2)")
     c.add_argument("--values", type=named_ints, action="append", default=[], metavar="NAME=V,V",
@@ -50,6 +52,16 @@ def _synthesis_commands(sub) -> None:
     c.add_argument("--examples", type=AT_LEAST_ONE, default=100, help="verify's examples per rule (default 100)")
     c.add_argument("--time-limit", type=POSITIVE, default=600.0, help="seconds in all (default 600)")
     c.add_argument("--seed", type=AT_LEAST_ZERO, default=0, help="seed of the fingerprint inputs (default 0)")
+    c.add_argument("--goal", metavar="PATTERN",
+                   help="instead: the cheapest verified equivalent of this pattern under --target, as one rule "
+                        "(--goal 'ewadd(batchnorm(?x, ?s, ?b, ?m, ?v), ?g)')")
+    c.add_argument("--at", type=named_ints, action="append", default=[], metavar="NAME=d0,d1,...",
+                   help="with --goal: the shape of variable ?NAME where the pattern occurs; one per variable")
+    c.add_argument("--constant", type=lambda t: {v for v in t.split(",") if v}, default=set(), metavar="A,B",
+                   help="with --goal: variables known before the program runs (weights: what only they compute "
+                        "costs nothing)")
+    c.add_argument("--target", help="with --goal: the target whose cost rules price the forms (a shipped name "
+                                    "or a .yaml path; default: the language's params' defaults)")
     c.add_argument("--no-ref", action="store_true", help=NO_REF_HELP)
     c.add_argument("--force", action="store_true", help="replace --output if it exists")
     c.set_defaults(fn=cmd_synthesize)
@@ -90,8 +102,12 @@ def _synthesize(args: argparse.Namespace, scratch: FileScratch) -> int:
     from eqdsl.verify.semantics import load_semantics
 
     lang = load_language(args.language)
+    if args.goal is not None:
+        return _synthesize_goal(args, lang, scratch)
+    if args.at or args.constant or args.target:
+        raise EqdslError.one("synthesize: --at, --constant and --target go with --goal", path="--goal")
     shapes = tuple(tuple(shape) for shape in args.shape or [[3, 3]])
-    space = Space(args.size, args.vars, tuple(args.ints), tuple(args.ops or ()), seed=args.seed, shapes=shapes,
+    space = Space(args.size or 2, args.vars, tuple(args.ints), tuple(args.ops or ()), seed=args.seed, shapes=shapes,
                   params=tuple(args.values))
     files = [scratch.target.name]
     if (companion := semantics_companion(lang)) is not None:  # a user's semantics: found from beside the file
@@ -108,7 +124,7 @@ def _synthesize(args: argparse.Namespace, scratch: FileScratch) -> int:
         found = synthesize(lang, load_semantics(lang, run_ref=not args.no_ref), space, Limits(8, 20_000, 5),
                            args.examples, time.monotonic() + args.time_limit, lambda note: status.update(note=note),
                            checkpoint)
-    header = (f"Synthesized by `eqdsl synthesize {args.language} --size {args.size} --vars {args.vars} --ints "
+    header = (f"Synthesized by `eqdsl synthesize {args.language} --size {space.size} --vars {args.vars} --ints "
               f"{','.join(map(str, args.ints))}{''.join(' --shape ' + ','.join(map(str, s)) for s in shapes)}"
               f"{''.join(f' --values {n}=' + ','.join(map(str, v)) for n, v in args.values)}"
               f"{' --ops ' + ','.join(args.ops) if args.ops else ''}` from the "
@@ -130,6 +146,38 @@ def _synthesize(args: argparse.Namespace, scratch: FileScratch) -> int:
     stdout.print(f"wrote {published(written, args.output)}{also}: {len(found.kept)} rules, {found.merges} of them "
                  f"multi-pattern ({found.rejected} "
                  f"candidates failed verify) in {found.seconds:.1f} s{stopped}", markup=False)
+    return 0
+
+
+def _synthesize_goal(args: argparse.Namespace, lang, scratch: FileScratch) -> int:
+    from eqdsl.cost.model import RuleCosts
+    from eqdsl.cost.targets import bind_target, load_target
+    from eqdsl.output import write_file_atomically
+    from eqdsl.synth.enumerate import Space
+    from eqdsl.synth.goals import cheaper_form, read_goal, size_of
+    from eqdsl.synth.synthesize import Synthesis, declarations, rules_text
+    from eqdsl.verify.semantics import load_semantics
+
+    goal = read_goal(lang, args.goal, dict(args.at), args.constant)
+    costs = RuleCosts(lang, bind_target(lang, load_target(args.target) if args.target else None))
+    size = args.size or 1 + size_of(goal.pattern)
+    space = Space(size, ints=tuple(args.ints), ops=tuple(args.ops or ()), seed=args.seed, params=tuple(args.values))
+    status.show(stderr)
+    with status.stage("synthesize"):
+        form = cheaper_form(lang, load_semantics(lang, run_ref=not args.no_ref), goal, costs, space, args.examples)
+    if form is None:
+        stdout.print(f"no cheaper equivalent of {args.goal} within {size} operators passed verify; "
+                     "nothing written", markup=False)
+        return 1
+    shapes = " ".join(f"--at {v}={','.join(map(str, s))}" for v, s in goal.shapes)
+    header = (f"Synthesized by `eqdsl synthesize {args.language} --goal '{args.goal}' {shapes} --size {size}"
+              f"{' --target ' + args.target if args.target else ''}`: the cheapest verified equivalent "
+              f"({form.goal_cost:,.0f} -> {form.cost:,.0f} at those shapes; {form.tried} tried).")
+    write_file_atomically(scratch.file, rules_text(lang, Synthesis(kept=[form.candidate]), header,
+                                                   declarations(lang, lang.name)))
+    written = scratch.publish([scratch.target.name])
+    stdout.print(f"wrote {published(written, args.output)}: {form.candidate.text} "
+                 f"(cost {form.goal_cost:,.0f} -> {form.cost:,.0f})", markup=False)
     return 0
 
 

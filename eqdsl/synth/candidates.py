@@ -21,18 +21,21 @@ class Candidate:
     size: int  # operators on both sides
     fingerprint_class: int  # the index of the class's first term in the enumeration
     shape: tuple[int, ...] | None = None  # the variables' shape in that enumeration (shaped sorts)
+    note: str = ""  # more of where it came from (a goal's pattern count and costs)
+    oriented: bool = False  # toward a cheaper form (`eqdsl.synth.goals`): never applied both ways
 
     @property
     def origin(self) -> str:
         at = f" at shape {list(self.shape)}" if self.shape is not None else ""
-        return f"size {self.size}, fingerprint class {self.fingerprint_class}{at}"
+        note = f"; {self.note}" if self.note else ""
+        return f"size {self.size}, fingerprint class {self.fingerprint_class}{at}{note}"
 
     @property
     def both_ways(self) -> bool:
         """An equation between two applications over the same variables, without conditions:
         written `<=>` and applied both ways (Ruler's rules are equations), unless the right side
         matches inside the left (`relu(?a) => relu(relu(?a))` would grow without end)."""
-        if self.rule.is_multi:
+        if self.rule.is_multi or self.oriented:
             return False
         lhs, rhs = self.rule.lhs[0], self.rule.rhs[0]
         return not self.rule.wheres and all(_shapes_alike(c) for c in self.rule.conds) and \
@@ -110,12 +113,15 @@ def _cond_text(c: ir.Cond) -> str:
 
 
 def _expr_text(e: ir.Expr) -> str:
-    """The expressions synthesis writes: `?p0`, `[1, 0]`, `shape(?a)`, `shape(t)[1]`."""
+    """The expressions synthesis writes: `?p0`, `[1, 0]`, `shape(?a)`, `shape(t)[1]`,
+    `[shape(?f)[0], 1, 1]`."""
     match e:
         case ir.Ref(name=name):
             return name
         case ir.ListOf(items=items):
-            return "[" + ", ".join(str(cast(ir.Const, i).value) for i in items) + "]"
+            return "[" + ", ".join(map(_expr_text, items)) + "]"
+        case ir.Const(value=value):
+            return str(value)
         case ir.ShapeOf(var=a):
             return f"shape(?{a})"
         case ir.ShapeOfTerm(pattern=p):

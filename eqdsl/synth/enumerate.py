@@ -15,8 +15,12 @@ representative: equal on every sample, so perhaps equal (`eqdsl verify` decides)
 Sorts with a shape analysis (tensors): every variable has the shape given (one enumeration per
 shape instance of `space.shapes`, as TASO enumerates over fixed input shapes); an application is
 kept only where its shape rule accepts its operands, and a term's shape is what the rule gives. An `[Int]`
-parameter takes every permutation of its first operand's axes (a transpose's `perm`); an
-operator with a `Str` parameter is not enumerated. Two-field sorts are refused.
+parameter takes every permutation of its first operand's axes (a transpose's `perm`) and the lists
+of `space.lists` (a reshape's target); an operator with a `Str` parameter is not enumerated.
+Two-field sorts are refused. With `space.leaves` the variables are those, each of its own shape
+(`eqdsl.synth.goals`: the variables of one pattern), instead of `space.variables` per sort, and
+with `space.places` a variable is an operand at an operator's position named there only if named
+with it (a batch norm's four vectors where the goal has them, not in every order).
 """
 from __future__ import annotations
 
@@ -52,6 +56,17 @@ class Space:
     seed: int = 0
     shapes: tuple[tuple[int, ...], ...] = ((3, 3),)  # one enumeration per shape of every shaped variable
     params: tuple[tuple[str, tuple[int, ...]], ...] = ()  # Int parameters by name that take other values than `ints`
+    leaves: tuple[tuple[str, str, tuple[int, ...]], ...] = ()  # (name, sort, shape): these variables instead
+    lists: tuple[tuple[int, ...], ...] = ()  # what an `[Int]` parameter takes besides permutations
+    # (op, operand index, variable): a variable is operand `index` of `op` only where given so, at an
+    # (op, index) named here; a term is always
+    places: tuple[tuple[str, int, str], ...] = ()
+
+    def placed(self, op: str, at: int, child: ir.Pattern) -> bool:
+        """Whether `child` may be operand `at` of `op` (see `places`)."""
+        if not isinstance(child, ir.PVar) or all((o, i) != (op, at) for o, i, _ in self.places):
+            return True
+        return (op, at, child.name) in self.places
 
     def ints_for(self, param: str) -> tuple[int, ...]:
         """The values an `Int` parameter of this name takes."""
@@ -108,7 +123,8 @@ def enumerate_terms(lang: ir.Language, sem: dict[str, Any], space: Space, shape:
             raise EqdslError.one(f"synthesize: sort {sort} has a two-field analysis value; expected sorts "
                                  "with a plain shape or none")
     shaped = any(lang.sorts[sort].shape_type is not None for sort in sorts)
-    found = Enumeration(samples=samples(space, shape if shaped else None))
+    largest = max((leaf[2] for leaf in space.leaves), key=math.prod, default=shape)
+    found = Enumeration(samples=samples(space, largest if shaped else None))
     for term in _leaves(lang, sem, found.samples, space, shape, sorts):
         found.add(term)
     for size in range(1, space.size + 1):
@@ -134,11 +150,13 @@ def _operators(lang: ir.Language, sem: dict[str, Any], space: Space) -> list[ir.
 def _leaves(lang: ir.Language, sem: dict[str, Any], n: int, space: Space, shape: tuple[int, ...],
             sorts: list[str]) -> Iterator[Term]:
     rng = np.random.default_rng(space.seed)
-    for sort in sorts:
+    variables = space.leaves or tuple((VARIABLE_NAMES[k], sort, shape) for sort in sorts
+                                      for k in range(space.variables))
+    for name, sort, at in variables:
         shaped = lang.sorts[sort].shape_type is not None
-        for k in range(space.variables):
-            values = tuple(draw_leaf(rng, shape, None) if shaped else _draw(rng) for _ in range(n))
-            yield _term(ir.PVar(VARIABLE_NAMES[k], ir.SortType(sort)), 0, sort, values, shape if shaped else None)
+        values = tuple(draw_leaf(rng, at, None) if shaped else _draw(rng) for _ in range(n))
+        yield _term(ir.PVar(name, ir.SortType(sort)), 0, sort, values, at if shaped else None)
+    for sort in sorts:
         for op in lang.ops.values():  # constants: a computed operator over Int values only (num(2))
             if op.result == sort and not isinstance(sem[op.name], Leaf) and op.params and \
                     all(p.type == ir.Prim.INT for p in op.params) and (not space.ops or op.name in space.ops):
@@ -185,6 +203,8 @@ def _applications(lang: ir.Language, op: ir.Operator, size: int, found: Enumerat
         choices = [found.representatives(op.params[i].type.name, s)  # type: ignore[union-attr]
                    for i, s in zip(operands, split)]
         for children in itertools.product(*choices):
+            if space.places and not all(space.placed(op.name, i, c.pattern) for i, c in zip(operands, children)):
+                continue
             yield from _with_values(lang, op, operands, children, size, sem, space, found.samples)
 
 
@@ -199,14 +219,23 @@ def _with_values(lang: ir.Language, op: ir.Operator, operands: list[int], childr
             args[i] = child
         for i, value in zip(values_at, chosen):
             args[i] = value
-        shape = _shape(lang, op, args)
-        if shape is _ILL_SHAPED:
-            continue
-        pattern = ir.PApp(op.name, tuple(a.pattern if isinstance(a, Term) else _literal(a, op.params[i].type)
-                                         for i, a in enumerate(args)), NO_SPAN)
-        values = tuple(_applied(sem, op.name, [a.sample(k) if isinstance(a, Term) else a for a in args])
-                       for k in range(n))
-        yield _term(pattern, size, op.result, values, shape)
+        term = application(lang, sem, op, args, size, n)
+        if term is not None:
+            yield term
+
+
+def application(lang: ir.Language, sem: dict[str, Any], op: ir.Operator, args: list[Any], size: int,
+                n: int) -> Term | None:
+    """`op` applied to `args` (a `Term` per operand, the value of each other parameter) as a term
+    of `size` operators with its `n` samples; None where its shape rule refuses them."""
+    shape = _shape(lang, op, args)
+    if shape is _ILL_SHAPED:
+        return None
+    pattern = ir.PApp(op.name, tuple(a.pattern if isinstance(a, Term) else _literal(a, op.params[i].type)
+                                     for i, a in enumerate(args)), NO_SPAN)
+    values = tuple(_applied(sem, op.name, [a.sample(k) if isinstance(a, Term) else a for a in args])
+                   for k in range(n))
+    return _term(pattern, size, op.result, values, shape)
 
 
 def _literal(value: Any, t: ir.ValueType) -> ir.PLit:
@@ -216,7 +245,7 @@ def _literal(value: Any, t: ir.ValueType) -> ir.PLit:
 def _literals(param: ir.Param, children: tuple[Term, ...], space: Space) -> list[Any]:
     if param.type == ir.Prim.INTS:  # a permutation of the first operand's axes
         rank = len(children[0].shape) if children and isinstance(children[0].shape, tuple) else 0
-        return list(itertools.permutations(range(rank))) if rank else []
+        return (list(itertools.permutations(range(rank))) if rank else []) + list(space.lists)
     return list(space.ints_for(param.name))
 
 

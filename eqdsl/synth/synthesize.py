@@ -132,32 +132,33 @@ def _verified(lang: ir.Language, sem: dict[str, Any], candidate: Candidate, exam
     the candidate with their shapes alike, each condition then dropped that it passes without
     (`shape(?b) == shape(?c)`, not every variable's) or else cut to the axes it needs
     (`shape(?a)[1] == shape(?b)[1]`); else None."""
-    def passes(c: Candidate, times: int = 1, seed: int = 0) -> bool:
-        return _passes(lang, sem, c, examples * times, seed)
+    def passes_at(c: Candidate, times: int = 1, seed: int = 0) -> bool:
+        return passes(lang, sem, c, examples * times, seed)
 
-    if passes(candidate) and passes(candidate, 5, seed=1):  # 100 examples missed a grouped conv's case once
+    if passes_at(candidate) and passes_at(candidate, 5, seed=1):  # 100 examples missed a grouped conv's case once
         return candidate
     alike = shapes_alike(lang, candidate)
-    if alike is None or not passes(alike):
+    if alike is None or not passes_at(alike):
         return None
     steps = [alike]
     for cond in alike.rule.conds:
         weaker = without_cond(steps[-1], cond)
-        if passes(weaker):
+        if passes_at(weaker):
             steps.append(weaker)
             continue
         per_dimension = dimension_by_dimension(steps[-1], cond)
-        if per_dimension is not None and passes(per_dimension[0]):
+        if per_dimension is not None and passes_at(per_dimension[0]):
             steps.append(per_dimension[0])
             for dim in per_dimension[1]:
-                if passes(weaker := without_cond(steps[-1], dim)):
+                if passes_at(weaker := without_cond(steps[-1], dim)):
                     steps.append(weaker)
     # each step looked for the weakest condition that passes: where one passed only because the
     # examples missed a case, 5x the examples on another seed should find it; then a stronger step
-    return next((step for step in reversed(steps) if passes(step, 5, seed=1)), None)
+    return next((step for step in reversed(steps) if passes_at(step, 5, seed=1)), None)
 
 
-def _passes(lang: ir.Language, sem: dict[str, Any], c: Candidate, examples: int, seed: int) -> bool:
+def passes(lang: ir.Language, sem: dict[str, Any], c: Candidate, examples: int, seed: int) -> bool:
+    """Whether `c` survives the screen at sizes where no dimensions coincide and `verify`."""
     return not refuted(lang, sem, c.rule) and verify_rule(lang, sem, c.rule, examples, seed=seed,
                                                           shrink=False).status is Status.PASSED
 

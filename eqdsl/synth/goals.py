@@ -1,0 +1,277 @@
+"""`eqdsl synthesize LANGUAGE --goal PATTERN`: the cheapest verified equivalent of one pattern, as
+a rule (issue 61, item 4: rules that pay, for the patterns a corpus holds most often).
+
+Contract: `cheaper_form(lang, sem, goal, costs, space)` enumerates the terms over the goal's own
+variables (`eqdsl.synth.enumerate` with `Space.leaves`: each variable at a small stand-in of the
+shape it has where the pattern occurs, every distinct size > 1 a distinct small size, in order, so
+a kernel stays smaller than its image; `[Int]` parameters take those shapes with axes of size 1
+added or dropped), with the goal's operators and `space.ops`, its `Int` parameters at the values the
+goal holds and `space.params`. Where the goal has a variable as an operand of an operator of three
+operands or more, only that variable is (`Space.places`: a batch norm's four vectors stay where
+they are, not in every order; a term may be there). The terms whose values are the goal's (to
+float32 rounding) are priced with `costs` (the target's cost rules) at the real shapes: a subterm
+over constant variables only (weights, folded before the program runs) at nothing, a term as a
+tree (a shared subterm twice: a bound above its DAG price). The cheaper ones are tried cheapest
+first: each becomes `goal => term` with its list literals bound in `where`s over the variables'
+shapes (`[shape(?f)[0], 1, 1, 1]`) and one condition per variable that ties its shape to the
+others' as they were (`shape(?g) == [shape(?s)[0], 1, 1]`); it is verified (`eqdsl.verify`), each
+condition then dropped that it passes without, and the first that passes is the result (of the
+`TRIES` cheapest). None where no cheaper term exists within `space.size` operators or none
+verifies. `stop()` ends the enumeration early (what it found is still priced and verified).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from typing import Any, Callable
+
+import numpy as np
+
+from eqdsl import ir
+from eqdsl.cost.model import Request, RuleCosts, cost_reads
+from eqdsl.diagnostics import NO_SPAN, EqdslError
+from eqdsl.ir.evaluate import EvalError, ShapeViolation, applied_shape
+from eqdsl.ir.exprs import pattern_ops, pattern_vars
+from eqdsl.ir.text import pattern_text
+from eqdsl.synth.candidates import Candidate, stable_name, without_cond
+from eqdsl.synth.enumerate import Enumeration, Space, Term, application, enumerate_terms
+from eqdsl.synth.synthesize import passes
+
+TRIES = 20  # cheaper forms verified at most, cheapest first
+
+
+@dataclass(frozen=True)
+class Goal:
+    pattern: ir.PApp
+    shapes: tuple[tuple[str, tuple[int, ...]], ...]  # every shaped variable's shape where the pattern occurs
+    constant: frozenset[str] = frozenset()  # variables known before the program runs (weights)
+    origin: str = ""  # where the pattern came from (a corpus count), for the rule's comment
+
+
+@dataclass(frozen=True)
+class Form:
+    candidate: Candidate
+    goal_cost: float  # at the goal's shapes, in the cost rules' unit
+    cost: float
+    tried: int  # cheaper terms of the goal's class tried before one verified
+
+
+def cheaper_form(lang: ir.Language, sem: dict[str, Any], goal: Goal, costs: RuleCosts, space: Space,
+                 examples: int = 100, stop: Callable[[], bool] = lambda: False) -> Form | None:
+    """See the module docstring."""
+    small = _stand_ins(goal)
+    sorts = {v: t.name for v, t in pattern_vars(goal.pattern).items() if isinstance(t, ir.SortType)}
+    leaves = tuple((v, sort, tuple(small[d] for d in dict(goal.shapes)[v])) for v, sort in sorts.items())
+    sized = replace(space, leaves=leaves, lists=_lists([shape for _, _, shape in leaves]),
+                    ops=tuple(dict.fromkeys((*sorted(pattern_ops(goal.pattern)), *space.ops))),
+                    params=_int_params(lang, goal.pattern, space), places=_places(goal.pattern))
+    found = enumerate_terms(lang, sem, sized, stop=stop)
+    target = _term_of(lang, sem, goal.pattern, found)
+    shown = pattern_text(goal.pattern)
+    pricing = _Pricing(lang, costs, goal, {s: r for r, s in small.items()})
+    goal_cost = pricing.cost(goal.pattern)
+    alike = _close_classes(found, target)
+    members = {pattern_text(t.pattern): t for t in found.terms
+               if t.fingerprint in alike and pattern_text(t.pattern) != shown}
+    cheaper = sorted((c, len(text), text) for text, t in members.items()
+                     if (c := pricing.cost(t.pattern)) < goal_cost)
+    for k, (cost, _, text) in enumerate(cheaper[:TRIES]):
+        rule = _rule(lang, goal, members[text].pattern, leaves)
+        note = f"{goal.origin}; " if goal.origin else ""
+        member = members[text]
+        candidate = Candidate(rule, size_of(goal.pattern) + member.size, found.classes[member.fingerprint],
+                              note=f"{note}cost {goal_cost:,.0f} -> {cost:,.0f}", oriented=True)
+        passed = _weakest(lang, sem, candidate, examples)
+        if passed is not None:
+            return Form(passed, goal_cost, cost, k + 1)
+    return None
+
+
+def _close_classes(found: Enumeration, target: Term) -> set[tuple]:
+    """The fingerprints of the classes whose values are the goal's up to float32 rounding (the
+    reference semantics compute in float32: a Conv over scaled weights differs from the scaled Conv
+    in the 8th digit, where fingerprints, rounded to 9, tell them apart)."""
+    alike = {target.fingerprint}
+    if not isinstance(target.values, np.ndarray):
+        return alike
+    for index in found.classes.values():
+        term = found.terms[index]
+        if isinstance(term.values, np.ndarray) and term.values.shape == target.values.shape and \
+                term.holes == target.holes and np.allclose(term.values, target.values, rtol=1e-5, atol=1e-6):
+            alike.add(term.fingerprint)
+    return alike
+
+
+def _stand_ins(goal: Goal) -> dict[int, int]:
+    """Real size → small size: 1 stays 1, the others 2, 3, 4, ... in order."""
+    sizes = sorted({d for _, shape in goal.shapes for d in shape if d != 1})
+    return {1: 1} | {d: k + 2 for k, d in enumerate(sizes)}
+
+
+def _lists(shapes: list[tuple[int, ...]]) -> tuple[tuple[int, ...], ...]:
+    """The variables' shapes, with axes of size 1 dropped and added up to rank 4 (a per-channel
+    [C, 1, 1] as [C] and [C, 1, 1, 1])."""
+    found: dict[tuple[int, ...], None] = {}
+    for shape in shapes:
+        core = tuple(d for d in shape if d != 1)
+        for s in (shape, core, *(core + (1,) * k for k in range(1, 4 - len(core) + 1))):
+            if s:
+                found.setdefault(s)
+    return tuple(found)
+
+
+def _int_params(lang: ir.Language, pattern: ir.Pattern, space: Space) -> tuple[tuple[str, tuple[int, ...]], ...]:
+    """An `Int` parameter the goal gives a value takes its values there and those `space.params`
+    names; any other those of `space.ints_for`."""
+    values: dict[str, set[int]] = {name: set(v) for name, v in space.params}
+
+    def walk(p: ir.Pattern) -> None:
+        if isinstance(p, ir.PApp):
+            for param, a in zip(lang.ops[p.op].params, p.args):
+                if isinstance(a, ir.PLit) and a.type == ir.Prim.INT:
+                    values.setdefault(param.name, set()).add(int(a.value))
+                walk(a)
+
+    walk(pattern)
+    ints = {p.name for op in lang.ops.values() for p in op.params if p.type == ir.Prim.INT}
+    return tuple((name, tuple(sorted(values.get(name, space.ints_for(name))))) for name in sorted(ints))
+
+
+def _places(p: ir.Pattern) -> tuple[tuple[str, int, str], ...]:
+    """Where the goal has its variables as direct operands of its operators of three operands or more."""
+    if not isinstance(p, ir.PApp):
+        return ()
+    operands = [a for a in p.args if not isinstance(a, ir.PLit)]
+    own = tuple((p.op, i, a.name) for i, a in enumerate(p.args) if isinstance(a, ir.PVar) and len(operands) > 2)
+    return own + tuple(place for a in p.args for place in _places(a))
+
+
+def _term_of(lang: ir.Language, sem: dict[str, Any], p: ir.Pattern, found: Enumeration) -> Term:
+    """The goal as a term over the enumeration's variables (their samples)."""
+    match p:
+        case ir.PVar(name=name):
+            return next(t for t in found.terms if isinstance(t.pattern, ir.PVar) and t.pattern.name == name)
+        case ir.PLit(value=value):
+            return value  # type: ignore[return-value]
+        case ir.PApp(op=op, args=args):
+            term = application(lang, sem, lang.ops[op], [_term_of(lang, sem, a, found) for a in args],
+                               size_of(p), found.samples)
+            if term is None:
+                raise EqdslError.one(f"synthesize: the goal's subterm {pattern_text(p)} is ill-shaped at the "
+                                     "shapes given", path="--goal")
+            return term
+    raise EqdslError.one(f"synthesize: a goal holds variables, literals and operators; found {pattern_text(p)}",
+                         path="--goal")
+
+
+def size_of(p: ir.Pattern) -> int:
+    """The operators in `p`."""
+    return 1 + sum(size_of(a) for a in p.args) if isinstance(p, ir.PApp) else 0
+
+
+class _Pricing:
+    """A pattern's cost at the goal's real shapes (see the module docstring)."""
+
+    def __init__(self, lang: ir.Language, costs: RuleCosts, goal: Goal, real: dict[int, int]) -> None:
+        self.lang, self.costs, self.goal, self.real = lang, costs, goal, real
+
+    def cost(self, p: ir.Pattern) -> float:
+        return self._priced(p)[1]
+
+    def _priced(self, p: ir.Pattern) -> tuple[Any, float, bool]:
+        """(shape, cost, constant) of `p`."""
+        match p:
+            case ir.PVar(name=name):
+                return dict(self.goal.shapes).get(name), 0.0, name in self.goal.constant
+            case ir.PLit(value=tuple() as small):  # a permutation holds a 0, a shape never
+                return (small if 0 in small else tuple(self.real[d] for d in small)), 0.0, True
+            case ir.PLit(value=value):
+                return value, 0.0, True
+            case ir.PApp(op=op, args=args):
+                parts = [self._priced(a) for a in args]
+                shapes = tuple(shape for shape, _, _ in parts)
+                out = self._shape(op, shapes)
+                below = sum(cost for _, cost, _ in parts)
+                if all(constant for _, _, constant in parts) or op not in self.lang.costs:
+                    return out, below, all(constant for _, _, constant in parts)
+                reads = cost_reads(self.lang.costs[op])
+                return out, below + self.costs.cost(Request(op, shapes, out, (None,) * len(reads))), False
+        raise AssertionError(p)
+
+    def _shape(self, op: str, args: tuple[Any, ...]) -> Any:
+        rule = self.lang.shapes.get(op)
+        if rule is None:
+            return None
+        try:
+            return applied_shape(rule, dict(zip(rule.params, args)))
+        except (ShapeViolation, EvalError, TypeError, IndexError):
+            return None
+
+
+def _rule(lang: ir.Language, goal: Goal, rhs: ir.Pattern, leaves: tuple) -> ir.Rule:
+    """`goal => rhs`: list literals bound over the variables' shapes, one condition per variable."""
+    first: dict[int, ir.Expr] = {}
+    shape_of = {v: ir.ShapeOf(v, lang.sorts[sort].shape_type) for v, sort, _ in leaves}  # type: ignore[arg-type]
+    conds: list[ir.Cond] = []
+    for v, _, shape in leaves:
+        items = []
+        for j, d in enumerate(shape):
+            own = ir.IndexOf(shape_of[v], ir.Const(j, ir.Prim.INT), ir.Prim.INT)
+            items.append(ir.Const(1, ir.Prim.INT) if d == 1 else first.setdefault(d, own))
+        if any(not (isinstance(i, ir.IndexOf) and i.base == shape_of[v]) for i in items):
+            conds.append(ir.ExprCond(ir.BinOp("eq", shape_of[v], ir.ListOf(tuple(items)), ir.Prim.BOOL)))
+    wheres: list[tuple[str, ir.Expr]] = []
+
+    def bound(p: ir.Pattern) -> ir.Pattern:
+        match p:
+            case ir.PLit(value=tuple() as small):  # a permutation holds a 0, a shape never
+                wheres.append((f"q{len(wheres)}", ir.ListOf(tuple(
+                    ir.Const(d, ir.Prim.INT) if d == 1 or 0 in small else first[d] for d in small))))
+                return ir.PBound(wheres[-1][0], ir.Prim.INTS)
+            case ir.PApp(op=op, args=args):
+                return ir.PApp(op, tuple(bound(a) for a in args), NO_SPAN)
+        return p
+
+    lhs = _unspanned(goal.pattern)
+    rule = ir.Rule("", (lhs,), (bound(rhs),), tuple(wheres), tuple(conds), NO_SPAN)
+    return replace(rule, name=stable_name(rule))
+
+
+def _unspanned(p: ir.Pattern) -> Any:
+    return ir.PApp(p.op, tuple(_unspanned(a) for a in p.args), NO_SPAN) if isinstance(p, ir.PApp) else p
+
+
+def _weakest(lang: ir.Language, sem: dict[str, Any], candidate: Candidate, examples: int) -> Candidate | None:
+    """The candidate if it passes `verify`, each condition dropped that it passes without (and the
+    result again with 5x the examples on another seed); else None."""
+    if not passes(lang, sem, candidate, examples, 0):
+        return None
+    for cond in candidate.rule.conds:
+        weaker = without_cond(candidate, cond)
+        if passes(lang, sem, weaker, examples, 0):
+            candidate = weaker
+    return candidate if passes(lang, sem, candidate, 5 * examples, 1) else None
+
+
+def read_goal(lang: ir.Language, text: str, shapes: dict[str, tuple[int, ...]], constant: set[str]) -> Goal:
+    """`--goal TEXT` in `lang`, checked as a rule's left side is, with its variables' shapes."""
+    from pathlib import Path
+
+    from eqdsl.frontend import check_modules, load_modules
+    from eqdsl.frontend.parse import parse_text
+
+    file = lang.lineage[-1][1]
+    source = f'language goal-of-{lang.name}\ninclude "{file}"\nrule goal: {text} => {text}\n'
+    checked = check_modules([*load_modules(Path(file)), parse_text(source, "--goal")])
+    pattern = next(r for r in checked.rules if r.name == "goal").lhs[0]
+    typed = pattern_vars(pattern)
+    shaped = [v for v, t in typed.items() if isinstance(t, ir.SortType) and lang.sorts[t.name].shape_type]
+    missing, unknown = [v for v in shaped if v not in shapes], sorted(set(shapes) - set(typed))
+    if missing or unknown or not shaped:
+        found = f"missing ?{', ?'.join(missing)}" if missing else \
+            f"?{', ?'.join(unknown)} not in the goal" if unknown else "no variable of a sort with shapes"
+        raise EqdslError.one(f"synthesize --goal: expected --at NAME=d0,d1,... for every variable of the goal "
+                             f"with a shape ({', '.join('?' + v for v in shaped) or 'none'}); {found}", path="--at")
+    if not constant <= set(typed):
+        raise EqdslError.one(f"synthesize --goal: --constant names ?{', ?'.join(sorted(constant - set(typed)))}, "
+                             f"not a variable of the goal", path="--constant")
+    return Goal(pattern, tuple((v, shapes[v]) for v in shaped), frozenset(constant))
