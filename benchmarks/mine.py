@@ -112,7 +112,7 @@ def main() -> None:
     parser.add_argument("--extra-ops", default="reshape", help="operators a form may use besides the pattern's")
     parser.add_argument("--size", type=int, default=5, help="operators per form, at most (at least one more than "
                                                             "the pattern has)")
-    parser.add_argument("--seconds", type=float, default=180.0, help="per pattern, at most")
+    parser.add_argument("--seconds", type=float, default=200.0, help="per pattern, at most")
     args = parser.parse_args()
     lang = load_language("fusions")
     counts: collections.Counter[str] = collections.Counter()
@@ -171,14 +171,19 @@ def synthesized(lang: ir.Language, goals: list[Goal], args: argparse.Namespace) 
     costs = RuleCosts(lang, bind_target(lang, load_target(args.target)))
     sem = load_semantics(lang)
     lines = [f"# Synthesized by `benchmarks/mine.py --top {args.top} --target {args.target} "
-             f"--size {args.size} --extra-ops {args.extra_ops} --synthesize`: for each of the corpus's most frequent "
-             f"operator trees, its cheapest equivalent of at most --size operators that the {args.target} cost rules price cheaper and `eqdsl verify` "
-             f"passes (eqdsl.synth.goals).", "language mined-synth", "include cpu-fusions", ""]
+             f"--size {args.size} --seconds {args.seconds:g} --extra-ops {args.extra_ops} --synthesize`: "
+             f"for each of the corpus's most frequent operator trees, its cheapest equivalent of at most --size "
+             f"operators that the {args.target} cost rules price cheaper and `eqdsl verify` passes "
+             f"(eqdsl.synth.goals).", "language mined-synth", "include cpu-fusions", ""]
     print("\n| pattern | form found | cost (ns) | seconds |\n|---|---|---|---|")
     for goal in goals:
         t0 = time.perf_counter()
         space = Space(max(size_of(goal.pattern) + 1, args.size), ops=tuple(o for o in args.extra_ops.split(",") if o))
-        form = cheaper_form(lang, sem, goal, costs, space, stop=_until(t0 + args.seconds))
+        try:
+            form = cheaper_form(lang, sem, goal, costs, space, stop=_until(t0 + args.seconds))
+        except EqdslError as err:  # one pattern's failure is a row, not the end of the run
+            print(f"| `{pattern_text(goal.pattern)}` | error: {str(err).splitlines()[0]} | | |", flush=True)
+            continue
         found = "none" if form is None else f"`{form.candidate.text}`"
         cost = "" if form is None else f"{form.goal_cost:,.0f} → {form.cost:,.0f}"
         print(f"| `{pattern_text(goal.pattern)}` | {found} | {cost} | {time.perf_counter() - t0:.1f} |", flush=True)

@@ -76,3 +76,24 @@ def test_the_command_writes_the_rule_and_refuses_a_goal_without_shapes(tmp_path,
     assert code != 0 and "go with --goal" in err
     code, _, err = run_cli("synthesize", "tensor", "--goal", "ewadd(?x, ", "-o", tmp_path / "no.eqr")
     assert code != 0 and "--goal" in err and "Traceback" not in err
+
+
+def test_a_scalar_condition_lets_verify_draw_a_rank_0_operand(tmp_path, run_cli):
+    """`shape(?d) == []` (an ONNX scalar constant): drawn at rank 0, which no other variable is."""
+    rule = ("ewmul(ewadd(conv2d(1, 1, 0, 0, ?a, ?b), ?c), ?d) => "
+            "ewadd(conv2d(1, 1, 0, 0, ?a, ewmul(?b, ?d)), ewmul(?c, ?d))")
+    for cond, verdict in [(" if shape(?d) == []", 0), ("", 1)]:
+        (tmp_path / "s.eqr").write_text(f"language s\ninclude tensor\nrule s: {rule}{cond}\n")
+        code, out, _ = run_cli("verify", tmp_path / "s.eqr", "--rule", "s", "--examples", "60")
+        assert code == verdict and ("1/1 rules" in out) == (verdict == 0), out
+
+
+def test_a_form_is_built_from_the_cheapest_term_of_each_operands_class(tensor):
+    """The enumeration keeps `ewmul(conv2d(?a, ?b), ?d)` as its class's child (it came first); the
+    cheaper `conv2d(?a, ewmul(?b, ?d))` (a scaled kernel, folded) is the one the form uses."""
+    lang, sem, costs = tensor
+    goal = read_goal(lang, "ewmul(ewadd(conv2d(1, 1, 0, 0, ?a, ?b), ?c), ?d)",
+                     {"a": (1, 16, 32, 32), "b": (16, 16, 3, 3), "c": (1, 16, 1, 1), "d": ()}, {"b", "c", "d"})
+    form = cheaper_form(lang, sem, goal, costs, Space(size=4))
+    assert form is not None and form.candidate.text.endswith(
+        "=> ewadd(conv2d(1, 1, 0, 0, ?a, ewmul(?b, ?d)), ewmul(?c, ?d)) if shape(?d) == []")

@@ -3,21 +3,22 @@ a rule (issue 61, item 4: rules that pay, for the patterns a corpus holds most o
 
 Contract: `cheaper_form(lang, sem, goal, costs, space)` enumerates the terms over the goal's own
 variables (`eqdsl.synth.enumerate` with `Space.leaves`: each variable at a small stand-in of the
-shape it has where the pattern occurs, every distinct size > 1 a distinct small size, in order, so
-a kernel stays smaller than its image; `[Int]` parameters take those shapes with axes of size 1
-added or dropped), with the goal's operators and `space.ops`, its `Int` parameters at the values the
-goal holds and `space.params`. Where the goal has a variable as an operand of an operator of three
-operands or more, only that variable is (`Space.places`: a batch norm's four vectors stay where
-they are, not in every order; a term may be there). The terms whose values are the goal's (to
-float32 rounding) are priced with `costs` (the target's cost rules) at the real shapes: a subterm
-over constant variables only (weights, folded before the program runs) at nothing, a term as a
-tree (a shared subterm twice: a bound above its DAG price). The cheaper ones are tried cheapest
-first: each becomes `goal => term` with its list literals bound in `where`s over the variables'
-shapes (`[shape(?f)[0], 1, 1, 1]`) and one condition per variable that ties its shape to the
-others' as they were (`shape(?g) == [shape(?s)[0], 1, 1]`); it is verified (`eqdsl.verify`), each
-condition then dropped that it passes without, and the first that passes is the result (of the
-`TRIES` cheapest). None where no cheaper term exists within `space.size` operators or none
-verifies. `stop()` ends the enumeration early (what it found is still priced and verified).
+shape it has where the pattern occurs, every distinct size > 1 a distinct small size, in order, so a
+kernel stays smaller than its image; `[Int]` parameters take those shapes with axes of size 1 added
+or dropped), with the goal's operators and `space.ops`, its `Int` parameters at the values the goal
+holds and `space.params`. Where the goal has a constant variable (a weight) as an operand, or any
+variable as an operand of an operator of three operands or more, only that variable is
+(`Space.places`: a batch norm's four vectors stay where they are, not in every order; a term may be
+there): weights keep their roles, which keeps a five-operator form within minutes. The terms whose
+values are the goal's (to float32 rounding), each with every operand its class's cheapest term, are
+priced with `costs` (the target's cost rules) at the real shapes (`eqdsl.synth.pricing`: what only
+constants compute, weights folded before the program runs, at nothing). The cheaper ones are tried
+cheapest first: each becomes `goal => term` with its list literals bound in `where`s over the
+variables' shapes (`[shape(?f)[0], 1, 1, 1]`) and one condition per variable that ties its shape to
+the others' as they were (`shape(?g) == [shape(?s)[0], 1, 1]`); it is verified (`eqdsl.verify`),
+each condition then dropped that it passes without, and the first that passes is the result (of the
+`TRIES` cheapest). None where no cheaper term exists within `space.size` operators or none verifies.
+`stop()` ends the enumeration early (what it found is still priced and verified).
 """
 from __future__ import annotations
 
@@ -27,13 +28,13 @@ from typing import Any, Callable
 import numpy as np
 
 from eqdsl import ir
-from eqdsl.cost.model import Request, RuleCosts, cost_reads
+from eqdsl.cost.model import RuleCosts
 from eqdsl.diagnostics import NO_SPAN, EqdslError
-from eqdsl.ir.evaluate import EvalError, ShapeViolation, applied_shape
 from eqdsl.ir.exprs import pattern_ops, pattern_vars
 from eqdsl.ir.text import pattern_text
 from eqdsl.synth.candidates import Candidate, stable_name, without_cond
 from eqdsl.synth.enumerate import Enumeration, Space, Term, application, enumerate_terms
+from eqdsl.synth.pricing import Priced, Pricing, best_version, cheapest
 from eqdsl.synth.synthesize import passes
 
 TRIES = 20  # cheaper forms verified at most, cheapest first
@@ -63,27 +64,35 @@ def cheaper_form(lang: ir.Language, sem: dict[str, Any], goal: Goal, costs: Rule
     leaves = tuple((v, sort, tuple(small[d] for d in dict(goal.shapes)[v])) for v, sort in sorts.items())
     sized = replace(space, leaves=leaves, lists=_lists([shape for _, _, shape in leaves]),
                     ops=tuple(dict.fromkeys((*sorted(pattern_ops(goal.pattern)), *space.ops))),
-                    params=_int_params(lang, goal.pattern, space), places=_places(goal.pattern))
+                    params=_int_params(lang, goal.pattern, space), places=_places(goal.pattern, goal.constant))
     found = enumerate_terms(lang, sem, sized, stop=stop)
     target = _term_of(lang, sem, goal.pattern, found)
-    shown = pattern_text(goal.pattern)
-    pricing = _Pricing(lang, costs, goal, {s: r for r, s in small.items()})
-    goal_cost = pricing.cost(goal.pattern)
-    alike = _close_classes(found, target)
-    members = {pattern_text(t.pattern): t for t in found.terms
-               if t.fingerprint in alike and pattern_text(t.pattern) != shown}
-    cheaper = sorted((c, len(text), text) for text, t in members.items()
-                     if (c := pricing.cost(t.pattern)) < goal_cost)
-    for k, (cost, _, text) in enumerate(cheaper[:TRIES]):
-        rule = _rule(lang, goal, members[text].pattern, leaves)
+    pricing = Pricing(lang, costs, dict(goal.shapes), goal.constant, {s: r for r, s in small.items()})
+    goal_cost = pricing.price(goal.pattern).cost
+    for k, (form, term) in enumerate(_cheaper(found, target, goal.pattern, pricing, goal_cost)[:TRIES]):
         note = f"{goal.origin}; " if goal.origin else ""
-        member = members[text]
-        candidate = Candidate(rule, size_of(goal.pattern) + member.size, found.classes[member.fingerprint],
-                              note=f"{note}cost {goal_cost:,.0f} -> {cost:,.0f}", oriented=True)
+        candidate = Candidate(_rule(lang, goal, form.pattern, leaves), size_of(goal.pattern) + size_of(form.pattern),
+                              found.classes[term.fingerprint], note=f"{note}cost {goal_cost:,.0f} -> {form.cost:,.0f}",
+                              oriented=True)
         passed = _weakest(lang, sem, candidate, examples)
         if passed is not None:
-            return Form(passed, goal_cost, cost, k + 1)
+            return Form(passed, goal_cost, form.cost, k + 1)
     return None
+
+
+def _cheaper(found: Enumeration, target: Term, goal: ir.Pattern, pricing: Pricing,
+             goal_cost: float) -> list[tuple[Priced, Term]]:
+    """The terms of the goal's classes built from their operands' cheapest terms, each with the
+    term it came from, cheaper than the goal, cheapest first."""
+    best, class_of = cheapest(found, pricing)
+    alike, shown = _close_classes(found, target), pattern_text(goal)
+    forms: dict[str, tuple[Priced, Term]] = {}
+    for term in found.terms:
+        if term.fingerprint in alike and isinstance(term.pattern, ir.PApp):
+            form = best_version(term.pattern, best, class_of, pricing)
+            if form.cost < goal_cost and pattern_text(form.pattern) != shown:
+                forms.setdefault(pattern_text(form.pattern), (form, term))
+    return [forms[text] for text in sorted(forms, key=lambda text: (forms[text][0].cost, len(text), text))]
 
 
 def _close_classes(found: Enumeration, target: Term) -> set[tuple]:
@@ -136,13 +145,15 @@ def _int_params(lang: ir.Language, pattern: ir.Pattern, space: Space) -> tuple[t
     return tuple((name, tuple(sorted(values.get(name, space.ints_for(name))))) for name in sorted(ints))
 
 
-def _places(p: ir.Pattern) -> tuple[tuple[str, int, str], ...]:
-    """Where the goal has its variables as direct operands of its operators of three operands or more."""
+def _places(p: ir.Pattern, constant: frozenset[str]) -> tuple[tuple[str, int, str], ...]:
+    """Where the goal has a constant variable as an operand, or any variable as an operand of an
+    operator of three operands or more."""
     if not isinstance(p, ir.PApp):
         return ()
-    operands = [a for a in p.args if not isinstance(a, ir.PLit)]
-    own = tuple((p.op, i, a.name) for i, a in enumerate(p.args) if isinstance(a, ir.PVar) and len(operands) > 2)
-    return own + tuple(place for a in p.args for place in _places(a))
+    many = sum(not isinstance(a, ir.PLit) for a in p.args) > 2
+    own = tuple((p.op, i, a.name) for i, a in enumerate(p.args)
+                if isinstance(a, ir.PVar) and (many or a.name in constant))
+    return own + tuple(place for a in p.args for place in _places(a, constant))
 
 
 def _term_of(lang: ir.Language, sem: dict[str, Any], p: ir.Pattern, found: Enumeration) -> Term:
@@ -168,45 +179,6 @@ def size_of(p: ir.Pattern) -> int:
     return 1 + sum(size_of(a) for a in p.args) if isinstance(p, ir.PApp) else 0
 
 
-class _Pricing:
-    """A pattern's cost at the goal's real shapes (see the module docstring)."""
-
-    def __init__(self, lang: ir.Language, costs: RuleCosts, goal: Goal, real: dict[int, int]) -> None:
-        self.lang, self.costs, self.goal, self.real = lang, costs, goal, real
-
-    def cost(self, p: ir.Pattern) -> float:
-        return self._priced(p)[1]
-
-    def _priced(self, p: ir.Pattern) -> tuple[Any, float, bool]:
-        """(shape, cost, constant) of `p`."""
-        match p:
-            case ir.PVar(name=name):
-                return dict(self.goal.shapes).get(name), 0.0, name in self.goal.constant
-            case ir.PLit(value=tuple() as small):  # a permutation holds a 0, a shape never
-                return (small if 0 in small else tuple(self.real[d] for d in small)), 0.0, True
-            case ir.PLit(value=value):
-                return value, 0.0, True
-            case ir.PApp(op=op, args=args):
-                parts = [self._priced(a) for a in args]
-                shapes = tuple(shape for shape, _, _ in parts)
-                out = self._shape(op, shapes)
-                below = sum(cost for _, cost, _ in parts)
-                if all(constant for _, _, constant in parts) or op not in self.lang.costs:
-                    return out, below, all(constant for _, _, constant in parts)
-                reads = cost_reads(self.lang.costs[op])
-                return out, below + self.costs.cost(Request(op, shapes, out, (None,) * len(reads))), False
-        raise AssertionError(p)
-
-    def _shape(self, op: str, args: tuple[Any, ...]) -> Any:
-        rule = self.lang.shapes.get(op)
-        if rule is None:
-            return None
-        try:
-            return applied_shape(rule, dict(zip(rule.params, args)))
-        except (ShapeViolation, EvalError, TypeError, IndexError):
-            return None
-
-
 def _rule(lang: ir.Language, goal: Goal, rhs: ir.Pattern, leaves: tuple) -> ir.Rule:
     """`goal => rhs`: list literals bound over the variables' shapes, one condition per variable."""
     first: dict[int, ir.Expr] = {}
@@ -217,16 +189,19 @@ def _rule(lang: ir.Language, goal: Goal, rhs: ir.Pattern, leaves: tuple) -> ir.R
         for j, d in enumerate(shape):
             own = ir.IndexOf(shape_of[v], ir.Const(j, ir.Prim.INT), ir.Prim.INT)
             items.append(ir.Const(1, ir.Prim.INT) if d == 1 else first.setdefault(d, own))
-        if any(not (isinstance(i, ir.IndexOf) and i.base == shape_of[v]) for i in items):
+        if not items or any(not (isinstance(i, ir.IndexOf) and i.base == shape_of[v]) for i in items):
             conds.append(ir.ExprCond(ir.BinOp("eq", shape_of[v], ir.ListOf(tuple(items)), ir.Prim.BOOL)))
     wheres: list[tuple[str, ir.Expr]] = []
+    named: dict[tuple, str] = {}  # one `where` per list value
 
     def bound(p: ir.Pattern) -> ir.Pattern:
         match p:
             case ir.PLit(value=tuple() as small):  # a permutation holds a 0, a shape never
-                wheres.append((f"q{len(wheres)}", ir.ListOf(tuple(
-                    ir.Const(d, ir.Prim.INT) if d == 1 or 0 in small else first[d] for d in small))))
-                return ir.PBound(wheres[-1][0], ir.Prim.INTS)
+                if small not in named:
+                    named[small] = f"q{len(wheres)}"
+                    wheres.append((named[small], ir.ListOf(tuple(
+                        ir.Const(d, ir.Prim.INT) if d == 1 or 0 in small else first[d] for d in small))))
+                return ir.PBound(named[small], ir.Prim.INTS)
             case ir.PApp(op=op, args=args):
                 return ir.PApp(op, tuple(bound(a) for a in args), NO_SPAN)
         return p

@@ -97,10 +97,15 @@ class ExampleSpace:
         return any(self.lang.sorts[self.lang.ops[o].result].fields for o in ops)
 
     def _rank_options(self, v: str) -> list[Any]:
-        """A plain shape's rank, or a two-field value's (first, second) field lengths."""
+        """A plain shape's rank (0 only where a condition says `shape(?v) == []`: an ONNX scalar),
+        or a two-field value's (first, second) field lengths."""
         if not self.has_fields(v):
-            return list(range(1, self.max_rank + 1))
+            return [0] if self._scalar(v) else list(range(1, self.max_rank + 1))
         return [(a, b) for a in range(self.max_rank + 1) for b in range(self.max_rank + 1 - a) if a + b >= 1]
+
+    def _scalar(self, v: str) -> bool:
+        return any(isinstance(c, ir.ExprCond) and c.expr == ir.BinOp("eq", ir.ShapeOf(v, ir.Prim.INTS), ir.ListOf(()),
+                                                                        ir.Prim.BOOL) for c in self.rule.conds)
 
     @cached_property
     def rank_choices(self) -> list[tuple[Any, ...]]:
