@@ -69,6 +69,10 @@ def test_the_command_writes_the_rule_and_refuses_a_goal_without_shapes(tmp_path,
                                  "--constant", "s,b,m,v,g", "--target", "cpu", "--ops", "reshape", "-o", out)
     assert code == 0, err
     assert "cost 38,191 -> 19,094" in printed and "rule syn-" in out.read_text()
+    code, printed, _ = run_cli("synthesize", "tensor", "--goal", "ewadd(batchnorm(?x, ?s, ?b, ?m, ?v), ?g)", *at,
+                               "--target", "cpu", "--ops", "reshape", "--size", "5", "--time-limit", "0.5", "-o",
+                               tmp_path / "late.eqr")
+    assert code == 1 and "stopped at --time-limit" in printed and not (tmp_path / "late.eqr").exists()
     code, _, err = run_cli("synthesize", "tensor", "--goal", "ewadd(?x, ?y)", "--at", "x=2,3", "-o",
                            tmp_path / "no.eqr")
     assert code != 0 and "missing ?y" in err and "Traceback" not in err

@@ -150,6 +150,8 @@ def _synthesize(args: argparse.Namespace, scratch: FileScratch) -> int:
 
 
 def _synthesize_goal(args: argparse.Namespace, lang, scratch: FileScratch) -> int:
+    import time
+
     from eqdsl.cost.model import RuleCosts
     from eqdsl.cost.targets import bind_target, load_target
     from eqdsl.output import write_file_atomically
@@ -164,9 +166,12 @@ def _synthesize_goal(args: argparse.Namespace, lang, scratch: FileScratch) -> in
     space = Space(size, ints=tuple(args.ints), ops=tuple(args.ops or ()), seed=args.seed, params=tuple(args.values))
     status.show(stderr)
     with status.stage("synthesize"):
-        form = cheaper_form(lang, load_semantics(lang, run_ref=not args.no_ref), goal, costs, space, args.examples)
+        deadline = time.monotonic() + args.time_limit  # ends the enumeration; what it found is still verified
+        form = cheaper_form(lang, load_semantics(lang, run_ref=not args.no_ref), goal, costs, space, args.examples,
+                            stop=lambda: time.monotonic() > deadline)
     if form is None:
-        stdout.print(f"no cheaper equivalent of {args.goal} within {size} operators passed verify; "
+        stopped = " (the enumeration stopped at --time-limit)" if time.monotonic() > deadline else ""
+        stdout.print(f"no cheaper equivalent of {args.goal} within {size} operators passed verify{stopped}; "
                      "nothing written", markup=False)
         return 1
     shapes = " ".join(f"--at {v}={','.join(map(str, s))}" for v, s in goal.shapes)
