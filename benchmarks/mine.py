@@ -23,7 +23,7 @@ import argparse
 import collections
 import sys
 import time
-from dataclasses import replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Callable
 
@@ -33,10 +33,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from models import CORPUS, fetch  # noqa: E402
 
 from eqdsl import ir  # noqa: E402
+from eqdsl.api import optimize  # noqa: E402
 from eqdsl.cost.model import RuleCosts  # noqa: E402
 from eqdsl.cost.targets import bind_target, load_target  # noqa: E402
 from eqdsl.diagnostics import EqdslError  # noqa: E402
-from eqdsl.frontend import load_language  # noqa: E402
+from eqdsl.frontend import load_language, resolve_ruleset  # noqa: E402
 from eqdsl.ir.builder import program_shapes  # noqa: E402
 from eqdsl.ir.text import pattern_text  # noqa: E402
 from eqdsl.languages.tensor.ops import OPAQUE, STRUCTURE  # noqa: E402
@@ -48,9 +49,10 @@ from eqdsl.verify.semantics import load_semantics  # noqa: E402
 Tree = tuple  # (op, args...): a child inside the tree is a Tree, one outside is the int k of variable ?k
 
 
-def trees(program: ir.Program, root: int, budget: int) -> list[tuple[Tree, list[int]]]:
+def trees(program: ir.Program, root: int, budget: int, leaf: Callable[[int], bool] = lambda n: False
+          ) -> list[tuple[Tree, list[int]]]:
     """Every tree of at most `budget` operators rooted at node `root`, with the nodes its variables
-    stand for, in order."""
+    stand for, in order; a node `leaf` says is one is always a variable."""
     node = program.nodes[root]
     options: list[list[tuple[object, list[int], int]]] = []  # per argument: (form, variables' nodes, operators)
     for a in node.args:
@@ -59,8 +61,8 @@ def trees(program: ir.Program, root: int, budget: int) -> list[tuple[Tree, list[
             continue
         child = program.nodes[a.index].op
         choices: list[tuple[object, list[int], int]] = [(None, [a.index], 0)]
-        if child not in STRUCTURE and child not in OPAQUE and budget > 1:
-            choices += [(t, v, _size(t)) for t, v in trees(program, a.index, budget - 1)]
+        if child not in STRUCTURE and child not in OPAQUE and budget > 1 and not leaf(a.index):
+            choices += [(t, v, _size(t)) for t, v in trees(program, a.index, budget - 1, leaf)]
         options.append(choices)
     found: list[tuple[Tree, list[int]]] = []
     _combine(node.op, options, 0, [], [], 1, budget, found)
@@ -109,37 +111,73 @@ def main() -> None:
     parser.add_argument("--top", type=int, default=20)
     parser.add_argument("--synthesize", type=Path, help="write the cheaper forms found as a ruleset here")
     parser.add_argument("--target", default="cpu")
+    parser.add_argument("--again", help="a first round's rules: synthesize for the patterns they create (in the "
+                                        "programs they optimize, not in the inputs; told apart by constant variables)")
     parser.add_argument("--extra-ops", default="reshape", help="operators a form may use besides the pattern's")
     parser.add_argument("--size", type=int, default=5, help="operators per form, at most (at least one more than "
                                                             "the pattern has)")
     parser.add_argument("--seconds", type=float, default=200.0, help="per pattern, at most")
     args = parser.parse_args()
-    lang = load_language("fusions")
-    counts: collections.Counter[str] = collections.Counter()
-    models: dict[str, set[str]] = collections.defaultdict(set)
-    example: dict[str, str] = {}
-    goals: dict[str, Goal] = {}
-    for model in [m for m in CORPUS if m.name in args.models.split(",")]:
-        program = read_onnx(fetch(model, Path(args.cache)), lang, model.shapes, model.constants).program
+    lang = load_language(args.again or "fusions")
+    programs = [(m.name, read_onnx(fetch(m, Path(args.cache)), lang, m.shapes, m.constants).program)
+                for m in CORPUS if m.name in args.models.split(",")]
+    mined = _mine(lang, programs, args.ops, bool(args.again))
+    if args.again:  # the patterns the first round's rules make: in the programs they optimize, not in the inputs
+        seen = set(mined.counts)
+        mined = _mine(lang, [(name, optimize(lang, p, extract_time_s=20, target=args.target).program)
+                             for name, p in programs], args.ops, True)
+        for key in seen:
+            mined.goals.pop(key, None)
+    print(f"| pattern (≤ {args.ops} operators) | occurrences | models | operands of one (op, shape) |")
+    print("|---|---|---|---|")
+    for key, n in mined.counts.most_common(args.top):
+        print(f"| `{key}` | {n} | {len(mined.models[key])} | {mined.example[key]} |")
+    if args.synthesize:
+        top = [(key, n, len(mined.models[key])) for key, n in mined.counts.most_common() if key in mined.goals]
+        synthesized(lang, [replace(mined.goals[key], origin=f"{n} times in {m} models") for key, n, m in top[:args.top]],
+                    args)
+
+
+@dataclass
+class Mined:
+    counts: collections.Counter[str] = field(default_factory=collections.Counter)
+    models: dict[str, set[str]] = field(default_factory=lambda: collections.defaultdict(set))
+    example: dict[str, str] = field(default_factory=dict)
+    goals: dict[str, Goal] = field(default_factory=dict)
+
+
+def _mine(lang: ir.Language, programs: list[tuple[str, ir.Program]], ops: int, by_constants: bool) -> Mined:
+    """Every tree of at most `ops` operators of every program, counted (told apart by which of its
+    variables are constant where `by_constants`), with its first occurrence as a goal."""
+    mined = Mined()
+    for name, program in programs:
         shapes = program_shapes(lang, program)
         for i, node in enumerate(program.nodes):
             if node.op in STRUCTURE or node.op in OPAQUE:
                 continue
-            for t, nodes in trees(program, i, args.ops):
+            for t, nodes in trees(program, i, ops, _folded(lang, program, by_constants)):
                 if _size(t) >= 2:
-                    key = canonical(t, nodes)
-                    counts[key] += 1
-                    models[key].add(model.name)
-                    example.setdefault(key, _operands(program, shapes, nodes))
-                    if key not in goals and (goal := _goal(lang, key, program, shapes, nodes)) is not None:
-                        goals[key] = goal
-    print(f"| pattern (≤ {args.ops} operators) | occurrences | models | operands of one (op, shape) |")
-    print("|---|---|---|---|")
-    for key, n in counts.most_common(args.top):
-        print(f"| `{key}` | {n} | {len(models[key])} | {example[key]} |")
-    if args.synthesize:
-        top = [(key, n, len(models[key])) for key, n in counts.most_common(args.top) if key in goals]
-        synthesized(lang, [replace(goals[key], origin=f"{n} times in {m} models") for key, n, m in top], args)
+                    key = canonical(t, nodes) + (_constants(lang, program, nodes) if by_constants else "")
+                    mined.counts[key] += 1
+                    mined.models[key].add(name)
+                    mined.example.setdefault(key, _operands(program, shapes, nodes))
+                    if key not in mined.goals and (goal := _goal(lang, canonical(t, nodes), program, shapes, nodes)):
+                        mined.goals[key] = goal
+    return mined
+
+
+def _folded(lang: ir.Language, program: ir.Program, by_constants: bool) -> Callable[[int], bool]:
+    """Where patterns are told apart by constants, a constant node is always a variable (weights
+    computed from weights are one weight)."""
+    return (lambda n: _constant(lang, program, n)) if by_constants else (lambda n: False)
+
+
+def _constants(lang: ir.Language, program: ir.Program, nodes: list[int]) -> str:
+    """Which of an occurrence's variables are constant (` const ?b, ?c`): with --again, patterns
+    are told apart by it (a shift by a weight after a batch norm is not a residual add)."""
+    seen = list(dict.fromkeys(nodes))
+    marked = [f"?{VARIABLE_NAMES[k]}" for k, n in enumerate(seen) if _constant(lang, program, n)]
+    return f" const {', '.join(marked)}" if marked else ""
 
 
 def _goal(lang: ir.Language, key: str, program: ir.Program, shapes: list, nodes: list[int]) -> Goal | None:
@@ -157,9 +195,22 @@ def _goal(lang: ir.Language, key: str, program: ir.Program, shapes: list, nodes:
 
 def _constant(lang: ir.Language, program: ir.Program, n: int) -> bool:
     """Whether node `n` is known before the program runs: a weight or scalar, or computed from them only."""
-    node = program.nodes[n]
-    children = [a.index for a in node.args if isinstance(a, ir.Child)]
-    return lang.ops[node.op].const or (bool(children) and all(_constant(lang, program, c) for c in children))
+    return n in _constant_nodes(lang, program)
+
+
+_CONSTANT_NODES: dict[int, tuple[ir.Program, set[int]]] = {}
+
+
+def _constant_nodes(lang: ir.Language, program: ir.Program) -> set[int]:
+    """The program's constant nodes, found once per program (operands come before their users)."""
+    if id(program) not in _CONSTANT_NODES:
+        found: set[int] = set()
+        for k, node in enumerate(program.nodes):
+            children = [a.index for a in node.args if isinstance(a, ir.Child)]
+            if lang.ops[node.op].const or (children and all(c in found for c in children)):
+                found.add(k)
+        _CONSTANT_NODES[id(program)] = (program, found)
+    return _CONSTANT_NODES[id(program)][1]
 
 
 def _until(deadline: float) -> Callable[[], bool]:
@@ -175,6 +226,11 @@ def synthesized(lang: ir.Language, goals: list[Goal], args: argparse.Namespace) 
              f"for each of the corpus's most frequent operator trees, its cheapest equivalent of at most --size "
              f"operators that the {args.target} cost rules price cheaper and `eqdsl verify` passes "
              f"(eqdsl.synth.goals).", "language mined-synth", "include cpu-fusions", ""]
+    if args.again:  # the first round's file, then this round's rules
+        lines = [*Path(resolve_ruleset(args.again)).read_text().rstrip().splitlines(), "",
+                 f"# Second round, `benchmarks/mine.py --again {args.again} --top {args.top} --size {args.size} "
+                 f"--seconds {args.seconds:g} --synthesize`: the same search for the patterns the rules above create "
+                 f"(in the programs they optimize, not in the inputs)."]
     print("\n| pattern | form found | cost (ns) | seconds |\n|---|---|---|---|")
     for goal in goals:
         t0 = time.perf_counter()

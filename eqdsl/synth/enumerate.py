@@ -129,7 +129,7 @@ def enumerate_terms(lang: ir.Language, sem: dict[str, Any], space: Space, shape:
         found.add(term)
     for size in range(1, space.size + 1):
         for op in ops:
-            for term in _applications(lang, op, size, found, sem, space):
+            for term in _applications(lang, op, size, found, sem, space, stop):
                 if stop():
                     return found
                 found.add(term)
@@ -197,12 +197,14 @@ def _shape(lang: ir.Language, op: ir.Operator, args: list[Any]) -> Any:
 
 
 def _applications(lang: ir.Language, op: ir.Operator, size: int, found: Enumeration, sem: dict[str, Any],
-                  space: Space) -> Iterator[Term]:
+                  space: Space, stop: Callable[[], bool]) -> Iterator[Term]:
     operands = [i for i, p in enumerate(op.params) if isinstance(p.type, ir.SortType)]
     for split in _compositions(size - 1, len(operands)):
         choices = [found.representatives(op.params[i].type.name, s)  # type: ignore[union-attr]
                    for i, s in zip(operands, split)]
-        for children in itertools.product(*choices):
+        for k, children in enumerate(itertools.product(*choices)):
+            if k % 4096 == 0 and stop():  # a product whose every choice is refused yields nothing to stop at
+                return
             if space.places and not all(space.placed(op.name, i, c.pattern) for i, c in zip(operands, children)):
                 continue
             yield from _with_values(lang, op, operands, children, size, sem, space, found.samples)
