@@ -151,66 +151,51 @@ def _mine(lang: ir.Language, programs: list[tuple[str, ir.Program]], ops: int, b
     variables are constant where `by_constants`), with its first occurrence as a goal."""
     mined = Mined()
     for name, program in programs:
-        shapes = program_shapes(lang, program)
+        shapes, constant = program_shapes(lang, program), _constant_nodes(lang, program)
+        folded = constant if by_constants else set()  # a weight computed from weights is one variable
         for i, node in enumerate(program.nodes):
             if node.op in STRUCTURE or node.op in OPAQUE:
                 continue
-            for t, nodes in trees(program, i, ops, _folded(lang, program, by_constants)):
+            for t, nodes in trees(program, i, ops, folded.__contains__):
                 if _size(t) >= 2:
-                    key = canonical(t, nodes) + (_constants(lang, program, nodes) if by_constants else "")
+                    pattern = canonical(t, nodes)
+                    key = pattern + (_constants(nodes, constant) if by_constants else "")
                     mined.counts[key] += 1
                     mined.models[key].add(name)
                     mined.example.setdefault(key, _operands(program, shapes, nodes))
-                    if key not in mined.goals and (goal := _goal(lang, canonical(t, nodes), program, shapes, nodes)):
+                    if key not in mined.goals and (goal := _goal(lang, pattern, shapes, nodes, constant)):
                         mined.goals[key] = goal
     return mined
 
 
-def _folded(lang: ir.Language, program: ir.Program, by_constants: bool) -> Callable[[int], bool]:
-    """Where patterns are told apart by constants, a constant node is always a variable (weights
-    computed from weights are one weight)."""
-    return (lambda n: _constant(lang, program, n)) if by_constants else (lambda n: False)
-
-
-def _constants(lang: ir.Language, program: ir.Program, nodes: list[int]) -> str:
+def _constants(nodes: list[int], constant: set[int]) -> str:
     """Which of an occurrence's variables are constant (` const ?b, ?c`): with --again, patterns
     are told apart by it (a shift by a weight after a batch norm is not a residual add)."""
-    seen = list(dict.fromkeys(nodes))
-    marked = [f"?{VARIABLE_NAMES[k]}" for k, n in enumerate(seen) if _constant(lang, program, n)]
+    marked = [f"?{VARIABLE_NAMES[k]}" for k, n in enumerate(dict.fromkeys(nodes)) if n in constant]
     return f" const {', '.join(marked)}" if marked else ""
 
 
-def _goal(lang: ir.Language, key: str, program: ir.Program, shapes: list, nodes: list[int]) -> Goal | None:
+def _goal(lang: ir.Language, key: str, shapes: list, nodes: list[int], constant: set[int]) -> Goal | None:
     """The pattern `key` with its variables at the shapes of this occurrence; None where one has none."""
     seen = list(dict.fromkeys(nodes))
     if any(not isinstance(shapes[n], tuple) for n in seen):
         return None
-    names = VARIABLE_NAMES
-    constant = {names[k] for k, n in enumerate(seen) if _constant(lang, program, n)}
+    names = {n: VARIABLE_NAMES[k] for k, n in enumerate(seen)}
     try:
-        return read_goal(lang, key, {names[k]: tuple(shapes[n]) for k, n in enumerate(seen)}, constant)
+        return read_goal(lang, key, {names[n]: tuple(shapes[n]) for n in seen}, {names[n] for n in seen if n in constant})
     except EqdslError:
         return None
 
 
-def _constant(lang: ir.Language, program: ir.Program, n: int) -> bool:
-    """Whether node `n` is known before the program runs: a weight or scalar, or computed from them only."""
-    return n in _constant_nodes(lang, program)
-
-
-_CONSTANT_NODES: dict[int, tuple[ir.Program, set[int]]] = {}
-
-
 def _constant_nodes(lang: ir.Language, program: ir.Program) -> set[int]:
-    """The program's constant nodes, found once per program (operands come before their users)."""
-    if id(program) not in _CONSTANT_NODES:
-        found: set[int] = set()
-        for k, node in enumerate(program.nodes):
-            children = [a.index for a in node.args if isinstance(a, ir.Child)]
-            if lang.ops[node.op].const or (children and all(c in found for c in children)):
-                found.add(k)
-        _CONSTANT_NODES[id(program)] = (program, found)
-    return _CONSTANT_NODES[id(program)][1]
+    """The nodes known before the program runs: weights and scalars, and what only they compute
+    (operands come before their users)."""
+    found: set[int] = set()
+    for k, node in enumerate(program.nodes):
+        children = [a.index for a in node.args if isinstance(a, ir.Child)]
+        if lang.ops[node.op].const or (children and all(c in found for c in children)):
+            found.add(k)
+    return found
 
 
 def _until(deadline: float) -> Callable[[], bool]:

@@ -24,6 +24,7 @@ with it (a batch norm's four vectors where the goal has them, not in every order
 """
 from __future__ import annotations
 
+import functools
 import hashlib
 import itertools
 import math
@@ -62,11 +63,14 @@ class Space:
     # (op, index) named here; a term is always
     places: tuple[tuple[str, int, str], ...] = ()
 
+    @functools.cached_property
+    def _restricted(self) -> frozenset[tuple[str, int]]:
+        return frozenset((op, at) for op, at, _ in self.places)
+
     def placed(self, op: str, at: int, child: ir.Pattern) -> bool:
         """Whether `child` may be operand `at` of `op` (see `places`)."""
-        if not isinstance(child, ir.PVar) or all((o, i) != (op, at) for o, i, _ in self.places):
-            return True
-        return (op, at, child.name) in self.places
+        return not isinstance(child, ir.PVar) or (op, at) not in self._restricted or \
+            (op, at, child.name) in self.places
 
     def ints_for(self, param: str) -> tuple[int, ...]:
         """The values an `Int` parameter of this name takes."""
