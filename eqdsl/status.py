@@ -141,4 +141,15 @@ def _stop_live() -> None:
         _live.stop()
         if redraws is not None:
             redraws.join()
+            _await_thread_exit(redraws.native_id)
     _live = None
+
+
+def _await_thread_exit(native_id: int | None, limit_s: float = 1.0) -> None:
+    """`join` returns when the thread's Python state is gone, a moment before the kernel ends
+    the thread; a fork in that moment still copies it (and Python warns). Wait for the kernel."""
+    deadline = time.monotonic() + limit_s
+    while native_id is not None and os.path.exists(f"/proc/self/task/{native_id}"):
+        if time.monotonic() > deadline:
+            return
+        time.sleep(0.001)
