@@ -201,7 +201,8 @@ def test_synthesis_at_two_shapes_with_parameter_values(tmp_path, run_cli):
     assert code == 0, err
     text = out.read_text()
     assert "--shape 3,3 --shape 2,2,3,3 --values stride_h=1" in text.splitlines()[0]
-    assert "relu(conv2d(1, 1, 0, 0, ?a, ?b)) <=> conv2d(1, 1, 0, 2, ?a, ?b)" in text
+    # seen at stride 1 and padding 0 only, and lifted to every stride and padding (act stays)
+    assert "relu(conv2d(?i0, ?i1, ?i2, 0, ?a, ?b)) <=> conv2d(?i0, ?i1, ?i2, 2, ?a, ?b)" in text
     assert "at shape [2, 2, 3, 3]" in text and "at shape [3, 3]" in text  # relu's laws: first seen at [3, 3]
 
 
@@ -268,3 +269,28 @@ def test_an_equation_over_a_concat_lifts_to_tasos_merge_which_verifies_and_deriv
         f"rule {name}: {rule_text(taso[name])}" for name in ("taso-m05", "taso-m06")) + "\n")
     assert set(_verdicts(str(ours), str(theirs)).values()) == {Verdict.DERIVED}
     assert merge_candidates(load_language("arith"), pool) == []
+
+
+def test_a_literal_parameter_is_lifted_to_a_variable_where_the_rule_holds_at_every_value(tmp_path):
+    """Ruler's generalization: conv2d distributes over a weight sum at any stride and padding, so
+    those literals become variables; not through an activation (act 2 is relu), so act stays 0;
+    a slot with two values (concat's axis 1 on the left, 0 on the right) is never lifted."""
+    from eqdsl.synth.generalize import generalized
+    from eqdsl.verify.rules import Status, verify_rule
+    from eqdsl.verify.semantics import load_semantics
+
+    tensor = load_language("tensor")
+    sem = load_semantics(tensor)
+
+    def holds(rule: ir.Rule) -> bool:
+        return verify_rule(tensor, sem, rule, 100, shrink=False).status is Status.PASSED
+
+    text = ("ewadd(conv2d(1, 1, 0, 0, ?a, ?b), conv2d(1, 1, 0, 0, ?a, ?c)) => conv2d(1, 1, 0, 0, ?a, ewadd(?b, ?c))"
+            " if shape(?b) == shape(?c)")
+    wide = generalized(load_language(_one_rule_file(tmp_path, text)).rules[0], holds)
+    assert rule_text(wide) == text.replace("1, 1, 0, 0", "?i0, ?i1, ?i2, 0")
+    assert wide.name.startswith("syn-") and holds(wide)
+    merge = "concat(1, conv2d(1, 1, 0, 0, ?a, ?b), conv2d(1, 1, 0, 0, ?a, ?c)) => conv2d(1, 1, 0, 0, ?a, concat(0, ?b, ?c))"
+    seen: list[str] = []
+    generalized(load_language(_one_rule_file(tmp_path, merge)).rules[0], lambda r: seen.append(rule_text(r)) or False)
+    assert len(seen) == 4 and not any("concat(?i" in t for t in seen)  # the four conv2d slots, never the axis

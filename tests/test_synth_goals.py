@@ -80,6 +80,8 @@ def test_the_command_writes_the_rule_and_refuses_a_goal_without_shapes(tmp_path,
     assert code != 0 and "go with --goal" in err
     code, _, err = run_cli("synthesize", "tensor", "--goal", "ewadd(?x, ", "-o", tmp_path / "no.eqr")
     assert code != 0 and "--goal" in err and "Traceback" not in err
+    code, _, err = run_cli("synthesize", "tensor", "--goal", "relu(?x)", "--at", "x=2,3", "-o", tmp_path / "no.eqr")
+    assert code != 0 and "pass --target with one of" in err and "`target:`" not in err  # a flag, not a YAML key
 
 
 def test_a_scalar_condition_lets_verify_draw_a_rank_0_operand(tmp_path, run_cli):

@@ -161,7 +161,7 @@ def _synthesize_goal(args: argparse.Namespace, lang, scratch: FileScratch) -> in
     from eqdsl.verify.semantics import load_semantics
 
     goal = read_goal(lang, args.goal, dict(args.at), args.constant)
-    costs = RuleCosts(lang, bind_target(lang, load_target(args.target) if args.target else None))
+    costs = RuleCosts(lang, bind_target(lang, load_target(args.target) if args.target else None, "--target"))
     size = args.size or 1 + size_of(goal.pattern)
     space = Space(size, ints=tuple(args.ints), ops=tuple(args.ops or ()), seed=args.seed, params=tuple(args.values))
     status.show(stderr)

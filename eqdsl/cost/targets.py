@@ -78,14 +78,17 @@ def load_target(ref: str, base: Path | None = None) -> Target:
                   read_layouts(data.get("layouts"), f"{where}layouts"))
 
 
-def bind_target(language: ir.Language, target: Target | None) -> dict[str, int]:
+def bind_target(language: ir.Language, target: Target | None, setting: str = "target") -> dict[str, int]:
+    """The values of the params `language` declares, from `target`; without one, an error that
+    names how the user gives it: `setting` is a YAML key or a `--flag`."""
     if not language.params:
         return {}
     declared = ", ".join(language.params)
     if target is None:
+        how = f"pass {setting} with" if setting.startswith("--") else f"set `{setting}:` to"
         raise EqdslError.one(f"the cost rules of '{language.name}' read target params ({declared}); "
-                             f"set `target:` to one of {', '.join(shipped_targets())} or a .yaml file",
-                             path="target")
+                             f"{how} one of {', '.join(shipped_targets())} or a .yaml file",
+                             path=setting)
     missing = [p for p, d in language.params.items() if p not in target.params and d.default is None]
     unknown = [p for p in target.params if p not in language.params]
     if missing:

@@ -9,7 +9,8 @@ variables, so that a law comes before its instances `f(?a, ?a)`; then text), and
 set, as Ruler minimizes: each candidate the kept rules already derive (`eqdsl.synth.derive`, at two instances, under
 `limits`) is dropped, else it is screened at sizes where no dimensions coincide
 (`verify.rules.refuted`: laws of square matrices fall here), verified
-(`eqdsl.verify.rules.verify_rule`, `examples` examples) and kept if it passes. A last pass drops a
+(`eqdsl.verify.rules.verify_rule`, `examples` examples) and kept if it passes, its literal
+parameters lifted to variables where it holds at every value (`eqdsl.synth.generalize`). A last pass drops a
 kept rule the others derive. Then the multi-pattern merges lifted from the candidates
 (`eqdsl.synth.merges`) are verified the same way and kept after them, unless an earlier merge
 covers one (no derivability between multi-pattern rules).
@@ -36,6 +37,7 @@ from eqdsl.synth.candidates import (
 )
 from eqdsl.synth.derive import Prover, Verdict
 from eqdsl.synth.enumerate import Space, enumerate_terms
+from eqdsl.synth.generalize import generalized
 from eqdsl.synth.merges import guarded, instance_of, merge_candidates
 from eqdsl.verify.examples import DISTINCT_HINTS
 from eqdsl.verify.rules import Status, refuted, verify_rule
@@ -106,7 +108,7 @@ def _minimize(lang: ir.Language, sem: dict[str, Any], pool: list[Candidate], lim
             if passed is None:
                 result.rejected += 1
             else:
-                result.kept.append(passed)
+                result.kept.append(passed := _generalized(lang, sem, passed, examples))
                 for rule in passed.rules:
                     prover.add(rule)
                 kept_one(result)
@@ -157,6 +159,16 @@ def _verified(lang: ir.Language, sem: dict[str, Any], candidate: Candidate, exam
     return next((step for step in reversed(steps) if passes_at(step, 5, seed=1)), None)
 
 
+def _generalized(lang: ir.Language, sem: dict[str, Any], c: Candidate, examples: int) -> Candidate:
+    """`c` with its literal parameters lifted to variables where it holds at every value
+    (`eqdsl.synth.generalize`; each step verified as `_verified` verifies)."""
+    def holds(rule: ir.Rule) -> bool:
+        wider = replace(c, rule=rule)
+        return passes(lang, sem, wider, examples, seed=0) and passes(lang, sem, wider, examples * 5, seed=1)
+
+    return replace(c, rule=generalized(c.rule, holds))
+
+
 def passes(lang: ir.Language, sem: dict[str, Any], c: Candidate, examples: int, seed: int) -> bool:
     """Whether `c` survives the screen at sizes where no dimensions coincide and `verify`."""
     return not refuted(lang, sem, c.rule) and verify_rule(lang, sem, c.rule, examples, seed=seed,
@@ -180,7 +192,7 @@ def _merges(lang: ir.Language, sem: dict[str, Any], pool: list[Candidate], examp
         if passed is None:
             result.rejected += 1
         else:
-            kept.append(guarded(passed))
+            kept.append(guarded(_generalized(lang, sem, passed, examples)))
             result.kept.append(kept[-1])
             result.merges += 1
             kept_one(result)

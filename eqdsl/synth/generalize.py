@@ -1,0 +1,74 @@
+"""Literal parameters lifted to variables, as Ruler generalizes: a rule found at one value of an
+operator's parameter (`relu(conv2d(1, 1, 0, 0, ?a, ?b)) => conv2d(1, 1, 0, 2, ?a, ?b)`, the
+enumeration saw stride 1 and padding 0 only) often holds at every value
+(`relu(conv2d(?i0, ?i1, ?i2, 0, ?a, ?b)) => conv2d(?i0, ?i1, ?i2, 2, ?a, ?b)`).
+
+Contract: `generalized(rule, holds)` tries each slot of `rule` in order of first appearance — an
+operator's Int parameter position on the left side whose literals are one value wherever the
+operator appears on either side — replaced at all its places by a fresh Int variable, and keeps the replacement where
+`holds(rule)` says the more general rule still holds (`verify` at examples drawn over the new
+variables too). A slot with different values on the two sides (`act` 0 on the left, 2 on the
+right) stays literal. Returns the most general rule found (the input where none holds), named
+stably.
+"""
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import Callable
+
+from eqdsl import ir
+from eqdsl.synth.candidates import stable_name, variables
+
+Slot = tuple[str, int]  # an operator and the position of one of its parameters
+
+
+def generalized(rule: ir.Rule, holds: Callable[[ir.Rule], bool]) -> ir.Rule:
+    """See the module docstring."""
+    current = rule
+    for slot in _slots(rule):
+        name = _fresh(current)
+        wider = replace(current, lhs=tuple(_lifted_app(p, slot, name) for p in current.lhs),
+                        rhs=tuple(_lifted(p, slot, name) for p in current.rhs))
+        wider = replace(wider, name=stable_name(wider))
+        if holds(wider):
+            current = wider
+    return current
+
+
+def _slots(rule: ir.Rule) -> list[Slot]:
+    """The slots whose literals are one Int value across both sides, in order of appearance
+    (a slot that holds a variable or a term anywhere is not one value)."""
+    values: dict[Slot, set[int | str]] = {}
+    mixed: set[Slot] = set()
+    for left in rule.lhs:
+        _collect(left, values, mixed)
+    on_left = list(values)  # a variable only the right side had would be bound by nothing
+    for right in rule.rhs:
+        _collect(right, values, mixed)
+    return [slot for slot in on_left if len(values[slot]) == 1 and slot not in mixed]
+
+
+def _collect(p: ir.Pattern, values: dict[Slot, set[int | str]], mixed: set[Slot]) -> None:
+    if not isinstance(p, ir.PApp):
+        return
+    for k, arg in enumerate(p.args):
+        if isinstance(arg, ir.PLit) and arg.type == ir.Prim.INT:
+            values.setdefault((p.op, k), set()).add(arg.value)
+        else:
+            mixed.add((p.op, k))
+        _collect(arg, values, mixed)
+
+
+def _lifted(p: ir.Pattern, slot: Slot, name: str) -> ir.Pattern:
+    return _lifted_app(p, slot, name) if isinstance(p, ir.PApp) else p
+
+
+def _lifted_app(p: ir.PApp, slot: Slot, name: str) -> ir.PApp:
+    args = tuple(ir.PVar(name, ir.Prim.INT) if (p.op, k) == slot and isinstance(a, ir.PLit) else _lifted(a, slot, name)
+                 for k, a in enumerate(p.args))
+    return replace(p, args=args)
+
+
+def _fresh(rule: ir.Rule) -> str:
+    taken = set().union(*(variables(p) for p in (*rule.lhs, *rule.rhs)))
+    return next(f"i{k}" for k in range(len(taken) + 1) if f"i{k}" not in taken)
