@@ -294,3 +294,21 @@ def test_a_literal_parameter_is_lifted_to_a_variable_where_the_rule_holds_at_eve
     seen: list[str] = []
     generalized(load_language(_one_rule_file(tmp_path, merge)).rules[0], lambda r: seen.append(rule_text(r)) or False)
     assert len(seen) == 4 and not any("concat(?i" in t for t in seen)  # the four conv2d slots, never the axis
+
+
+def test_a_merge_generalizes_with_its_split_point(tmp_path):
+    """A merge's `where k = shape(term)` holds the slot too: lifted with the sides, else the term
+    would name stride 1 while the sides match any stride."""
+    from eqdsl.synth.generalize import generalized
+    from eqdsl.verify.rules import Status, verify_rule
+    from eqdsl.verify.semantics import load_semantics
+
+    tensor = load_language("tensor")
+    sem = load_semantics(tensor)
+    conv = "conv2d(1, 1, 0, 0, ?a, {})"
+    merged = f"split(1, k, {conv.format('concat(0, ?b, ?c)')})"
+    text = (f"{conv.format('?b')}, {conv.format('?c')} => split0({merged}), split1({merged}) "
+            f"where k = shape({conv.format('?b')})[1] if shape(?a)[1] == shape(?b)[1], shape(?a)[1] == shape(?c)[1]")
+    wide = generalized(load_language(_one_rule_file(tmp_path, text)).rules[0],
+                       lambda r: verify_rule(tensor, sem, r, 60, shrink=False).status is Status.PASSED)
+    assert rule_text(wide) == text.replace("1, 1, 0, 0", "?i0, ?i1, ?i2, ?i3")

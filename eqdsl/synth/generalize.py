@@ -13,8 +13,8 @@ stably.
 """
 from __future__ import annotations
 
-from dataclasses import replace
-from typing import Callable
+from dataclasses import fields, is_dataclass, replace
+from typing import Any, Callable, Iterator
 
 from eqdsl import ir
 from eqdsl.synth.candidates import stable_name, variables
@@ -28,7 +28,8 @@ def generalized(rule: ir.Rule, holds: Callable[[ir.Rule], bool]) -> ir.Rule:
     for slot in _slots(rule):
         name = _fresh(current)
         wider = replace(current, lhs=tuple(_lifted_app(p, slot, name) for p in current.lhs),
-                        rhs=tuple(_lifted(p, slot, name) for p in current.rhs))
+                        rhs=_deep(current.rhs, slot, name), wheres=_deep(current.wheres, slot, name),
+                        conds=_deep(current.conds, slot, name))
         wider = replace(wider, name=stable_name(wider))
         if holds(wider):
             current = wider
@@ -43,7 +44,7 @@ def _slots(rule: ir.Rule) -> list[Slot]:
     for left in rule.lhs:
         _collect(left, values, mixed)
     on_left = list(values)  # a variable only the right side had would be bound by nothing
-    for right in rule.rhs:
+    for right in _apps((rule.rhs, rule.wheres, rule.conds)):
         _collect(right, values, mixed)
     return [slot for slot in on_left if len(values[slot]) == 1 and slot not in mixed]
 
@@ -67,6 +68,29 @@ def _lifted_app(p: ir.PApp, slot: Slot, name: str) -> ir.PApp:
     args = tuple(ir.PVar(name, ir.Prim.INT) if (p.op, k) == slot and isinstance(a, ir.PLit) else _lifted(a, slot, name)
                  for k, a in enumerate(p.args))
     return replace(p, args=args)
+
+
+def _apps(x: object) -> Iterator[ir.PApp]:
+    """The outermost applications anywhere in `x` (a side, a `where`'s `shape(term)`)."""
+    if isinstance(x, ir.PApp):
+        yield x
+    elif isinstance(x, tuple):
+        for item in x:
+            yield from _apps(item)
+    elif is_dataclass(x) and not isinstance(x, type):
+        for f in fields(x):
+            yield from _apps(getattr(x, f.name))
+
+
+def _deep(x: Any, slot: Slot, name: str) -> Any:
+    """`x` with the slot lifted in every application it holds (sides, `where`s, conditions)."""
+    if isinstance(x, ir.PApp):
+        return _lifted_app(x, slot, name)
+    if isinstance(x, tuple):
+        return tuple(_deep(item, slot, name) for item in x)
+    if is_dataclass(x) and not isinstance(x, type) and any(True for _ in _apps(x)):
+        return replace(x, **{f.name: _deep(getattr(x, f.name), slot, name) for f in fields(x) if f.init})
+    return x
 
 
 def _fresh(rule: ir.Rule) -> str:

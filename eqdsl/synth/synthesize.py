@@ -107,8 +107,10 @@ def _minimize(lang: ir.Language, sem: dict[str, Any], pool: list[Candidate], lim
             passed = _verified(lang, sem, candidate, examples)
             if passed is None:
                 result.rejected += 1
+            elif (passed := _generalized(lang, sem, passed, examples)).text in {c.text for c in result.kept}:
+                pass  # an instance of a kept rule that the prover missed: the same rule, generalized
             else:
-                result.kept.append(passed := _generalized(lang, sem, passed, examples))
+                result.kept.append(passed)
                 for rule in passed.rules:
                     prover.add(rule)
                 kept_one(result)
@@ -191,8 +193,8 @@ def _merges(lang: ir.Language, sem: dict[str, Any], pool: list[Candidate], examp
         passed = _verified(lang, sem, candidate, examples)
         if passed is None:
             result.rejected += 1
-        else:
-            kept.append(guarded(_generalized(lang, sem, passed, examples)))
+        elif (wider := guarded(_generalized(lang, sem, passed, examples))).text not in {c.text for c in kept}:
+            kept.append(wider)
             result.kept.append(kept[-1])
             result.merges += 1
             kept_one(result)
