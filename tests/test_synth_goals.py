@@ -103,3 +103,19 @@ def test_a_form_is_built_from_the_cheapest_term_of_each_operands_class(tensor):
     form = cheaper_form(lang, sem, goal, costs, Space(size=4))
     assert form is not None and form.candidate.text.endswith(
         "=> ewadd(conv2d(1, 1, 0, 0, ?a, ewmul(?b, ?d)), ewmul(?c, ?d)) if shape(?d) == []")
+
+
+def test_stand_in_sizes_keep_a_concats_sums(tensor):
+    """A concat's channels (32 + 64 = 96) at stand-ins 2, 3, 4 would be ill-shaped; the stand-ins
+    keep every sum of two or three sizes that is a size, and are otherwise the smallest in order."""
+    from eqdsl.synth.goals import Goal, _stand_ins
+
+    def stand_ins(*shapes: tuple[int, ...]) -> dict[int, int]:
+        return _stand_ins(Goal(None, tuple((f"v{k}", s) for k, s in enumerate(shapes))))  # type: ignore[arg-type]
+
+    assert stand_ins((1, 32, 7, 7), (1, 64, 7, 7), (1, 96, 7, 7)) == {1: 1, 7: 2, 32: 3, 64: 6, 96: 9}
+    assert stand_ins((1, 64, 112, 112), (64, 3, 7, 7)) == {1: 1, 3: 2, 7: 3, 64: 4, 112: 5}
+    lang, sem, costs = tensor
+    goal = read_goal(lang, "ewadd(concat(1, ?a, ?b), ?c)", {"a": (1, 32, 7, 7), "b": (1, 64, 7, 7),
+                                                            "c": (1, 96, 7, 7)}, set())
+    assert cheaper_form(lang, sem, goal, costs, Space(size=2)) is None  # enumerated, not ill-shaped

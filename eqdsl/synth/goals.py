@@ -4,8 +4,9 @@ a rule (issue 61, item 4: rules that pay, for the patterns a corpus holds most o
 Contract: `cheaper_form(lang, sem, goal, costs, space)` enumerates the terms over the goal's own
 variables (`eqdsl.synth.enumerate` with `Space.leaves`: each variable at a small stand-in of the
 shape it has where the pattern occurs, every distinct size > 1 a distinct small size, in order, so a
-kernel stays smaller than its image; `[Int]` parameters take those shapes with axes of size 1 added
-or dropped), with the goal's operators and `space.ops`, its `Int` parameters at the values the goal
+kernel stays smaller than its image, and sums kept, so a concat's channels still add up; `[Int]`
+parameters take those shapes with axes of size 1 added or dropped), with the goal's operators and
+`space.ops`, its `Int` parameters at the values the goal
 holds and `space.params`. Where the goal has a constant variable (a weight) as an operand, or any
 variable as an operand of an operator of three operands or more, only that variable is
 (`Space.places`: a batch norm's four vectors stay where they are, not in every order; a term may be
@@ -111,9 +112,46 @@ def _close_classes(found: Enumeration, target: Term) -> set[tuple]:
 
 
 def _stand_ins(goal: Goal) -> dict[int, int]:
-    """Real size → small size: 1 stays 1, the others 2, 3, 4, ... in order."""
+    """Real size → small size: 1 stays 1, the others the smallest sizes from 2 up, in order, that
+    keep every sum of two or three real sizes that is a real size (a concat's channels: 32, 64 and
+    96 become 2, 3 and 5, not 2, 3 and 4); where none within `STAND_IN_MAX` does, 2, 3, 4, ... in order."""
     sizes = sorted({d for _, shape in goal.shapes for d in shape if d != 1})
-    return {1: 1} | {d: k + 2 for k, d in enumerate(sizes)}
+    sums = [(parts, total) for total in sizes for parts in _parts(sizes, total)]
+    chosen = _smallest_keeping(sizes, sums, {}, 2, [SEARCH_STEPS]) or {d: k + 2 for k, d in enumerate(sizes)}
+    return {1: 1} | chosen
+
+
+STAND_IN_MAX = 24  # the largest stand-in size (a product of a few such sizes stays fast to evaluate)
+SEARCH_STEPS = 20_000  # stand-ins tried at most before giving up on keeping the sums
+
+
+def _parts(sizes: list[int], total: int) -> list[tuple[int, ...]]:
+    """The ways `total` is a sum of two or three of `sizes` (repeats allowed), each in order."""
+    below = [d for d in sizes if d < total]
+    pairs = [(a, total - a) for a in below if a <= total - a and total - a in below]
+    return pairs + [(a, b, total - a - b) for a in below for b in below
+                    if a <= b <= total - a - b and total - a - b in below]
+
+
+def _smallest_keeping(sizes: list[int], sums: list[tuple[tuple[int, ...], int]], chosen: dict[int, int],
+                      lowest: int, steps: list[int]) -> dict[int, int] | None:
+    """Stand-ins for `sizes` (in order, strictly increasing from `lowest`) that keep `sums`;
+    the smallest such, by depth-first search; None if none within `STAND_IN_MAX` or `steps[0]` tries."""
+    if len(chosen) == len(sizes):
+        return dict(chosen)
+    size = sizes[len(chosen)]
+    for value in range(lowest, STAND_IN_MAX + 1):
+        steps[0] -= 1
+        if steps[0] < 0:
+            return None
+        chosen[size] = value
+        if all(sum(chosen[p] for p in parts) == chosen[total] for parts, total in sums
+               if total in chosen and all(p in chosen for p in parts)):
+            found = _smallest_keeping(sizes, sums, chosen, value + 1, steps)
+            if found is not None:
+                return found
+        del chosen[size]
+    return None
 
 
 def _lists(shapes: list[tuple[int, ...]]) -> tuple[tuple[int, ...], ...]:
