@@ -18,7 +18,9 @@ cheapest first: each becomes `goal => term` with its list literals bound in `whe
 variables' shapes (`[shape(?f)[0], 1, 1, 1]`) and one condition per variable that ties its shape to
 the others' as they were (`shape(?g) == [shape(?s)[0], 1, 1]`); it is verified (`eqdsl.verify`),
 each condition then dropped that it passes without, and the first that passes is the result (of the
-`TRIES` cheapest). None where no cheaper term exists within `space.size` operators or none verifies.
+`TRIES` cheapest), its literal parameters lifted to variables where it holds at every value
+(`eqdsl.synth.generalize`: found at a 1×1 convolution, a rule may hold at every stride and
+padding). None where no cheaper term exists within `space.size` operators or none verifies.
 `stop()` ends the enumeration early (what it found is still priced and verified).
 """
 from __future__ import annotations
@@ -36,7 +38,7 @@ from eqdsl.ir.text import pattern_text
 from eqdsl.synth.candidates import Candidate, stable_name, without_cond
 from eqdsl.synth.enumerate import Enumeration, Space, Term, application, enumerate_terms
 from eqdsl.synth.pricing import Priced, Pricing, best_version, cheapest
-from eqdsl.synth.synthesize import passes
+from eqdsl.synth.synthesize import generalized_candidate, passes
 
 TRIES = 20  # cheaper forms verified at most, cheapest first
 
@@ -77,7 +79,7 @@ def cheaper_form(lang: ir.Language, sem: dict[str, Any], goal: Goal, costs: Rule
                               oriented=True)
         passed = _weakest(lang, sem, candidate, examples)
         if passed is not None:
-            return Form(passed, goal_cost, form.cost, k + 1)
+            return Form(generalized_candidate(lang, sem, passed, examples), goal_cost, form.cost, k + 1)
     return None
 
 

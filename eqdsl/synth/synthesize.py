@@ -107,7 +107,7 @@ def _minimize(lang: ir.Language, sem: dict[str, Any], pool: list[Candidate], lim
             passed = _verified(lang, sem, candidate, examples)
             if passed is None:
                 result.rejected += 1
-            elif (passed := _generalized(lang, sem, passed, examples)).text in {c.text for c in result.kept}:
+            elif (passed := generalized_candidate(lang, sem, passed, examples)).text in {c.text for c in result.kept}:
                 pass  # an instance of a kept rule that the prover missed: the same rule, generalized
             else:
                 result.kept.append(passed)
@@ -161,7 +161,7 @@ def _verified(lang: ir.Language, sem: dict[str, Any], candidate: Candidate, exam
     return next((step for step in reversed(steps) if passes_at(step, 5, seed=1)), None)
 
 
-def _generalized(lang: ir.Language, sem: dict[str, Any], c: Candidate, examples: int) -> Candidate:
+def generalized_candidate(lang: ir.Language, sem: dict[str, Any], c: Candidate, examples: int) -> Candidate:
     """`c` with its literal parameters lifted to variables where it holds at every value
     (`eqdsl.synth.generalize`; each step verified as `_verified` verifies)."""
     def holds(rule: ir.Rule) -> bool:
@@ -193,7 +193,7 @@ def _merges(lang: ir.Language, sem: dict[str, Any], pool: list[Candidate], examp
         passed = _verified(lang, sem, candidate, examples)
         if passed is None:
             result.rejected += 1
-        elif (wider := guarded(_generalized(lang, sem, passed, examples))).text not in {c.text for c in kept}:
+        elif (wider := guarded(generalized_candidate(lang, sem, passed, examples))).text not in {c.text for c in kept}:
             kept.append(wider)
             result.kept.append(kept[-1])
             result.merges += 1
