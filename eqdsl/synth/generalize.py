@@ -3,7 +3,8 @@ operator's parameter (`relu(conv2d(1, 1, 0, 0, ?a, ?b)) => conv2d(1, 1, 0, 2, ?a
 enumeration saw stride 1 and padding 0 only) often holds at every value
 (`relu(conv2d(?i0, ?i1, ?i2, 0, ?a, ?b)) => conv2d(?i0, ?i1, ?i2, 2, ?a, ?b)`).
 
-Contract: `generalized(rule, holds)` tries each slot of `rule` in order of first appearance — an
+Contract: `generalized(rule, holds)` tries every slot of `rule` at once, then (where that does not
+hold) each slot in order of first appearance — an
 operator's Int parameter position on the left side whose literals are one value wherever the
 operator appears on either side — replaced at all its places by a fresh Int variable, and keeps the replacement where
 `holds(rule)` says the more general rule still holds (`verify` at examples drawn over the new
@@ -24,16 +25,23 @@ Slot = tuple[str, int]  # an operator and the position of one of its parameters
 
 def generalized(rule: ir.Rule, holds: Callable[[ir.Rule], bool]) -> ir.Rule:
     """See the module docstring."""
+    slots = _slots(rule)
+    if len(slots) > 1 and holds(everywhere := _lifted_rule(rule, slots)):
+        return everywhere  # the common case, in one check
     current = rule
-    for slot in _slots(rule):
-        name = _fresh(current)
-        wider = replace(current, lhs=tuple(_lifted_app(p, slot, name) for p in current.lhs),
-                        rhs=_deep(current.rhs, slot, name), wheres=_deep(current.wheres, slot, name),
-                        conds=_deep(current.conds, slot, name))
-        wider = replace(wider, name=stable_name(wider))
-        if holds(wider):
+    for slot in slots:
+        if holds(wider := _lifted_rule(current, [slot])):
             current = wider
     return current
+
+
+def _lifted_rule(rule: ir.Rule, slots: list[Slot]) -> ir.Rule:
+    """`rule` with each of `slots` a fresh Int variable wherever it holds a literal."""
+    for slot in slots:
+        name = _fresh(rule)
+        rule = replace(rule, lhs=tuple(_lifted_app(p, slot, name) for p in rule.lhs), rhs=_deep(rule.rhs, slot, name),
+                       wheres=_deep(rule.wheres, slot, name), conds=_deep(rule.conds, slot, name))
+    return replace(rule, name=stable_name(rule))
 
 
 def _slots(rule: ir.Rule) -> list[Slot]:

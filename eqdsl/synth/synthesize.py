@@ -104,12 +104,13 @@ def _minimize(lang: ir.Language, sem: dict[str, Any], pool: list[Candidate], lim
             if dropped or (result.kept and all(prover.prove(lang, candidate.rule, hints).verdict is Verdict.DERIVED
                                                for hints in INSTANCES)):
                 continue
+            known = frozenset(c.text for c in result.kept)
             passed = _verified(lang, sem, candidate, examples)
+            if passed is not None:
+                passed = generalized_candidate(lang, sem, passed, examples, known)
             if passed is None:
                 result.rejected += 1
-            elif (passed := generalized_candidate(lang, sem, passed, examples)).text in {c.text for c in result.kept}:
-                pass  # an instance of a kept rule that the prover missed: the same rule, generalized
-            else:
+            elif passed.text not in known:  # else an instance of a kept rule the prover missed, generalized
                 result.kept.append(passed)
                 for rule in passed.rules:
                     prover.add(rule)
@@ -161,14 +162,17 @@ def _verified(lang: ir.Language, sem: dict[str, Any], candidate: Candidate, exam
     return next((step for step in reversed(steps) if passes_at(step, 5, seed=1)), None)
 
 
-def generalized_candidate(lang: ir.Language, sem: dict[str, Any], c: Candidate, examples: int) -> Candidate:
+def generalized_candidate(lang: ir.Language, sem: dict[str, Any], c: Candidate, examples: int,
+                          known: frozenset[str] = frozenset()) -> Candidate:
     """`c` with its literal parameters lifted to variables where it holds at every value
-    (`eqdsl.synth.generalize`; each step verified as `_verified` verifies)."""
-    def holds(rule: ir.Rule) -> bool:
-        wider = replace(c, rule=rule)
-        return passes(lang, sem, wider, examples, seed=0) and passes(lang, sem, wider, examples * 5, seed=1)
-
-    return replace(c, rule=generalized(c.rule, holds))
+    (`eqdsl.synth.generalize`; each step verified with `examples`, the result then as `_verified`
+    verifies, with five times as many on another seed: `c` itself where that fails). A result
+    whose text is in `known` (a kept rule's) is returned without that last check."""
+    rule = generalized(c.rule, lambda r: passes(lang, sem, replace(c, rule=r), examples, seed=0))
+    wider = replace(c, rule=rule)
+    if rule is c.rule or wider.text in known or passes(lang, sem, wider, examples * 5, seed=1):
+        return wider
+    return c
 
 
 def passes(lang: ir.Language, sem: dict[str, Any], c: Candidate, examples: int, seed: int) -> bool:
