@@ -4,7 +4,7 @@ Usage: python benchmarks/tensat.py [--models bert,nasrnn,...|all] [--k-multi 1[,
        [--cycle-filter efficient[,vanilla,none]] [--acyclic order] [--target t4[,a100]]
        [--extract-limit 60] [--node-limit 50000] [--iter-limit 15] [--explore-limit 3600]
        [--ort] [--ort-runs 20] [--ort-threads 1] [--measure ort|cpu] [--measure-runs 5]
-       [--execute cpu|cuda] [--execute-runs 5]
+       [--execute cpu|cuda] [--execute-runs 5] [--by-op]
 `--k-multi pact` uses the PACT study's k_multi per model. With `--ort`, the input and the optimized
 program are exported to ONNX (same random weights) and ONNX Runtime (CPU) runs both on the same
 inputs, alternately, `--ort-runs` times each: outputs must agree, and the medians are printed.
@@ -13,6 +13,7 @@ cached in results/timings.sqlite) and a last column gives Spearman's rank correl
 measured cost of every operator configuration in the e-graph and the cost rules' prediction on
 each shipped target. With `--execute`, eqdsl's executor runs input and output with eqdsl's own
 kernels (same weights and inputs, alternately): outputs must agree; medians are printed.
+With `--by-op`, a line per run gives each operator's cost in the input and the optimized program.
 Runs the same pipeline as `eqdsl run` (config built in code). Prints per run: e-graph nodes and
 classes, iterations, stop reason, exploration / extraction / total seconds, CP-SAT status and gap,
 original and optimized cost (roofline ms on the target), speedup %, matmul and conv2d counts
@@ -31,7 +32,7 @@ from pathlib import Path
 import numpy as np
 
 from eqdsl.config import parse_config
-from eqdsl.extract.egraph import reachable
+from eqdsl.extract.egraph import cost_by_op, reachable
 from eqdsl.pipeline import RunResult, run_pipeline
 
 TENSAT_TABLE1 = {  # model: (search seconds, speedup %), TENSAT Table 1, k_multi = 1
@@ -156,6 +157,7 @@ def main() -> int:
     ap.add_argument("--measure-runs", type=int, default=5)
     ap.add_argument("--execute", choices=("cpu", "cuda"), help="also run input and output with eqdsl's kernels")
     ap.add_argument("--execute-runs", type=int, default=5)
+    ap.add_argument("--by-op", action="store_true", help="also print the cost per operator, input and optimized")
     args = ap.parse_args()
     if args.models == "all":
         from eqdsl.languages.tensat.models import MODELS
@@ -177,7 +179,18 @@ def main() -> int:
             print(f"{target:<5} " + row(name, k, filt, r) + (ort_columns(r, args) if args.ort else "")
                   + (rank_correlations(r) if args.measure else "")
                   + (execute_columns(r, args) if args.execute else ""), flush=True)
+            if args.by_op:
+                print(by_op_line(r), flush=True)
     return 0
+
+
+def by_op_line(r: RunResult) -> str:
+    """Where the cost goes: the input's and the optimized program's cost per operator (ns, share)."""
+    after = cost_by_op(r.live.problem, r.best.selection)  # type: ignore[union-attr]
+    ops = sorted(set(r.input_cost_by_op) | set(after), key=lambda op: -after.get(op, 0.0))
+    return "      by operator, input → optimized: " + ", ".join(
+        f"{op} {r.input_cost_by_op.get(op, 0):,.0f} → {after.get(op, 0):,.0f} ({100 * after.get(op, 0) / r.best.cost:.1f} %)"
+        for op in ops)
 
 
 if __name__ == "__main__":
