@@ -3,14 +3,13 @@ operator's parameter (`relu(conv2d(1, 1, 0, 0, ?a, ?b)) => conv2d(1, 1, 0, 2, ?a
 enumeration saw stride 1 and padding 0 only) often holds at every value
 (`relu(conv2d(?i0, ?i1, ?i2, 0, ?a, ?b)) => conv2d(?i0, ?i1, ?i2, 2, ?a, ?b)`).
 
-Contract: `generalized(rule, holds)` tries every slot of `rule` at once, then (where that does not
-hold) each slot in order of first appearance — an
-operator's Int parameter position on the left side whose literals are one value wherever the
-operator appears on either side — replaced at all its places by a fresh Int variable, and keeps the replacement where
-`holds(rule)` says the more general rule still holds (`verify` at examples drawn over the new
-variables too). A slot with different values on the two sides (`act` 0 on the left, 2 on the
-right) stays literal. Returns the most general rule found (the input where none holds), named
-stably.
+Contract: `generalized(rule, holds)` lifts the slots of `rule` — an operator's Int parameter
+position on the left side whose literals are one value wherever the operator appears, on either
+side and in `where`s — each to a fresh Int variable at all its places: every slot at once, and
+where that does not hold, each slot in order of first appearance, kept where `holds(rule)` says
+the more general rule holds (`verify` at examples drawn over the new variables too). A slot with
+different values on the two sides (`act` 0 on the left, 2 on the right) stays literal. Returns
+the most general rule found (the input where none holds), named stably.
 """
 from __future__ import annotations
 
