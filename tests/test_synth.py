@@ -197,10 +197,11 @@ def test_synthesis_at_two_shapes_with_parameter_values(tmp_path, run_cli):
     out = tmp_path / "c.eqr"
     code, _, err = run_cli("synthesize", "tensor", "-o", out, "--ops", "relu,conv2d", "--vars", "2",
                            "--size", "2", "--shape", "3,3", "--shape", "2,2,3,3", "--values", "stride_h=1",
-                           "--values", "stride_w=1", "--values", "pad=0", "--values", "act=0,2")
+                           "--values", "stride_w=1", "--values", "pad=0", "--values", "act=0,2", "--generalize")
     assert code == 0, err
     text = out.read_text()
     assert "--shape 3,3 --shape 2,2,3,3 --values stride_h=1" in text.splitlines()[0]
+    assert "--generalize` from the reference semantics" in text.splitlines()[0]
     # seen at stride 1 and padding 0 only, and lifted to every stride and padding (act stays)
     assert "relu(conv2d(?i0, ?i1, ?i2, 0, ?a, ?b)) <=> conv2d(?i0, ?i1, ?i2, 2, ?a, ?b)" in text
     assert "at shape [2, 2, 3, 3]" in text and "at shape [3, 3]" in text  # relu's laws: first seen at [3, 3]

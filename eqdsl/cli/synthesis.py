@@ -50,6 +50,9 @@ def _synthesis_commands(sub) -> None:
                    help="the shape of every variable of a sort with shapes (default 3,3); give it again for "
                         "one more enumeration at that shape (--shape 3,3 --shape 2,2,3,3)")
     c.add_argument("--examples", type=AT_LEAST_ONE, default=100, help="verify's examples per rule (default 100)")
+    c.add_argument("--generalize", action="store_true",
+                   help="lift a kept rule's literal Int parameters to variables where it holds at every value "
+                        "(each lift verified; --goal always does)")
     c.add_argument("--time-limit", type=POSITIVE, default=600.0, help="seconds in all (default 600)")
     c.add_argument("--seed", type=AT_LEAST_ZERO, default=0, help="seed of the fingerprint inputs (default 0)")
     c.add_argument("--goal", metavar="PATTERN",
@@ -123,11 +126,12 @@ def _synthesize(args: argparse.Namespace, scratch: FileScratch) -> int:
     with status.stage("synthesize"):
         found = synthesize(lang, load_semantics(lang, run_ref=not args.no_ref), space, Limits(8, 20_000, 5),
                            args.examples, time.monotonic() + args.time_limit, lambda note: status.update(note=note),
-                           checkpoint)
+                           checkpoint, generalize=args.generalize)
     header = (f"Synthesized by `eqdsl synthesize {args.language} --size {space.size} --vars {args.vars} --ints "
               f"{','.join(map(str, args.ints))}{''.join(' --shape ' + ','.join(map(str, s)) for s in shapes)}"
               f"{''.join(f' --values {n}=' + ','.join(map(str, v)) for n, v in args.values)}"
-              f"{' --ops ' + ','.join(args.ops) if args.ops else ''}` from the "
+              f"{' --ops ' + ','.join(args.ops) if args.ops else ''}{' --generalize' if args.generalize else ''}` "
+              "from the "
               f"reference semantics of {lang.name}:\n{found.terms} terms in {found.classes} fingerprint classes, "
               f"{found.candidates} candidate rules; {len(found.kept)} kept, each passing `eqdsl verify` "
               f"({args.examples} examples); {found.rejected} failed `verify`."

@@ -9,8 +9,8 @@ variables, so that a law comes before its instances `f(?a, ?a)`; then text), and
 set, as Ruler minimizes: each candidate the kept rules already derive (`eqdsl.synth.derive`, at two instances, under
 `limits`) is dropped, else it is screened at sizes where no dimensions coincide
 (`verify.rules.refuted`: laws of square matrices fall here), verified
-(`eqdsl.verify.rules.verify_rule`, `examples` examples) and kept if it passes, its literal
-parameters lifted to variables where it holds at every value (`eqdsl.synth.generalize`). A last pass drops a
+(`eqdsl.verify.rules.verify_rule`, `examples` examples) and kept if it passes (with `generalize`,
+its literal parameters lifted to variables where it holds at every value: `eqdsl.synth.generalize`). A last pass drops a
 kept rule the others derive. Then the multi-pattern merges lifted from the candidates
 (`eqdsl.synth.merges`) are verified the same way and kept after them, unless an earlier merge
 covers one (no derivability between multi-pattern rules).
@@ -62,7 +62,7 @@ class Synthesis:
 
 def synthesize(lang: ir.Language, sem: dict[str, Any], space: Space, limits: Limits, examples: int = 100,
                deadline: float | None = None, progress: Callable[[str], None] = lambda note: None,
-               kept_one: Callable[[Synthesis], None] = lambda partial: None) -> Synthesis:
+               kept_one: Callable[[Synthesis], None] = lambda partial: None, generalize: bool = False) -> Synthesis:
     """See the module docstring; `kept_one(partial)` after each rule kept (a checkpoint)."""
     t0 = time.perf_counter()
     out_of_time = (lambda: False) if deadline is None else (lambda: time.monotonic() > deadline)
@@ -76,11 +76,13 @@ def synthesize(lang: ir.Language, sem: dict[str, Any], space: Space, limits: Lim
     ordered = sorted(pool.values(), key=cheapest_first)
     result.candidates = len(ordered)
     progress(f"{result.terms} terms, {result.classes} classes, {len(ordered)} candidates")
-    result.complete = _minimize(lang, sem, ordered, limits, examples, result, out_of_time, progress, kept_one)
+    widen = (lambda c, known: generalized_candidate(lang, sem, c, examples, known)) if generalize else \
+        (lambda c, known: c)
+    result.complete = _minimize(lang, sem, ordered, limits, examples, result, out_of_time, progress, kept_one, widen)
     if result.complete:
         result.kept, result.complete = _without_derivable(lang, result.kept, limits, out_of_time)
     if result.complete:
-        result.complete = _merges(lang, sem, ordered, examples, result, out_of_time, progress, kept_one)
+        result.complete = _merges(lang, sem, ordered, examples, result, out_of_time, progress, kept_one, widen)
     result.seconds = time.perf_counter() - t0
     return result
 
@@ -89,9 +91,12 @@ def _shaped(lang: ir.Language) -> bool:
     return any(s.shape_type is not None for s in lang.sorts.values())
 
 
+Widen = Callable[[Candidate, frozenset[str]], Candidate]  # a verified candidate, generalized or as it is
+
+
 def _minimize(lang: ir.Language, sem: dict[str, Any], pool: list[Candidate], limits: Limits, examples: int,
               result: Synthesis, out_of_time: Callable[[], bool], progress: Callable[[str], None],
-              kept_one: Callable[[Synthesis], None]) -> bool:
+              kept_one: Callable[[Synthesis], None], widen: Widen) -> bool:
     """Cheapest first: a candidate the kept rules derive is dropped, else screened, verified and
     kept if it passes (and added to the prover's e-graph)."""
     prover = Prover(_with_rules(lang, []), limits)
@@ -107,7 +112,7 @@ def _minimize(lang: ir.Language, sem: dict[str, Any], pool: list[Candidate], lim
             known = frozenset(c.text for c in result.kept)
             passed = _verified(lang, sem, candidate, examples)
             if passed is not None:
-                passed = generalized_candidate(lang, sem, passed, examples, known)
+                passed = widen(passed, known)
             if passed is None:
                 result.rejected += 1
             elif passed.text not in known:  # else an instance of a kept rule the prover missed, generalized
@@ -183,7 +188,7 @@ def passes(lang: ir.Language, sem: dict[str, Any], c: Candidate, examples: int, 
 
 def _merges(lang: ir.Language, sem: dict[str, Any], pool: list[Candidate], examples: int, result: Synthesis,
             out_of_time: Callable[[], bool], progress: Callable[[str], None],
-            kept_one: Callable[[Synthesis], None]) -> bool:
+            kept_one: Callable[[Synthesis], None], widen: Widen) -> bool:
     """The multi-pattern rules lifted from `pool` (`eqdsl.synth.merges`), cheapest first: one an
     earlier kept merge covers is dropped, else verified (its conditions found as a single
     rule's are), guarded and kept. Whether it finished before the deadline."""
@@ -197,7 +202,7 @@ def _merges(lang: ir.Language, sem: dict[str, Any], pool: list[Candidate], examp
         passed = _verified(lang, sem, candidate, examples)
         if passed is None:
             result.rejected += 1
-        elif (wider := guarded(generalized_candidate(lang, sem, passed, examples))).text not in {c.text for c in kept}:
+        elif (wider := guarded(widen(passed, frozenset()))).text not in {c.text for c in kept}:
             kept.append(wider)
             result.kept.append(kept[-1])
             result.merges += 1
