@@ -40,6 +40,7 @@ from eqdsl.diagnostics import EqdslError  # noqa: E402
 from eqdsl.frontend import load_language, resolve_ruleset  # noqa: E402
 from eqdsl.ir.builder import program_shapes  # noqa: E402
 from eqdsl.ir.text import pattern_text  # noqa: E402
+from eqdsl.languages.tensor.folding import const_nodes  # noqa: E402
 from eqdsl.languages.tensor.ops import OPAQUE, STRUCTURE  # noqa: E402
 from eqdsl.onnx.read import read_onnx  # noqa: E402
 from eqdsl.synth.enumerate import VARIABLE_NAMES, Space  # noqa: E402
@@ -151,7 +152,7 @@ def _mine(lang: ir.Language, programs: list[tuple[str, ir.Program]], ops: int, b
     variables are constant where `by_constants`), with its first occurrence as a goal."""
     mined = Mined()
     for name, program in programs:
-        shapes, constant = program_shapes(lang, program), _constant_nodes(lang, program)
+        shapes, constant = program_shapes(lang, program), const_nodes(lang, program)
         folded = constant if by_constants else set()  # a weight computed from weights is one variable
         for i, node in enumerate(program.nodes):
             if node.op in STRUCTURE or node.op in OPAQUE:
@@ -185,17 +186,6 @@ def _goal(lang: ir.Language, key: str, shapes: list, nodes: list[int], constant:
         return read_goal(lang, key, {names[n]: tuple(shapes[n]) for n in seen}, {names[n] for n in seen if n in constant})
     except EqdslError:
         return None
-
-
-def _constant_nodes(lang: ir.Language, program: ir.Program) -> set[int]:
-    """The nodes known before the program runs: weights and scalars, and what only they compute
-    (operands come before their users)."""
-    found: set[int] = set()
-    for k, node in enumerate(program.nodes):
-        children = [a.index for a in node.args if isinstance(a, ir.Child)]
-        if lang.ops[node.op].const or (children and all(c in found for c in children)):
-            found.add(k)
-    return found
 
 
 def _until(deadline: float) -> Callable[[], bool]:

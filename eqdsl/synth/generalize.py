@@ -38,7 +38,7 @@ def _lifted_rule(rule: ir.Rule, slots: list[Slot]) -> ir.Rule:
     """`rule` with each of `slots` a fresh Int variable wherever it holds a literal."""
     for slot in slots:
         name = _fresh(rule)
-        rule = replace(rule, lhs=tuple(_lifted_app(p, slot, name) for p in rule.lhs), rhs=_deep(rule.rhs, slot, name),
+        rule = replace(rule, lhs=_deep(rule.lhs, slot, name), rhs=_deep(rule.rhs, slot, name),
                        wheres=_deep(rule.wheres, slot, name), conds=_deep(rule.conds, slot, name))
     return replace(rule, name=stable_name(rule))
 
@@ -67,16 +67,6 @@ def _collect(p: ir.Pattern, values: dict[Slot, set[int | str]], mixed: set[Slot]
         _collect(arg, values, mixed)
 
 
-def _lifted(p: ir.Pattern, slot: Slot, name: str) -> ir.Pattern:
-    return _lifted_app(p, slot, name) if isinstance(p, ir.PApp) else p
-
-
-def _lifted_app(p: ir.PApp, slot: Slot, name: str) -> ir.PApp:
-    args = tuple(ir.PVar(name, ir.Prim.INT) if (p.op, k) == slot and isinstance(a, ir.PLit) else _lifted(a, slot, name)
-                 for k, a in enumerate(p.args))
-    return replace(p, args=args)
-
-
 def _apps(x: object) -> Iterator[ir.PApp]:
     """The outermost applications anywhere in `x` (a side, a `where`'s `shape(term)`)."""
     if isinstance(x, ir.PApp):
@@ -92,7 +82,8 @@ def _apps(x: object) -> Iterator[ir.PApp]:
 def _deep(x: Any, slot: Slot, name: str) -> Any:
     """`x` with the slot lifted in every application it holds (sides, `where`s, conditions)."""
     if isinstance(x, ir.PApp):
-        return _lifted_app(x, slot, name)
+        return replace(x, args=tuple(ir.PVar(name, ir.Prim.INT) if (x.op, k) == slot and isinstance(a, ir.PLit)
+                                     else _deep(a, slot, name) for k, a in enumerate(x.args)))
     if isinstance(x, tuple):
         return tuple(_deep(item, slot, name) for item in x)
     if is_dataclass(x) and not isinstance(x, type) and any(True for _ in _apps(x)):

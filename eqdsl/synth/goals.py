@@ -116,7 +116,7 @@ def _close_classes(found: Enumeration, target: Term) -> set[tuple]:
 def _stand_ins(goal: Goal) -> dict[int, int]:
     """Real size → small size: 1 stays 1, the others the smallest sizes from 2 up, in order, that
     keep every sum of two or three real sizes that is a real size (a concat's channels: 32, 64 and
-    96 become 2, 3 and 5, not 2, 3 and 4); where none within `STAND_IN_MAX` does, 2, 3, 4, ... in order."""
+    96 become 2, 4 and 6, not 2, 3 and 4); where none within `STAND_IN_MAX` does, 2, 3, 4, ... in order."""
     sizes = sorted({d for _, shape in goal.shapes for d in shape if d != 1})
     sums = [(parts, total) for total in sizes for parts in _parts(sizes, total)]
     chosen = _smallest_keeping(sizes, sums, {}, 2, [SEARCH_STEPS]) or {d: k + 2 for k, d in enumerate(sizes)}

@@ -97,7 +97,9 @@ def best_version(p: ir.Pattern, best: dict[int, Priced], class_of: dict[str, int
         return pricing.leaf(p)
     parts = []
     for a in p.args:
-        k = class_of.get(pattern_text(a)) if not isinstance(a, ir.PLit) else None
-        parts.append(best[k] if k is not None and k in best else pricing.leaf(a) if isinstance(a, ir.PLit)
-                     else best_version(a, best, class_of, pricing))
+        if isinstance(a, ir.PLit):
+            parts.append(pricing.leaf(a))
+            continue
+        k = class_of.get(pattern_text(a))
+        parts.append(best[k] if k in best else best_version(a, best, class_of, pricing))
     return pricing.node(p.op, parts)

@@ -109,9 +109,9 @@ def _minimize(lang: ir.Language, sem: dict[str, Any], pool: list[Candidate], lim
             if dropped or (result.kept and all(prover.prove(lang, candidate.rule, hints).verdict is Verdict.DERIVED
                                                for hints in INSTANCES)):
                 continue
-            known = frozenset(c.text for c in result.kept)
             passed = _verified(lang, sem, candidate, examples)
             if passed is not None:
+                known = frozenset(c.text for c in result.kept)
                 passed = widen(passed, known)
             if passed is None:
                 result.rejected += 1
