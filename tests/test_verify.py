@@ -223,3 +223,16 @@ def test_an_example_space_that_answers_differently_on_replay_is_reported_not_rai
                         lambda self, ranks, hints: None if next(calls) % 3 == 2 else real(self, ranks, hints))
     result = verify_rule(lang, load_semantics(lang), rule, examples=40)
     assert result.status == Status.FAILED and "did not replay the same" in result.counterexample.message
+
+
+def test_sides_of_a_tensor_and_of_several_outputs_are_told_apart_not_crashed_on():
+    """A rule whose one side is a tuple of outputs of different shapes (`noop`, a split) and the
+    other one tensor: numpy cannot shape the tuple; the failure says what differs."""
+    import numpy as np
+
+    from eqdsl.verify.rules import _shapes_differ
+
+    one, two = np.zeros((2, 3)), (np.zeros((2, 3)), np.zeros(4))
+    assert _shapes_differ(one, two) == "[2, 3] vs 2 outputs"
+    assert _shapes_differ(two, two) is None and _shapes_differ(one, np.ones((2, 3))) is None
+    assert _shapes_differ(one, np.zeros(6)) == "[2, 3] vs [6]"

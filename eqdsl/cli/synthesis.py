@@ -51,7 +51,8 @@ def _synthesis_commands(sub) -> None:
                         "one more enumeration at that shape (--shape 3,3 --shape 2,2,3,3)")
     c.add_argument("--examples", type=AT_LEAST_ONE, default=100, help="verify's examples per rule (default 100)")
     c.add_argument("--generalize", action="store_true",
-                   help="lift a kept rule's literal Int parameters to variables where it holds at every value "
+                   help="lift a kept rule's literal Int parameters to variables where it holds at every value, "
+                        "and a rule at a binary operator to its n-ary forms (concat3..5) "
                         "(each lift verified; --goal always does)")
     c.add_argument("--time-limit", type=POSITIVE, default=600.0, help="seconds in all (default 600)")
     c.add_argument("--seed", type=AT_LEAST_ZERO, default=0, help="seed of the fingerprint inputs (default 0)")

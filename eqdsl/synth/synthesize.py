@@ -27,6 +27,7 @@ from typing import Any, Callable
 
 from eqdsl import ir
 from eqdsl.schedule.runner import Limits
+from eqdsl.synth.arity import Forms, lifted, operator_count, variadic_forms
 from eqdsl.synth.candidates import (
     Candidate,
     cheapest_first,
@@ -81,6 +82,9 @@ def synthesize(lang: ir.Language, sem: dict[str, Any], space: Space, limits: Lim
     result.complete = _minimize(lang, sem, ordered, limits, examples, result, out_of_time, progress, kept_one, widen)
     if result.complete:
         result.kept, result.complete = _without_derivable(lang, result.kept, limits, out_of_time)
+    if result.complete and generalize:
+        forms = variadic_forms(lang, lambda rule: passes(lang, sem, Candidate(rule, 0, 0), examples, seed=0))
+        result.complete = _at_variadic_forms(lang, sem, forms, examples, result, out_of_time, kept_one)
     if result.complete:
         result.complete = _merges(lang, sem, ordered, examples, result, out_of_time, progress, kept_one, widen)
     result.seconds = time.perf_counter() - t0
@@ -184,6 +188,25 @@ def passes(lang: ir.Language, sem: dict[str, Any], c: Candidate, examples: int, 
     """Whether `c` survives the screen at sizes where no dimensions coincide and `verify`."""
     return not refuted(lang, sem, c.rule) and verify_rule(lang, sem, c.rule, examples, seed=seed,
                                                           shrink=False).status is Status.PASSED
+
+
+def _at_variadic_forms(lang: ir.Language, sem: dict[str, Any], forms: Forms, examples: int, result: Synthesis,
+                       out_of_time: Callable[[], bool], kept_one: Callable[[Synthesis], None]) -> bool:
+    """Each kept rule at the n-ary `forms` of a binary operator at its root (`eqdsl.synth.arity`),
+    kept where it passes as `generalized_candidate`'s results do. Whether it finished in time."""
+    at_forms = [(binary, form, k) for binary, found in forms.items() for form, k in found]
+    for c in list(result.kept):
+        for binary, form, k in at_forms:
+            if out_of_time():
+                return False
+            rule = lifted(c.rule, binary, form, k)
+            if rule is None:
+                continue
+            wider = replace(c, rule=rule, size=operator_count(rule), note=f"{c.rule.name} at {form}")
+            if passes(lang, sem, wider, examples, 0) and passes(lang, sem, wider, examples * 5, 1):
+                result.kept.append(wider)
+                kept_one(result)
+    return True
 
 
 def _merges(lang: ir.Language, sem: dict[str, Any], pool: list[Candidate], examples: int, result: Synthesis,

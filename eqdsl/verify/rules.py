@@ -180,11 +180,20 @@ def _check_example(space: ExampleSpace, sem, a: Assignment, c: Concrete, rng: np
     for i, (left, right) in enumerate(sides):
         if not agree(left, right, atol=atol):
             where = f" (output {i})" if len(sides) > 1 else ""
-            if not isinstance(left, tuple) and value_shape(left) != value_shape(right):
-                _fail(a, c, float("inf"), f"left and right sides have different shapes{where}: "
-                                          f"{list(value_shape(left))} vs {list(value_shape(right))}", env)
+            if (shapes := _shapes_differ(left, right)) is not None:
+                _fail(a, c, float("inf"), f"left and right sides have different shapes{where}: {shapes}", env)
             _fail(a, c, largest_difference(left, right), f"left and right sides differ{where}"
                   + _disequality_notes(rule, sem, env, memo), env)
+
+
+def _shapes_differ(left: Any, right: Any) -> str | None:
+    """`[2, 3] vs [3, 2]` where the two values' shapes differ (or one holds several outputs)."""
+    def shape(v: Any) -> str:
+        return f"{len(v)} outputs" if isinstance(v, tuple) else str(list(value_shape(v)))
+
+    if isinstance(left, tuple) or isinstance(right, tuple):
+        return None if isinstance(left, tuple) and isinstance(right, tuple) else f"{shape(left)} vs {shape(right)}"
+    return None if value_shape(left) == value_shape(right) else f"{shape(left)} vs {shape(right)}"
 
 
 def _side(pattern: ir.Pattern, sem, env, memo) -> Any:

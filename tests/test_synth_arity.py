@@ -1,0 +1,86 @@
+"""`eqdsl.synth.arity`: a rule found at a binary concat, lifted to the n-ary concats the language
+has (found from the semantics), and kept only where it verifies."""
+from __future__ import annotations
+
+import pytest
+
+from eqdsl import ir
+from eqdsl.frontend import load_language
+from eqdsl.synth.arity import lifted, operator_count, variadic_forms
+from eqdsl.synth.candidates import Candidate, rule_text
+from eqdsl.synth.synthesize import Synthesis, _at_variadic_forms
+from eqdsl.verify.rules import Status, verify_rule
+from eqdsl.verify.semantics import load_semantics
+
+SPLIT_SUM = "concat(1, ewadd(?a, ?b), ewadd(?c, ?d)) => ewadd(concat(1, ?a, ?c), concat(1, ?b, ?d))"
+SAME_LAST = " if shape(?c)[3] == shape(?d)[3]"
+
+
+@pytest.fixture(scope="module")
+def tensor():
+    lang = load_language("tensor")
+    return lang, load_semantics(lang)
+
+
+def _rule(tmp_path, text: str) -> ir.Rule:
+    file = tmp_path / f"one{len(list(tmp_path.iterdir()))}.eqr"
+    file.write_text(f"language one\ninclude tensor\nrule r: {text}\n")
+    return load_language(str(file)).rules[0]
+
+
+def _holds(lang, sem, rule: ir.Rule, examples: int = 60) -> bool:
+    return verify_rule(lang, sem, rule, examples, shrink=False).status is Status.PASSED
+
+
+def test_the_n_ary_forms_are_found_from_the_semantics_not_the_names(tensor):
+    lang, sem = tensor
+    forms = variadic_forms(lang, lambda r: _holds(lang, sem, r, 30))
+    assert forms == {"concat": (("concat3", 3), ("concat4", 4), ("concat5", 5))}
+    # nothing holds: no forms, though concat3 is still named like one
+    assert variadic_forms(lang, lambda r: False) == {}
+
+
+def test_a_rule_at_a_binary_concat_lifts_to_every_copy_with_its_condition(tmp_path):
+    rule = _rule(tmp_path, SPLIT_SUM + SAME_LAST)
+    three = lifted(rule, "concat", "concat3", 3)
+    assert three is not None and rule_text(three) == (
+        "concat3(1, ewadd(?a1, ?b1), ewadd(?a2, ?b2), ewadd(?a3, ?b3)) => "
+        "ewadd(concat3(1, ?a1, ?a2, ?a3), concat3(1, ?b1, ?b2, ?b3)) "
+        "if shape(?a1)[3] == shape(?b1)[3], shape(?a2)[3] == shape(?b2)[3], shape(?a3)[3] == shape(?b3)[3]")
+    assert three.name.startswith("syn-") and operator_count(three) == 7
+    # the reverse direction lifts from its right side
+    back = _rule(tmp_path, "ewadd(concat(1, ?a, ?c), concat(1, ?b, ?d)) => concat(1, ewadd(?a, ?b), ewadd(?c, ?d))")
+    lifted_back = lifted(back, "concat", "concat4", 4)
+    assert lifted_back is not None and rule_text(lifted_back).startswith("ewadd(concat4(1, ?a1, ?a2, ?a3, ?a4), ")
+
+
+@pytest.mark.parametrize("text", [
+    "concat(1, ewadd(?a, ?a), ewadd(?b, ?c)) => ewadd(concat(1, ?a, ?b), concat(1, ?a, ?c))",  # halves not alike
+    "concat(1, relu(?a), relu(?b)) => relu(concat(1, ?a, ?b)) where k = shape(?a)[1]",  # a where
+    "concat(1, relu(?a), relu(?b)) => ewadd(relu(concat(1, ?a, ?b)), relu(concat(1, ?b, ?a)))",  # ?b apart from ?a
+])
+def test_rules_not_of_that_form_are_not_lifted(tmp_path, text):
+    assert lifted(_rule(tmp_path, text), "concat", "concat5", 5) is None
+
+
+def test_a_lifted_rule_is_kept_only_where_it_verifies(tmp_path, tensor):
+    """The sound law lifts and passes; without its condition (a broadcast half) the binary rule is
+    unsound, and so is its lift: `verify` says so."""
+    lang, sem = tensor
+    sound = lifted(_rule(tmp_path, SPLIT_SUM + SAME_LAST), "concat", "concat3", 3)
+    unsound = lifted(_rule(tmp_path, SPLIT_SUM), "concat", "concat3", 3)
+    assert sound is not None and unsound is not None
+    assert _holds(lang, sem, sound, 30) and not _holds(lang, sem, unsound, 100)
+
+
+def test_synthesis_keeps_the_verified_lifts_after_the_kept_rules(tmp_path, tensor):
+    lang, sem = tensor
+    law = Candidate(_rule(tmp_path, SPLIT_SUM + SAME_LAST), 6, 0)
+    forms = {"concat": (("concat3", 3), ("concat4", 4))}
+    result = Synthesis(kept=[law])
+    assert _at_variadic_forms(lang, sem, forms, 10, result, lambda: False, lambda partial: None)
+    assert [c.rule.lhs[0].op for c in result.kept] == ["concat", "concat3", "concat4"]
+    assert all(c.note == f"{law.rule.name} at {c.rule.lhs[0].op}" for c in result.kept[1:])
+    stopped = Synthesis(kept=[law])
+    assert not _at_variadic_forms(lang, sem, forms, 10, stopped, lambda: True, lambda partial: None)
+    assert stopped.kept == [law]
