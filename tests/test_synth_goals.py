@@ -70,6 +70,8 @@ def test_the_command_writes_the_rule_and_refuses_a_goal_without_shapes(tmp_path,
                                  "--constant", "s,b,m,v,g", "--target", "cpu", "--ops", "reshape", "-o", out)
     assert code == 0, err
     assert "cost 38,191 -> 19,094" in printed and "rule syn-" in out.read_text()
+    # the file says how to write it again: every option that shaped the search
+    assert "--constant b,g,m,s,v --size 3 --ops reshape --target cpu`" in out.read_text().splitlines()[0]
     code, printed, _ = run_cli("synthesize", "tensor", "--goal", "ewadd(batchnorm(?x, ?s, ?b, ?m, ?v), ?g)", *at,
                                "--target", "cpu", "--ops", "reshape", "--size", "5", "--time-limit", "0.5", "-o",
                                tmp_path / "late.eqr")

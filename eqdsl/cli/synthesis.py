@@ -130,8 +130,7 @@ def _synthesize(args: argparse.Namespace, scratch: FileScratch) -> int:
                            checkpoint, generalize=args.generalize)
     header = (f"Synthesized by `eqdsl synthesize {args.language} --size {space.size} --vars {args.vars} --ints "
               f"{','.join(map(str, args.ints))}{''.join(' --shape ' + ','.join(map(str, s)) for s in shapes)}"
-              f"{''.join(f' --values {n}=' + ','.join(map(str, v)) for n, v in args.values)}"
-              f"{' --ops ' + ','.join(args.ops) if args.ops else ''}{' --generalize' if args.generalize else ''}` "
+              f"{_space_options(args)}{' --generalize' if args.generalize else ''}` "
               "from the "
               f"reference semantics of {lang.name}:\n{found.terms} terms in {found.classes} fingerprint classes, "
               f"{found.candidates} candidate rules; {len(found.kept)} kept, each passing `eqdsl verify` "
@@ -152,6 +151,12 @@ def _synthesize(args: argparse.Namespace, scratch: FileScratch) -> int:
                  f"multi-pattern ({found.rejected} "
                  f"candidates failed verify) in {found.seconds:.1f} s{stopped}", markup=False)
     return 0
+
+
+def _space_options(args: argparse.Namespace) -> str:
+    """The options that shaped the enumeration, as the command line gave them (a file's provenance)."""
+    values = "".join(f" --values {n}=" + ",".join(map(str, v)) for n, v in args.values)
+    return f"{values}{' --ops ' + ','.join(args.ops) if args.ops else ''}"
 
 
 def _synthesize_goal(args: argparse.Namespace, lang, scratch: FileScratch) -> int:
@@ -180,8 +185,10 @@ def _synthesize_goal(args: argparse.Namespace, lang, scratch: FileScratch) -> in
                      "nothing written", markup=False)
         return 1
     shapes = " ".join(f"--at {v}={','.join(map(str, s))}" for v, s in goal.shapes)
-    header = (f"Synthesized by `eqdsl synthesize {args.language} --goal '{args.goal}' {shapes} --size {size}"
-              f"{' --target ' + args.target if args.target else ''}`: the cheapest verified equivalent "
+    constant = f" --constant {','.join(sorted(args.constant))}" if args.constant else ""
+    header = (f"Synthesized by `eqdsl synthesize {args.language} --goal '{args.goal}' {shapes}{constant} --size {size}"
+              f"{_space_options(args)}{' --target ' + args.target if args.target else ''}`: the cheapest verified "
+              "equivalent "
               f"({form.goal_cost:,.0f} -> {form.cost:,.0f} at those shapes; {form.tried} tried).")
     write_file_atomically(scratch.file, rules_text(lang, Synthesis(kept=[form.candidate]), header,
                                                    declarations(lang, lang.name)))
