@@ -7,10 +7,12 @@ import pytest
 from eqdsl import ir
 from eqdsl.frontend import load_language
 from eqdsl.synth.arity import lifted, operator_count, variadic_forms
-from eqdsl.synth.candidates import Candidate, rule_text
+from eqdsl.synth.candidates import Candidate, rule_text, stable_name
 from eqdsl.synth.synthesize import Synthesis, _at_variadic_forms
 from eqdsl.verify.rules import Status, verify_rule
 from eqdsl.verify.semantics import load_semantics
+
+from conftest import ROOT
 
 SPLIT_SUM = "concat(1, ewadd(?a, ?b), ewadd(?c, ?d)) => ewadd(concat(1, ?a, ?c), concat(1, ?b, ?d))"
 SAME_LAST = " if shape(?c)[3] == shape(?d)[3]"
@@ -77,10 +79,26 @@ def test_synthesis_keeps_the_verified_lifts_after_the_kept_rules(tmp_path, tenso
     lang, sem = tensor
     law = Candidate(_rule(tmp_path, SPLIT_SUM + SAME_LAST), 6, 0)
     forms = {"concat": (("concat3", 3), ("concat4", 4))}
-    result = Synthesis(kept=[law])
-    assert _at_variadic_forms(lang, sem, forms, 10, result, lambda: False, lambda partial: None)
+    result, notes = Synthesis(kept=[law]), []
+    assert _at_variadic_forms(lang, sem, forms, 10, result, lambda: False, notes.append, lambda partial: None)
+    assert notes == [f"verifying {law.rule.name} at concat3", f"verifying {law.rule.name} at concat4"]
     assert [c.rule.lhs[0].op for c in result.kept] == ["concat", "concat3", "concat4"]
     assert all(c.note == f"{law.rule.name} at {c.rule.lhs[0].op}" for c in result.kept[1:])
     stopped = Synthesis(kept=[law])
-    assert not _at_variadic_forms(lang, sem, forms, 10, stopped, lambda: True, lambda partial: None)
+    assert not _at_variadic_forms(lang, sem, forms, 10, stopped, lambda: True, print, lambda partial: None)
     assert stopped.kept == [law]
+
+
+def test_the_shipped_synthesized_rules_are_named_by_their_text_and_say_where_they_came_from():
+    """`rulesets/tensor-synth.eqr` is written by `eqdsl synthesize` (its header names the commands):
+    every rule is `syn-<hash of its text>` with its origin, the lifted ones at concat3..5 among them
+    (`make test-slow` verifies them all at 100 examples)."""
+    lang = load_language("tensor-synth")
+    lines = [line for line in (ROOT / "rulesets" / "tensor-synth.eqr").read_text().splitlines()
+             if line.startswith("rule ")]
+    assert all("# size " in line for line in lines)
+    assert {line.split(":")[0].removeprefix("rule ").removesuffix("-rev") for line in lines} == \
+        {r.name.removesuffix("-rev") for r in lang.rules}
+    assert [r.name for r in lang.rules if not r.name.endswith("-rev") and r.name != stable_name(r)] == []
+    assert {r.lhs[0].op for r in lang.rules} >= {"concat3", "concat4", "concat5", "relu", "conv2d", "ewadd"}
+    assert {r.name for r in load_language("tensat-synth").rules} >= {r.name for r in lang.rules}

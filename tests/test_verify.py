@@ -39,8 +39,9 @@ def test_every_taso_rule_and_operator_verifies_quick():
 
 
 @pytest.mark.slow
-def test_every_taso_rule_verifies_with_100_examples():
-    results = _verify_all("tensat", 100)
+@pytest.mark.parametrize("ref", ["tensat", "tensor-synth"])
+def test_every_taso_and_synthesized_rule_verifies_with_100_examples(ref):
+    results = _verify_all(ref, 100)
     assert all(r.status is Status.PASSED and r.examples >= 100 for r in results)
 
 

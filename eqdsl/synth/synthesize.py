@@ -84,7 +84,7 @@ def synthesize(lang: ir.Language, sem: dict[str, Any], space: Space, limits: Lim
         result.kept, result.complete = _without_derivable(lang, result.kept, limits, out_of_time)
     if result.complete and generalize:
         forms = variadic_forms(lang, lambda rule: passes(lang, sem, Candidate(rule, 0, 0), examples, seed=0))
-        result.complete = _at_variadic_forms(lang, sem, forms, examples, result, out_of_time, kept_one)
+        result.complete = _at_variadic_forms(lang, sem, forms, examples, result, out_of_time, progress, kept_one)
     if result.complete:
         result.complete = _merges(lang, sem, ordered, examples, result, out_of_time, progress, kept_one, widen)
     result.seconds = time.perf_counter() - t0
@@ -191,7 +191,8 @@ def passes(lang: ir.Language, sem: dict[str, Any], c: Candidate, examples: int, 
 
 
 def _at_variadic_forms(lang: ir.Language, sem: dict[str, Any], forms: Forms, examples: int, result: Synthesis,
-                       out_of_time: Callable[[], bool], kept_one: Callable[[Synthesis], None]) -> bool:
+                       out_of_time: Callable[[], bool], progress: Callable[[str], None],
+                       kept_one: Callable[[Synthesis], None]) -> bool:
     """Each kept rule at the n-ary `forms` of a binary operator at its root (`eqdsl.synth.arity`),
     kept where it passes as `generalized_candidate`'s results do. Whether it finished in time."""
     at_forms = [(binary, form, k) for binary, found in forms.items() for form, k in found]
@@ -203,6 +204,7 @@ def _at_variadic_forms(lang: ir.Language, sem: dict[str, Any], forms: Forms, exa
             if rule is None:
                 continue
             wider = replace(c, rule=rule, size=operator_count(rule), note=f"{c.rule.name} at {form}")
+            progress(f"verifying {wider.note}")
             if passes(lang, sem, wider, examples, 0) and passes(lang, sem, wider, examples * 5, 1):
                 result.kept.append(wider)
                 kept_one(result)
