@@ -82,7 +82,7 @@ def test_synthesis_keeps_the_verified_lifts_after_the_kept_rules(tmp_path, tenso
     result, notes = Synthesis(kept=[law]), []
     assert _at_variadic_forms(lang, sem, forms, 10, result, lambda: False, notes.append, lambda partial: None)
     assert notes == [f"verifying {law.rule.name} at concat3", f"verifying {law.rule.name} at concat4"]
-    assert [c.rule.lhs[0].op for c in result.kept] == ["concat", "concat3", "concat4"]
+    assert [c.rule.lhs[0].op for c in result.kept] == ["concat", "concat3", "concat4"] and result.lifted == 2
     assert all(c.note == f"{law.rule.name} at {c.rule.lhs[0].op}" for c in result.kept[1:])
     stopped = Synthesis(kept=[law])
     assert not _at_variadic_forms(lang, sem, forms, 10, stopped, lambda: True, print, lambda partial: None)

@@ -135,8 +135,9 @@ def _synthesize(args: argparse.Namespace, scratch: FileScratch) -> int:
               f"reference semantics of {lang.name}:\n{found.terms} terms in {found.classes} fingerprint classes, "
               f"{found.candidates} candidate rules; {len(found.kept)} kept, each passing `eqdsl verify` "
               f"({args.examples} examples); {found.rejected} failed `verify`."
-              + (f"\nNo single-pattern rule is derivable from the others; the last {found.merges} are "
-                 "multi-pattern merges lifted from equations over a concat (none an instance of another)."
+              + (f"\nNo single-pattern rule is derivable from the others{_lifts_note(found.lifted)}; the last "
+                 f"{found.merges} are multi-pattern merges lifted from equations over a concat (none an instance of "
+                 "another)."
                  if found.complete else
                  "\nSTOPPED at --time-limit: the rules verified so far (each not derivable from those kept before "
                  "it; the last pass, which drops a rule the later ones derive, did not finish)."))
@@ -151,6 +152,10 @@ def _synthesize(args: argparse.Namespace, scratch: FileScratch) -> int:
                  f"multi-pattern ({found.rejected} "
                  f"candidates failed verify) in {found.seconds:.1f} s{stopped}", markup=False)
     return 0
+
+
+def _lifts_note(lifted: int) -> str:
+    return f" (but for the {lifted} lifted to n-ary forms, which the others are not tried on)" if lifted else ""
 
 
 def _space_options(args: argparse.Namespace) -> str:

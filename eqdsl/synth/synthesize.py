@@ -11,7 +11,9 @@ set, as Ruler minimizes: each candidate the kept rules already derive (`eqdsl.sy
 (`verify.rules.refuted`: laws of square matrices fall here), verified
 (`eqdsl.verify.rules.verify_rule`, `examples` examples) and kept if it passes (with `generalize`,
 its literal parameters lifted to variables where it holds at every value: `eqdsl.synth.generalize`). A last pass drops a
-kept rule the others derive. Then the multi-pattern merges lifted from the candidates
+kept rule the others derive; with `generalize`, each kept rule is then tried at the n-ary forms of
+a binary operator at its root (`eqdsl.synth.arity`: a concat law at concat3..5), each lift kept
+where it verifies. Then the multi-pattern merges lifted from the candidates
 (`eqdsl.synth.merges`) are verified the same way and kept after them, unless an earlier merge
 covers one (no derivability between multi-pattern rules).
 Every kept rule passed `verify`; its name is stable (`syn-` and a hash of its text) and it
@@ -57,6 +59,7 @@ class Synthesis:
     kept: list[Candidate] = field(default_factory=list)
     rejected: int = 0  # candidates `verify` failed
     merges: int = 0  # of `kept`, the multi-pattern rules (the last ones)
+    lifted: int = 0  # of `kept`, the rules lifted to n-ary forms (before the merges)
     complete: bool = True
     seconds: float = 0.0
 
@@ -207,6 +210,7 @@ def _at_variadic_forms(lang: ir.Language, sem: dict[str, Any], forms: Forms, exa
             progress(f"verifying {wider.note}")
             if passes(lang, sem, wider, examples, 0) and passes(lang, sem, wider, examples * 5, 1):
                 result.kept.append(wider)
+                result.lifted += 1
                 kept_one(result)
     return True
 
