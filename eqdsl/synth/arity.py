@@ -24,7 +24,7 @@ from typing import Any, Callable
 from eqdsl import ir
 from eqdsl.diagnostics import NO_SPAN
 from eqdsl.ir.exprs import pattern_vars
-from eqdsl.synth.candidates import stable_name
+from eqdsl.synth.candidates import rewritten, stable_name
 
 Forms = dict[str, tuple[tuple[str, int], ...]]  # binary operator -> (its k-ary form, k), k ascending
 
@@ -159,15 +159,14 @@ def _conds_per_copy(cond: ir.Cond, pairing: dict[str, str], copies: list[dict[st
 
 def _rename(x: Any, names: dict[str, str]) -> Any:
     """`x` (a pattern, a condition) with its term variables renamed."""
-    if isinstance(x, ir.PVar):
-        return replace(x, name=names.get(x.name, x.name))
-    if isinstance(x, ir.ShapeOf):
-        return replace(x, var=names.get(x.var, x.var))
-    if isinstance(x, tuple):
-        return tuple(_rename(item, names) for item in x)
-    if is_dataclass(x) and not isinstance(x, type) and not isinstance(x, type(NO_SPAN)):
-        return replace(x, **{f.name: _rename(getattr(x, f.name), names) for f in fields(x) if f.init})
-    return x
+    def one(node: Any) -> Any:
+        if isinstance(node, ir.PVar):
+            return replace(node, name=names.get(node.name, node.name))
+        if isinstance(node, ir.ShapeOf):
+            return replace(node, var=names.get(node.var, node.var))
+        return None
+
+    return rewritten(x, one)
 
 
 def _names(x: Any) -> set[str]:

@@ -5,8 +5,8 @@ applied both ways, and the shape conditions a law seen at one shape may need
 from __future__ import annotations
 
 import hashlib
-from dataclasses import dataclass, replace
-from typing import cast
+from dataclasses import dataclass, fields, is_dataclass, replace
+from typing import Any, Callable, cast
 
 from eqdsl import ir
 from eqdsl.diagnostics import NO_SPAN
@@ -200,6 +200,19 @@ def _lifted(lhs: ir.Pattern, rhs: ir.Pattern) -> ir.Rule:
 
 def _list_of(value: tuple) -> ir.ListOf:
     return ir.ListOf(tuple(ir.Const(v, ir.Prim.INT) for v in value))
+
+
+def rewritten(x: Any, f: Callable[[Any], Any]) -> Any:
+    """`x` (a rule's side, `where`s or conditions: patterns, expressions, tuples of them) with each
+    node for which `f` gives a value replaced by it, top-down; where `f` gives None, the node
+    with its fields rewritten."""
+    if (new := f(x)) is not None:
+        return new
+    if isinstance(x, tuple):
+        return tuple(rewritten(item, f) for item in x)
+    if is_dataclass(x) and not isinstance(x, type):
+        return replace(x, **{fld.name: rewritten(getattr(x, fld.name), f) for fld in fields(x) if fld.init})
+    return x
 
 
 def variables(p: ir.Pattern) -> set[str]:

@@ -17,7 +17,7 @@ from dataclasses import fields, is_dataclass, replace
 from typing import Any, Callable, Iterator
 
 from eqdsl import ir
-from eqdsl.synth.candidates import stable_name, variables
+from eqdsl.synth.candidates import rewritten, stable_name, variables
 
 Slot = tuple[str, int]  # an operator and the position of one of its parameters
 
@@ -81,14 +81,13 @@ def _apps(x: object) -> Iterator[ir.PApp]:
 
 def _deep(x: Any, slot: Slot, name: str) -> Any:
     """`x` with the slot lifted in every application it holds (sides, `where`s, conditions)."""
-    if isinstance(x, ir.PApp):
-        return replace(x, args=tuple(ir.PVar(name, ir.Prim.INT) if (x.op, k) == slot and isinstance(a, ir.PLit)
-                                     else _deep(a, slot, name) for k, a in enumerate(x.args)))
-    if isinstance(x, tuple):
-        return tuple(_deep(item, slot, name) for item in x)
-    if is_dataclass(x) and not isinstance(x, type) and any(True for _ in _apps(x)):
-        return replace(x, **{f.name: _deep(getattr(x, f.name), slot, name) for f in fields(x) if f.init})
-    return x
+    def lift(node: Any) -> Any:
+        if not isinstance(node, ir.PApp):
+            return None
+        return replace(node, args=tuple(ir.PVar(name, ir.Prim.INT) if (node.op, k) == slot and isinstance(a, ir.PLit)
+                                        else _deep(a, slot, name) for k, a in enumerate(node.args)))
+
+    return rewritten(x, lift)
 
 
 def _fresh(rule: ir.Rule) -> str:

@@ -152,7 +152,7 @@ def _verified(lang: ir.Language, sem: dict[str, Any], candidate: Candidate, exam
     def passes_at(c: Candidate, times: int = 1, seed: int = 0) -> bool:
         return passes(lang, sem, c, examples * times, seed)
 
-    if passes_at(candidate) and passes_at(candidate, 5, seed=1):  # 100 examples missed a grouped conv's case once
+    if passes_twice(lang, sem, candidate, examples):  # 100 examples missed a grouped conv's case once
         return candidate
     alike = shapes_alike(lang, candidate)
     if alike is None or not passes_at(alike):
@@ -187,6 +187,11 @@ def generalized_candidate(lang: ir.Language, sem: dict[str, Any], c: Candidate, 
     return c
 
 
+def passes_twice(lang: ir.Language, sem: dict[str, Any], c: Candidate, examples: int) -> bool:
+    """`passes` with `examples`, then with five times as many on another seed."""
+    return passes(lang, sem, c, examples, seed=0) and passes(lang, sem, c, examples * 5, seed=1)
+
+
 def passes(lang: ir.Language, sem: dict[str, Any], c: Candidate, examples: int, seed: int) -> bool:
     """Whether `c` survives the screen at sizes where no dimensions coincide and `verify`."""
     return not refuted(lang, sem, c.rule) and verify_rule(lang, sem, c.rule, examples, seed=seed,
@@ -208,7 +213,7 @@ def _at_variadic_forms(lang: ir.Language, sem: dict[str, Any], forms: Forms, exa
                 continue
             wider = replace(c, rule=rule, size=operator_count(rule), note=f"{c.rule.name} at {form}")
             progress(f"verifying {wider.note}")
-            if passes(lang, sem, wider, examples, 0) and passes(lang, sem, wider, examples * 5, 1):
+            if passes_twice(lang, sem, wider, examples):
                 result.kept.append(wider)
                 result.lifted += 1
                 kept_one(result)

@@ -191,9 +191,10 @@ def _shapes_differ(left: Any, right: Any) -> str | None:
     def shape(v: Any) -> str:
         return f"{len(v)} outputs" if isinstance(v, tuple) else str(list(value_shape(v)))
 
-    if isinstance(left, tuple) or isinstance(right, tuple):
-        return None if isinstance(left, tuple) and isinstance(right, tuple) else f"{shape(left)} vs {shape(right)}"
-    return None if value_shape(left) == value_shape(right) else f"{shape(left)} vs {shape(right)}"
+    several = isinstance(left, tuple), isinstance(right, tuple)
+    if all(several) or not any(several) and value_shape(left) == value_shape(right):
+        return None
+    return f"{shape(left)} vs {shape(right)}"
 
 
 def _side(pattern: ir.Pattern, sem, env, memo) -> Any:
