@@ -2,9 +2,11 @@
 
 - arith: synthesize (default settings), then derive arith's rules with the synthesized set, and the
   synthesized rules with arith's (which of ours are new); seconds for synthesis (goal ≤ 60 s).
-- acsum (examples/acsum, a language with its own `_ref.py`): the same.
+- acsum (examples/acsum, a language with its own `_ref.py`) and rational (examples/rational: analyses,
+  whose constant folds synthesis writes): the same.
 - derive as a yardstick: TASO's rules derive themselves; the empty set (`tensor`) derives none of
-  them; no sound set derives an unsound rule (the unsound guarded rules, every mutant of TASO's).
+  them; no sound set derives an unsound rule (the unsound guarded rules, rational's unsound analyses,
+  guards and folds, every mutant of TASO's).
 - tensor (not in the default parts: about 30 min): synthesize over six of TASO's operators at a
   matrix and an NCHW shape (`TENSOR_RUN`), then how many of TASO's single- and multi-pattern rules
   the result derives, how many of ours TASO's derive (the rest are new), `verify` of every rule.
@@ -39,7 +41,8 @@ def _eqdsl(*argv: str) -> tuple[str, float]:
 def synth_part() -> list[dict]:
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
-        for name, ref in (("arith", "arith"), ("acsum", str(ROOT / "examples/acsum/acsum.eqr"))):
+        for name, ref in (("arith", "arith"), ("acsum", str(ROOT / "examples/acsum/acsum.eqr")),
+                          ("rational", str(ROOT / "examples/rational/rational.eqr"))):
             out = Path(tmp) / f"{name}-synth.eqr"
             wrote, seconds = _eqdsl("synthesize", ref, "-o", str(out))
             theirs, _ = _eqdsl("derive", str(out), ref)
@@ -68,9 +71,10 @@ def yardstick_part() -> list[dict]:
     rows = []
     for a, b in (("tensat", "tensat"), ("tensor", "tensat"),
                  ("tensat", str(ROOT / "tests/data/unsound_guards_tensor.eqr")),
-                 ("arith", str(ROOT / "tests/data/unsound_guards_arith.eqr"))):
+                 ("arith", str(ROOT / "tests/data/unsound_guards_arith.eqr")),
+                 (str(ROOT / "examples/rational/rational.eqr"), str(ROOT / "tests/data/unsound_analyses.eqr"))):
         line, seconds = _eqdsl("derive", a, b)
-        rows.append({"a": a, "b": Path(b).name, "result": line, "seconds": round(seconds, 1)})
+        rows.append({"a": Path(a).stem, "b": Path(b).name, "result": line, "seconds": round(seconds, 1)})
     tensat = load_language("tensat")
     unsound = tuple(mutants(tensat.rules))
     t0 = time.perf_counter()

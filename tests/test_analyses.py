@@ -18,14 +18,14 @@ RATIONAL = EXAMPLES / "rational" / "rational.eqr"
 MUTANTS = ROOT / "tests" / "data" / "unsound_analyses.eqr"
 
 
-def _joined_after(steps: int, roots: str, pairs: list[tuple[int, int]], path=RATIONAL) -> list[bool]:
+def _joined_after(steps: int, roots: str, pairs: list[tuple[int, int]], path=RATIONAL, sort="Q") -> list[bool]:
     lang = load_language(path)
     session = EGraphSession(lower_language(lang))
     program = next(iter(load_program_text(f"program p:\n{roots}", "p.eqr", lang).values()))
     session.load(program)
     for _ in range(steps):
         session.step("all")
-    return [session.roots_joined([pair], ["Q"]) for pair in pairs]
+    return [session.roots_joined([pair], [sort]) for pair in pairs]
 
 
 def test_div_self_fires_where_nonzero_is_known_and_not_on_a_free_variable():
@@ -34,9 +34,20 @@ def test_div_self_fires_where_nonzero_is_known_and_not_on_a_free_variable():
     assert _joined_after(3, roots, [(0, 1), (2, 3)]) == [True, False]
 
 
-def test_constant_folding_folds_a_product_in_one_iteration():
+@pytest.mark.parametrize("path, sort", [(RATIONAL, "Q"), ("arith", "Num")])
+def test_constant_folding_folds_a_product_in_one_iteration(path, sort):
     roots = "  root mul(num(3), num(4))\n  root num(12)\n  root mul(num(3), num(5))\n"
-    assert _joined_after(1, roots, [(0, 1), (2, 1)]) == [True, False]
+    assert _joined_after(1, roots, [(0, 1), (2, 1)], path, sort) == [True, False]
+
+
+def test_arith_folds_an_exact_quotient_and_leaves_an_inexact_one():
+    roots = "  root div(num(12), num(4))\n  root num(3)\n  root div(num(7), num(2))\n  root num(3)\n"
+    assert _joined_after(1, roots, [(0, 1), (2, 3)], "arith", "Num") == [True, False]
+
+
+def test_a_value_that_overflows_i64_stays_unset_and_the_run_goes_on():
+    roots = "  root mul(num(4611686018427387904), num(4))\n  root num(0)\n  root mul(num(2), num(3))\n  root num(6)\n"
+    assert _joined_after(2, roots, [(0, 1), (2, 3)], "arith", "Num") == [False, True]
 
 
 def test_two_different_constants_in_one_class_stop_the_run_with_the_reason(tmp_path):

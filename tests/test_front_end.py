@@ -83,7 +83,8 @@ def test_unknown_ruleset_name():
 def test_shipped_rulesets_check():
     lang = load_language("arith")
     assert lang.name == "arith"
-    assert [r.name for r in lang.rules] == ["mul-two", "reassoc", "div-self", "mul-one", "mul-comm"]
+    assert [r.name for r in lang.rules] == ["mul-two", "reassoc", "div-self", "mul-one", "mul-comm",
+                                             "fold-mul", "fold-div"]
 
 
 @pytest.mark.parametrize("written, value", [('"名前"', "名前"), (r'"x\u"', "x\\u"), (r'"\u540d\n\"\\"', '名\n"\\'),

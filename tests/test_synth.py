@@ -63,8 +63,11 @@ def test_synthesized_arith_rules_verify_and_derive_every_shipped_arith_rule(tmp_
     assert "include" not in text and "rule mul-two" not in text  # arith's own rules are left out
     rules = [line for line in text.splitlines() if line.startswith("rule syn-")]
     assert 10 <= len(rules) and all("# size" in line for line in rules)
-    code, printed, err = run_cli("derive", out, "arith")
-    assert code == 0 and printed.strip().splitlines()[-1] == "derived 5 of 5 rules (100.0 %)", printed + err
+    folds = [line for line in rules if "a fold by analysis const" in line]
+    assert [line.split(": ", 1)[1].split("  #")[0] for line in folds] == [
+        "mul(?a, ?b) => num(k) where k = const(mul(?a, ?b))", "div(?a, ?b) => num(k) where k = const(div(?a, ?b))"]
+    code, printed, err = run_cli("derive", out, "arith")  # the folds: by the same rule (no fresh instance)
+    assert code == 0 and printed.strip().splitlines()[-1] == "derived 7 of 7 rules (100.0 %)", printed + err
     code, printed, _ = run_cli("verify", out, "--examples", "50")
     assert code == 0, printed
     code, _, err = run_cli("synthesize", "arith", "-o", out)
@@ -115,28 +118,49 @@ def test_lifted_list_values_write_and_verify(tmp_path, run_cli):
     assert code == 0, printed
 
 
-def test_ctrl_c_keeps_the_rules_verified_so_far(tmp_path):
-    import os
+def _interrupted_at_first_checkpoint(tmp_path, language: str, meanwhile=lambda: None) -> tuple[int, str]:
+    """`eqdsl synthesize LANGUAGE -o s.eqr` stopped by Ctrl-C once its first rule is kept
+    (`meanwhile()` just before): (exit code, stderr)."""
     import signal
     import subprocess
     import sys
     import time
 
-    out = tmp_path / "s.eqr"
-    proc = subprocess.Popen([sys.executable, "-m", "eqdsl", "synthesize", "arith", "-o", str(out)], cwd=tmp_path,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    proc = subprocess.Popen([sys.executable, "-m", "eqdsl", "synthesize", language, "-o", str(tmp_path / "s.eqr")],
+                            cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                             preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     deadline = time.monotonic() + 60
     while not list(tmp_path.glob(".s.eqr.eqdsl-*/s.eqr")) and time.monotonic() < deadline:  # a first checkpoint
         assert proc.poll() is None, proc.stderr.read()
         time.sleep(0.05)
+    meanwhile()
     proc.send_signal(signal.SIGINT)
-    assert proc.wait(timeout=30) == 130
-    err = proc.stderr.read()
-    assert "interrupted: kept the" in err and "nothing written" not in err, err
+    return proc.wait(timeout=30), proc.stderr.read()
+
+
+def test_ctrl_c_keeps_the_rules_verified_so_far(tmp_path):
+    import os
+
+    out = tmp_path / "s.eqr"
+    code, err = _interrupted_at_first_checkpoint(tmp_path, "arith")
+    assert code == 130 and "interrupted: kept the" in err and "nothing written" not in err, err
     assert out.read_text().startswith("# STOPPED before the end") and "\nrule syn-" in out.read_text()
     assert sorted(p.name for p in tmp_path.iterdir()) == ["s.eqr"]  # no scratch left
     assert os.access(out, os.R_OK)
+
+
+def test_a_companion_name_taken_while_synthesis_runs_is_said_on_ctrl_c_not_a_traceback(tmp_path):
+    mine = tmp_path / "s_ref.py"
+    code, err = _interrupted_at_first_checkpoint(tmp_path, str(ROOT / "examples/acsum/acsum.eqr"),
+                                                 lambda: mine.write_text("# the user's\n"))
+    assert code == 130 and "rules verified so far are not kept" in err and "Traceback" not in err, err
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["s_ref.py"] and mine.read_text() == "# the user's\n"
+
+
+def test_a_companion_name_taken_before_synthesis_starts_is_refused_at_once(tmp_path, run_cli):
+    (tmp_path / "s_ref.py").write_text("# the user's\n")
+    code, _, err = run_cli("synthesize", ROOT / "examples/acsum/acsum.eqr", "-o", tmp_path / "s.eqr")
+    assert code == 2 and "s_ref.py already exists" in err and not (tmp_path / "s.eqr").exists()
 
 
 def test_a_candidate_is_an_equation_unless_its_reverse_would_grow_without_end(tmp_path):
@@ -314,3 +338,13 @@ def test_a_merge_generalizes_with_its_split_point(tmp_path):
     wide = generalized(load_language(_one_rule_file(tmp_path, text)).rules[0],
                        lambda r: verify_rule(tensor, sem, r, 60, shrink=False).status is Status.PASSED)
     assert rule_text(wide) == text.replace("1, 1, 0, 0", "?i0, ?i1, ?i2, ?i3")
+
+
+def test_a_rule_that_reads_an_analysis_is_derived_only_by_the_same_rule_up_to_names(tmp_path):
+    (tmp_path / "b.eqr").write_text("language b\ninclude arith\n"
+                                    "rule fold: mul(?x, ?y) => num(n)  where n = const(mul(?x, ?y))\n"
+                                    "rule fold-if: mul(?x, ?y) => num(n)  where n = const(mul(?x, ?y))  if n != 0\n")
+    arith, b = load_language("arith"), own_rules(load_language(tmp_path / "b.eqr"))
+    assert [d.verdict for d in derive(arith, b, LIMITS)] == [Verdict.DERIVED, Verdict.NOT_INSTANTIABLE]
+    without_folds = replace(arith, rules=tuple(r for r in arith.rules if not r.name.startswith("fold")))
+    assert [d.verdict for d in derive(without_folds, b, LIMITS)] == [Verdict.NOT_INSTANTIABLE] * 2

@@ -21,7 +21,7 @@ from eqdsl.cli.common import (
     stdout,
 )
 from eqdsl.diagnostics import EqdslError
-from eqdsl.output import FileScratch
+from eqdsl.output import FileScratch, check_new_file
 
 
 def _synthesis_commands(sub) -> None:
@@ -82,7 +82,10 @@ def cmd_synthesize(args: argparse.Namespace) -> Work:
             rules = sum(line.startswith("rule ") for line in scratch.file.read_text().splitlines())
             names = [n for n in (scratch.target.name, scratch.target.stem + "_ref.py")
                      if (scratch.folder / n).is_file()]
-            kept = f"interrupted: kept the {rules} rules verified so far in {scratch.publish(names)}"
+            try:
+                kept = f"interrupted: kept the {rules} rules verified so far in {scratch.publish(names)}"
+            except EqdslError as err:  # a companion's name taken meanwhile: said, not a traceback
+                kept = f"interrupted: the {rules} rules verified so far are not kept: {err.diagnostics[0].message}"
         scratch.discard()
         return kept
 
@@ -116,6 +119,7 @@ def _synthesize(args: argparse.Namespace, scratch: FileScratch) -> int:
     files = [scratch.target.name]
     if (companion := semantics_companion(lang)) is not None:  # a user's semantics: found from beside the file
         files.append(scratch.target.stem + "_ref.py")
+        check_new_file(scratch.target.parent / files[-1], args.force, f"--output (its file {files[-1]})")
         (scratch.folder / files[-1]).write_text(companion)
     declared = declarations(lang, lang.name)
 
@@ -135,7 +139,7 @@ def _synthesize(args: argparse.Namespace, scratch: FileScratch) -> int:
               f"reference semantics of {lang.name}:\n{found.terms} terms in {found.classes} fingerprint classes, "
               f"{found.candidates} candidate rules; {len(found.kept)} kept, each passing `eqdsl verify` "
               f"({args.examples} examples); {found.rejected} failed `verify`."
-              + (f"\nNo single-pattern rule is derivable from the others{_lifts_note(found.lifted)}; the last "
+              + (f"\nNo single-pattern rule is derivable from the others{_untried_note(found)}; the last "
                  f"{found.merges} are multi-pattern merges lifted from equations over a concat (none an instance of "
                  "another)."
                  if found.complete else
@@ -148,14 +152,18 @@ def _synthesize(args: argparse.Namespace, scratch: FileScratch) -> int:
     written = scratch.publish(files)
     also = f" (and {files[1]}, which finds {lang.name}'s semantics)" if len(files) > 1 else ""
     stopped = "" if found.complete else "; stopped at --time-limit"
+    guarded = f", {found.guarded} guarded by an analysis" if found.guarded else ""
     stdout.print(f"wrote {published(written, args.output)}{also}: {len(found.kept)} rules, {found.merges} of them "
-                 f"multi-pattern ({found.rejected} "
+                 f"multi-pattern{guarded} ({found.rejected} "
                  f"candidates failed verify) in {found.seconds:.1f} s{stopped}", markup=False)
     return 0
 
 
-def _lifts_note(lifted: int) -> str:
-    return f" (but for the {lifted} lifted to n-ary forms, which the others are not tried on)" if lifted else ""
+def _untried_note(found) -> str:
+    """The kept rules derivability was not tried on (`eqdsl.synth.synthesize`)."""
+    untried = ([f"the {found.lifted} lifted to n-ary forms"] if found.lifted else []) + \
+        ([f"the {found.folds} constant folds by analyses"] if found.folds else [])
+    return f" (but for {' and '.join(untried)}, which the others are not tried on)" if untried else ""
 
 
 def _space_options(args: argparse.Namespace) -> str:

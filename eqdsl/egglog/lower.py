@@ -146,15 +146,17 @@ def _analysis_rule(lang: ir.Language, analysis: ir.Analysis, rule: ir.ShapeRule)
     def child_value(sort: str) -> str | None:
         return egg_name(analysis.name) if sort == analysis.sort else None
 
+    # the value is computed in the query: where an i64 primitive fails there (3 * 2^62 overflows)
+    # the rule does not match and the value stays unset; in the action egglog would panic
     return _value_rule(lang, rule, child_value, egg_name(analysis.name), f"{analysis.name}:{rule.op}",
-                       f"the rule of analysis '{analysis.name}' for '{rule.op}'")
+                       f"the rule of analysis '{analysis.name}' for '{rule.op}'", in_query=True)
 
 
 def _value_rule(lang: ir.Language, rule: ir.ShapeRule, child_value, result_fn: str,
-                name: str, what: str) -> str:
+                name: str, what: str, in_query: bool = False) -> str:
     """`(set (result_fn e) body)` for every application `e` of the rule's operator whose children
     have values (`child_value(sort)`: the function that holds a child's value, or None where the
-    parameter is read as it is) and whose requirements hold."""
+    parameter is read as it is) and whose requirements hold (and, `in_query`, whose body evaluates)."""
     op = lang.ops[rule.op]
     env: dict[str, Sexp] = {}
     args: list[Sexp] = []
@@ -175,6 +177,8 @@ def _value_rule(lang: ir.Language, rule: ir.ShapeRule, child_value, result_fn: s
     except Unlowerable as err:
         raise lowering_error(what, err, rule.span) from None
     query = [call("=", Var("_e"), Call(egg_name(op.name), tuple(args))), *child_facts, *fields, *requires]
+    if in_query:
+        query, body = [*query, call("=", Var("_value"), body)], Var("_value")
     return (f"(rule ({show_all(query)})\n      ((set ({result_fn} _e) {show(body)}))\n"
             f"      :ruleset analysis :name \"{name}\")")
 
@@ -189,10 +193,12 @@ def _groups(lang: ir.Language) -> list[str]:
     return out
 
 
-def load_program(program: ir.Program, lowered: Lowered) -> str:
-    """One rule with local lets (fast for big programs), run once; roots marked by relation."""
+def load_program(program: ir.Program, lowered: Lowered, facts: tuple[tuple[str, int], ...] = ()) -> str:
+    """One rule with local lets (fast for big programs), run once; roots marked by relation. Each
+    fact `(analysis, node)` sets that Bool analysis true on the node's e-class (an assumption)."""
     lang = lowered.language
     actions = _node_lets(program, "_n")
+    actions += [f"(set ({egg_name(name)} _n{node}) true)" for name, node in facts]
     # `?x != num(0)` is a join in egglog: the ground term must exist for the test to mean anything.
     actions += [f"(let _g{i} {t})" for i, t in enumerate(_ground_condition_terms(lang))]
     for k, root in enumerate(program.roots):

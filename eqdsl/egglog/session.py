@@ -83,8 +83,9 @@ class EGraphSession:
             raise EqdslError.one(f"egglog failed while {doing}: {_first_lines(str(err))}",
                                  notes=_hint(str(err))) from None
 
-    def load(self, program: ir.Program) -> None:
-        self._execute(load_program(program, self.lowered), f"loading program '{program.name}'")
+    def load(self, program: ir.Program, facts: tuple[tuple[str, int], ...] = ()) -> None:
+        """Add `program` (and `facts`: `lower.load_program`), then saturate the analyses."""
+        self._execute(load_program(program, self.lowered, facts), f"loading program '{program.name}'")
         self.saturate_analysis()
         self.loaded += (program,)
 

@@ -19,7 +19,7 @@ from eqdsl.synth.enumerate import VARIABLE_NAMES, Enumeration, Term, candidates
 class Candidate:
     rule: ir.Rule
     size: int  # operators on both sides
-    fingerprint_class: int  # the index of the class's first term in the enumeration
+    fingerprint_class: int | None  # the index of the class's first term in the enumeration (None: not enumerated)
     shape: tuple[int, ...] | None = None  # the variables' shape in that enumeration (shaped sorts)
     note: str = ""  # more of where it came from (a goal's pattern count and costs)
     oriented: bool = False  # toward a cheaper form (`eqdsl.synth.goals`): never applied both ways
@@ -28,7 +28,8 @@ class Candidate:
     def origin(self) -> str:
         at = f" at shape {list(self.shape)}" if self.shape is not None else ""
         note = f"; {self.note}" if self.note else ""
-        return f"size {self.size}, fingerprint class {self.fingerprint_class}{at}{note}"
+        found = "" if self.fingerprint_class is None else f", fingerprint class {self.fingerprint_class}"
+        return f"size {self.size}{found}{at}{note}"
 
     @property
     def both_ways(self) -> bool:
@@ -109,6 +110,8 @@ def _cond_text(c: ir.Cond) -> str:
             return f"{pattern_text(left)} {'==' if equal else '!='} {pattern_text(right)}"
         case ir.ExprCond(expr=ir.BinOp(op="eq", left=left, right=right)):
             return f"{_expr_text(left)} == {_expr_text(right)}"
+        case ir.ExprCond(expr=ir.AnalysisOf() as guard):
+            return _expr_text(guard)
     raise AssertionError(c)
 
 
@@ -128,7 +131,38 @@ def _expr_text(e: ir.Expr) -> str:
             return f"shape({pattern_text(p)})"
         case ir.IndexOf(base=base, index=ir.Const(value=i)):
             return f"{_expr_text(base)}[{i}]"
+        case ir.AnalysisOf(analysis=name, pattern=p, unset=None):
+            return f"{name}({pattern_text(p)})"
     raise AssertionError(e)
+
+
+def canonical(rule: ir.Rule) -> ir.Rule:
+    """`rule` with its variables named v0, v1, ... in order of first appearance on the left, its
+    `where` names w0, w1, ..., no name and no positions: two rules that differ only in names and
+    layout are equal."""
+    found: dict[str, ir.ValueType] = {}
+    for side in rule.lhs:
+        pattern_vars(side, found)
+    names = {v: f"v{k}" for k, v in enumerate(found)}
+    bound = {name: f"w{k}" for k, (name, _) in enumerate(rule.wheres)}
+
+    def one(node: Any) -> Any:
+        match node:
+            case ir.PVar(name=name):
+                return replace(node, name=names.get(name, name))
+            case ir.ShapeOf(var=var):
+                return replace(node, var=names.get(var, var))
+            case ir.PBound(name=name) | ir.Ref(name=name) if name in bound:
+                return replace(node, name=bound[name])
+            case ir.PApp(op=op, args=args):
+                return ir.PApp(op, rewritten(args, one), NO_SPAN)
+            case ir.ClassCond(equal=equal, left=left, right=right):
+                return ir.ClassCond(equal, rewritten(left, one), rewritten(right, one))
+        return None
+
+    wheres = tuple((bound[name], rewritten(value, one)) for name, value in rule.wheres)
+    return ir.Rule("", rewritten(rule.lhs, one), rewritten(rule.rhs, one), wheres, rewritten(rule.conds, one),
+                   NO_SPAN)
 
 
 def rule_candidates(found: Enumeration, shape: tuple[int, ...] | None = None) -> list[Candidate]:

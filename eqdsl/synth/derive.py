@@ -10,8 +10,13 @@ are loaded into a fresh e-graph of `a`'s rules. The e-graph grows under `limits`
 rules in the first `k_multi` iterations, as `schedule.k_multi`) until every left side shares its
 e-class with its right side (`DERIVED`), or a limit or saturation ends it (`NOT_DERIVED`). A rule
 that cannot be instantiated (no valid sizes, no leaf operator for a sort, an operator `a` lacks)
-is `NOT_INSTANTIABLE` with the reason; it counts as not derived. Sound rules in `a` derive only
-sound equalities: a `DERIVED` verdict is a proof within `a`'s rules (egglog unions nothing else).
+is `NOT_INSTANTIABLE` with the reason and counts as not derived, unless `a` holds the rule itself,
+up to names (`synth.candidates.canonical`): then it is `DERIVED` in one step, by that rule (a rule
+that reads analysis values, as a constant fold does, has no instance of fresh leaves). A guard `if
+G(?x)` of a Bool analysis is assumed instead: `a`'s analysis G is set true on ?x's fresh leaf (the
+proof then holds wherever G holds of ?x); other reads of analyses make a rule uninstantiable.
+Sound rules in `a` derive only sound equalities: a `DERIVED` verdict is a proof within `a`'s
+rules (egglog unions nothing else).
 """
 from __future__ import annotations
 
@@ -27,6 +32,8 @@ from eqdsl.egglog.session import EGraphSession
 from eqdsl.ir.builder import GraphBuilder, Tensor
 from eqdsl.ir.exprs import pattern_ops
 from eqdsl.schedule.runner import LimitedLoop, Limits
+from eqdsl.synth.candidates import canonical
+from eqdsl.verify.analyses import reads_analyses
 from eqdsl.verify.examples import DISTINCT_HINTS, Assignment, Concrete, ExampleSpace
 
 
@@ -91,10 +98,10 @@ class Prover:
         pairs: list[tuple[int, tuple[int, int]]] = []
         for k, rule in enumerate(rules):
             try:
-                sides = _instance_roots(self.a, b, rule, builder, hints)
+                sides, assumed = _instance_roots(self.a, b, rule, builder, hints)
             except _Uninstantiable:
                 continue
-            if len(sides) == 2:
+            if len(sides) == 2 and not assumed:  # an assumption would hold for the whole batch
                 pairs.append((k, (len(roots), len(roots) + 1)))
                 roots += sides
         if not pairs:
@@ -140,10 +147,14 @@ def derive_rule(a: ir.Language, b: ir.Language, rule: ir.Rule, session: EGraphSe
     """`rule` in `session`, an e-graph of `a`'s rules holding nothing yet (see the contract)."""
     t0 = time.perf_counter()
     try:
-        program = instance(a, b, rule, hints)
+        program, facts = instance(a, b, rule, hints)
     except _Uninstantiable as why:
+        same = next((r.name for r in a.rules if canonical(r) == canonical(rule)), None)
+        if same is not None:
+            return Derivation(rule.name, Verdict.DERIVED, seconds=time.perf_counter() - t0,
+                              why=f"{a.name}'s rule {same} is this rule; {why}")
         return Derivation(rule.name, Verdict.NOT_INSTANTIABLE, seconds=time.perf_counter() - t0, why=str(why))
-    session.load(program)
+    session.load(program, facts)
     pairs = [(k, k + len(rule.lhs)) for k in range(len(rule.lhs))]
     sorts = [a.ops[program.nodes[program.roots[i]].op].result for i, _ in pairs]
     iterations, stop = _grow_until(session, limits, k_multi, lambda: session.roots_joined(pairs, sorts))
@@ -168,21 +179,25 @@ def _grow_until(session: EGraphSession, limits: Limits, k_multi: int, done: Call
 
 # ---- instantiation --------------------------------------------------------------------------------
 
-def instance(a: ir.Language, b: ir.Language, rule: ir.Rule, hints: tuple[int, ...] = DISTINCT_HINTS) -> ir.Program:
-    """The program whose roots are the rule's left sides, then its right sides, over fresh leaves."""
+Facts = tuple[tuple[str, int], ...]  # (Bool analysis, node) set true: a guard's assumption
+
+
+def instance(a: ir.Language, b: ir.Language, rule: ir.Rule,
+             hints: tuple[int, ...] = DISTINCT_HINTS) -> tuple[ir.Program, Facts]:
+    """The program whose roots are the rule's left sides, then its right sides, over fresh leaves,
+    and what its guards assume of them."""
     builder = GraphBuilder(a)
-    return builder.program(f"derive_{rule.name}", _instance_roots(a, b, rule, builder, hints))
+    roots, facts = _instance_roots(a, b, rule, builder, hints)
+    return builder.program(f"derive_{rule.name}", roots), facts
 
 
 def _instance_roots(a: ir.Language, b: ir.Language, rule: ir.Rule, builder: GraphBuilder,
-                    hints: tuple[int, ...]) -> list[Tensor]:
+                    hints: tuple[int, ...]) -> tuple[list[Tensor], Facts]:
     for op in pattern_ops(*rule.lhs, *rule.rhs):
         if op not in a.ops:
             raise _Uninstantiable(f"operator {op!r} is not in language {a.name}")
     space = ExampleSpace(b, rule)
-    if space.analysed_rule is not space.rule:
-        raise _Uninstantiable("its `where`/`if` clauses read analysis values, which fresh leaves do not have"
-                              "; instances that meet such a guard are not built")
+    guards = _assumed_guards(a, rule) if space.analysed_rule is not space.rule else []
     sized = space.distinct(hints)
     if sized is None:
         raise _Uninstantiable("no sizes meet the rule's shape requirements and conditions")
@@ -196,7 +211,20 @@ def _instance_roots(a: ir.Language, b: ir.Language, rule: ir.Rule, builder: Grap
         raise _Uninstantiable(f"a side breaks a shape rule of {a.name}: {err.diagnostics[0].message}") from None
     if not all(isinstance(r, Tensor) for r in roots):
         raise _Uninstantiable("a side is a bare variable or value, not a term")
-    return roots
+    return roots, tuple((analysis, env[var].index) for analysis, var in guards)
+
+
+def _assumed_guards(a: ir.Language, rule: ir.Rule) -> list[tuple[str, str]]:
+    """(analysis, variable) for each guard `if G(?v)` of a Bool analysis G, which the instance
+    assumes of ?v's fresh leaf (a proof then holds wherever G holds of ?v); any other clause that
+    reads an analysis (a `where`, a guard on a term, a negation) makes the rule uninstantiable."""
+    conds = [c.expr for c in rule.conds if isinstance(c, ir.ExprCond) and reads_analyses(c.expr)]
+    guards = [(g.analysis, g.pattern.name) for g in conds if isinstance(g, ir.AnalysisOf) and
+              isinstance(g.pattern, ir.PVar) and g.type == ir.Prim.BOOL and g.analysis in a.analyses]
+    if len(guards) < len(conds) or any(reads_analyses(e) for _, e in rule.wheres):
+        raise _Uninstantiable("its `where`/`if` clauses read analysis values other than a guard `if G(?x)` "
+                              "of a Bool analysis, which fresh leaves do not have")
+    return guards
 
 
 def _leaf(a: ir.Language, builder: GraphBuilder, var: str, t: ir.ValueType, assignment: Assignment) -> Any:

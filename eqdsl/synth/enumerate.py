@@ -333,3 +333,30 @@ def candidates(found: Enumeration) -> Iterator[tuple[Term, Term]]:
         first = found.classes[term.fingerprint]
         if first != k and term.defined_somewhere:
             yield term, found.terms[first]
+
+
+def defined_alike(found: Enumeration) -> Iterator[tuple[Term, Term]]:
+    """(x, y) for each class representative x undefined on some samples (an operator raised: a
+    division by 0) and the first representative y of x's sort defined wherever x is and equal to x
+    there: perhaps equal where x is defined (a guard decides; `eqdsl.synth.guards`). Sorts
+    without shapes only (a sample is a number)."""
+    firsts = [t for t in found.terms
+              if t.values is not None and t.defined_somewhere and not isinstance(t.values, np.ndarray)]
+    by_holes: dict[frozenset[int], list[Term]] = {}
+    for t in firsts:
+        if t.holes:
+            by_holes.setdefault(t.holes, []).append(t)
+    for holes, partial in by_holes.items():
+        kept = [k for k in range(found.samples) if k not in holes]
+        alike: dict[tuple, Term] = {}
+        for t in firsts:
+            if t.holes < holes:
+                alike.setdefault(_key_at(t, kept), t)
+        for x in partial:
+            if (y := alike.get(_key_at(x, kept))) is not None:
+                yield x, y
+
+
+def _key_at(t: Term, samples: list[int]) -> tuple:
+    return (t.sort, tuple(_sample_key(t.values[k]) for k in samples))
+

@@ -11,7 +11,10 @@ set, as Ruler minimizes: each candidate the kept rules already derive (`eqdsl.sy
 (`verify.rules.refuted`: laws of square matrices fall here), verified
 (`eqdsl.verify.rules.verify_rule`, `examples` examples) and kept if it passes (with `generalize`,
 its literal parameters lifted to variables where it holds at every value: `eqdsl.synth.generalize`). A last pass drops a
-kept rule the others derive; with `generalize`, each kept rule is then tried at the n-ary forms of
+kept rule the others derive; the constant folds of the language's analyses (`eqdsl.synth.folds`) are
+verified and kept after it, then the rules guarded by a Bool analysis (`eqdsl.synth.guards`: two
+terms equal wherever both are defined), each dropped where the kept rules derive it with its
+guards assumed, else verified; with `generalize`, each kept rule is then tried at the n-ary forms of
 a binary operator at its root (`eqdsl.synth.arity`: a concat law at concat3..5), each lift kept
 where it verifies. Then the multi-pattern merges lifted from the candidates
 (`eqdsl.synth.merges`) are verified the same way and kept after them, unless an earlier merge
@@ -40,7 +43,9 @@ from eqdsl.synth.candidates import (
 )
 from eqdsl.synth.derive import Prover, Verdict
 from eqdsl.synth.enumerate import Space, enumerate_terms
+from eqdsl.synth.folds import fold_rules
 from eqdsl.synth.generalize import generalized
+from eqdsl.synth.guards import guarded_candidates
 from eqdsl.synth.merges import guarded, instance_of, merge_candidates
 from eqdsl.verify.examples import DISTINCT_HINTS
 from eqdsl.verify.rules import Status, refuted, verify_rule
@@ -60,6 +65,8 @@ class Synthesis:
     rejected: int = 0  # candidates `verify` failed
     merges: int = 0  # of `kept`, the multi-pattern rules (the last ones)
     lifted: int = 0  # of `kept`, the rules lifted to n-ary forms (before the merges)
+    folds: int = 0  # of `kept`, the constant folds by analyses (`eqdsl.synth.folds`)
+    guarded: int = 0  # of `kept`, the rules guarded by a Bool analysis (`eqdsl.synth.guards`)
     complete: bool = True
     seconds: float = 0.0
 
@@ -71,11 +78,14 @@ def synthesize(lang: ir.Language, sem: dict[str, Any], space: Space, limits: Lim
     t0 = time.perf_counter()
     out_of_time = (lambda: False) if deadline is None else (lambda: time.monotonic() > deadline)
     pool: dict[str, Candidate] = {}
+    guarded: dict[str, Candidate] = {}
     result = Synthesis()
     for shape in space.shapes:
         found = enumerate_terms(lang, sem, space, shape, out_of_time)
         for candidate in rule_candidates(found, shape if _shaped(lang) else None):
             pool.setdefault(candidate.text, candidate)
+        for candidate in guarded_candidates(lang, found):
+            guarded.setdefault(candidate.text, candidate)
         result.terms, result.classes = result.terms + len(found.terms), result.classes + len(found.classes)
     ordered = sorted(pool.values(), key=cheapest_first)
     result.candidates = len(ordered)
@@ -85,6 +95,11 @@ def synthesize(lang: ir.Language, sem: dict[str, Any], space: Space, limits: Lim
     result.complete = _minimize(lang, sem, ordered, limits, examples, result, out_of_time, progress, kept_one, widen)
     if result.complete:
         result.kept, result.complete = _without_derivable(lang, result.kept, limits, out_of_time)
+    if result.complete:
+        result.complete = _folds(lang, sem, space.ops, examples, result, out_of_time, progress, kept_one)
+    if result.complete and guarded:
+        result.complete = _guarded(lang, sem, sorted(guarded.values(), key=cheapest_first), limits, examples,
+                                   result, out_of_time, progress, kept_one)
     if result.complete and generalize:
         forms = variadic_forms(lang, lambda rule: passes(lang, sem, Candidate(rule, 0, 0), examples, seed=0))
         result.complete = _at_variadic_forms(lang, sem, forms, examples, result, out_of_time, progress, kept_one)
@@ -196,6 +211,55 @@ def passes(lang: ir.Language, sem: dict[str, Any], c: Candidate, examples: int, 
     """Whether `c` survives the screen at sizes where no dimensions coincide and `verify`."""
     return not refuted(lang, sem, c.rule) and verify_rule(lang, sem, c.rule, examples, seed=seed,
                                                           shrink=False).status is Status.PASSED
+
+
+def _folds(lang: ir.Language, sem: dict[str, Any], ops: tuple[str, ...], examples: int, result: Synthesis,
+           out_of_time: Callable[[], bool], progress: Callable[[str], None],
+           kept_one: Callable[[Synthesis], None]) -> bool:
+    """The constant folds of `lang`'s analyses (`eqdsl.synth.folds`) at `ops` (all where empty),
+    each kept where it passes `verify` (once: a fold is sound where its analysis is, which `verify`
+    checks as well). Whether it finished in time."""
+    for rule in (r for r in fold_rules(lang) if not ops or r.lhs[0].op in ops):
+        if out_of_time():
+            return False
+        fold = Candidate(rule, operator_count(rule), None, note=f"a fold by analysis {_read_analysis(rule)}")
+        progress(f"verifying {fold.note} at {rule.lhs[0].op}")
+        if passes(lang, sem, fold, examples, seed=0):  # sound where the analysis is, which verify checks
+            result.kept.append(fold)
+            result.folds += 1
+            kept_one(result)
+        else:
+            result.rejected += 1
+    return True
+
+
+def _guarded(lang: ir.Language, sem: dict[str, Any], pool: list[Candidate], limits: Limits, examples: int,
+             result: Synthesis, out_of_time: Callable[[], bool], progress: Callable[[str], None],
+             kept_one: Callable[[Synthesis], None]) -> bool:
+    """The candidates guarded by a Bool analysis (`eqdsl.synth.guards`), cheapest first: one the
+    kept rules derive with its guards assumed is dropped, else kept where it passes `verify`
+    twice. Whether it finished in time."""
+    prover = Prover(_with_rules(lang, []), limits)
+    for rule in (r for c in result.kept for r in c.rules):
+        prover.add(rule)
+    for k, candidate in enumerate(pool):
+        if out_of_time():
+            return False
+        progress(f"{result.guarded} guarded rules kept, {len(pool) - k} guarded candidates left")
+        if all(prover.prove(lang, candidate.rule, hints).verdict is Verdict.DERIVED for hints in INSTANCES):
+            continue
+        if passes_twice(lang, sem, candidate, examples):
+            result.kept.append(candidate)
+            result.guarded += 1
+            prover.add(candidate.rule)
+            kept_one(result)
+        else:
+            result.rejected += 1
+    return True
+
+
+def _read_analysis(rule: ir.Rule) -> str:
+    return next(value.analysis for _, value in rule.wheres if isinstance(value, ir.AnalysisOf))
 
 
 def _at_variadic_forms(lang: ir.Language, sem: dict[str, Any], forms: Forms, examples: int, result: Synthesis,

@@ -57,6 +57,7 @@ class ExampleSpace:
         self.sized = sorted(v for v, t in self.vars.items() if self._has_size(t))
         self.int_vars = sorted(v for v, t in self.vars.items() if t == ir.Prim.INT)
         self._models: dict[tuple[int, ...], tuple[CpBackend, list, list[dict[int, Any]], list[int]]] = {}
+        self._fixed: dict[tuple[Any, ...], Assignment | None] = {}  # `solve` where nothing is left to choose
 
     def _has_size(self, t: ir.ValueType) -> bool:
         if isinstance(t, ir.SortType):
@@ -155,6 +156,15 @@ class ExampleSpace:
         return True
 
     def solve(self, ranks: tuple[Any, ...], hints: list[int]) -> Assignment | None:
+        """The valid sizes and Ints nearest `hints` for these ranks, or None where none are."""
+        if self.hint_count(ranks):
+            return self._solved(ranks, hints)
+        if ranks not in self._fixed:  # one answer (Hypothesis draws an unsized rule's thousands of times)
+            self._fixed[ranks] = self._solved(ranks, [])
+        found = self._fixed[ranks]
+        return None if found is None else Assignment(dict(found.sizes), dict(found.ints))
+
+    def _solved(self, ranks: tuple[Any, ...], hints: list[int]) -> Assignment | None:
         backend, unknowns, targets, shifts = self._model(ranks)
         model = backend.model
         model.clear_hints()
