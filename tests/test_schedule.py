@@ -43,7 +43,7 @@ def test_iteration_limit():
     assert len(outcome.iterations) == 3
     first = outcome.iterations[0]
     assert first.nodes > outcome.start_nodes and first.classes and first.seconds >= 0
-    assert set(first.matches) <= {"mul-two", "reassoc", "div-self", "mul-one", "mul-comm"}
+    assert set(first.matches) <= {r.name for r in load_language("arith").rules}
 
 
 @pytest.mark.parametrize("node_limit", [6, 12, 20, 40])

@@ -42,3 +42,14 @@ def test_a_guard_of_a_bool_analysis_is_assumed_of_the_fresh_leaf(tmp_path):
 def test_no_rule_guarded_or_folded_unsoundly_is_derived():
     found = derive(load_language(RATIONAL), own_rules(load_language(ROOT / "tests/data/unsound_analyses.eqr")), LIMITS)
     assert len(found) >= 4 and Verdict.DERIVED not in {d.verdict for d in found}
+
+
+def test_a_guard_is_not_assumed_where_the_other_set_has_no_bool_analysis_of_that_name(tmp_path):
+    (tmp_path / "a.eqr").write_text(
+        "language a\nsort Q\nop num(v: Int) -> Q\nop var(name: Str) -> Q\nop div(a: Q, b: Q) -> Q\n"
+        "analysis nonzero(x: Q) -> Int {\n  merge agree\n  means nonzero == x\n  num(v) = v\n}\n"
+        "rule self: div(?x, ?x) => num(1)  where k = nonzero(?x)  if k != 0\ncost num, var, div = 1\n")
+    (tmp_path / "b.eqr").write_text(f'language b\ninclude "{RATIONAL}"\n'
+                                    "rule self: div(?x, ?x) => num(1)  if nonzero(?x)\n")
+    found = derive(load_language(tmp_path / "a.eqr"), own_rules(load_language(tmp_path / "b.eqr")), LIMITS)
+    assert [d.verdict for d in found] == [Verdict.NOT_INSTANTIABLE]

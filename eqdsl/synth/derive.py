@@ -220,11 +220,17 @@ def _assumed_guards(a: ir.Language, rule: ir.Rule) -> list[tuple[str, str]]:
     reads an analysis (a `where`, a guard on a term, a negation) makes the rule uninstantiable."""
     conds = [c.expr for c in rule.conds if isinstance(c, ir.ExprCond) and reads_analyses(c.expr)]
     guards = [(g.analysis, g.pattern.name) for g in conds if isinstance(g, ir.AnalysisOf) and
-              isinstance(g.pattern, ir.PVar) and g.type == ir.Prim.BOOL and g.analysis in a.analyses]
+              isinstance(g.pattern, ir.PVar) and _bool_analysis_of(a, g.analysis, g.pattern.type)]
     if len(guards) < len(conds) or any(reads_analyses(e) for _, e in rule.wheres):
         raise _Uninstantiable("its `where`/`if` clauses read analysis values other than a guard `if G(?x)` "
                               "of a Bool analysis, which fresh leaves do not have")
     return guards
+
+
+def _bool_analysis_of(a: ir.Language, name: str, t: ir.ValueType) -> bool:
+    """Whether `a` has a Bool analysis `name` over sort `t` (what a guard may assume)."""
+    analysis = a.analyses.get(name)
+    return analysis is not None and analysis.type == ir.Prim.BOOL and t == ir.SortType(analysis.sort)
 
 
 def _leaf(a: ir.Language, builder: GraphBuilder, var: str, t: ir.ValueType, assignment: Assignment) -> Any:
