@@ -78,14 +78,14 @@ def synthesize(lang: ir.Language, sem: dict[str, Any], space: Space, limits: Lim
     t0 = time.perf_counter()
     out_of_time = (lambda: False) if deadline is None else (lambda: time.monotonic() > deadline)
     pool: dict[str, Candidate] = {}
-    guarded: dict[str, Candidate] = {}
+    conditional: dict[str, Candidate] = {}  # guarded by an analysis
     result = Synthesis()
     for shape in space.shapes:
         found = enumerate_terms(lang, sem, space, shape, out_of_time)
         for candidate in rule_candidates(found, shape if _shaped(lang) else None):
             pool.setdefault(candidate.text, candidate)
         for candidate in guarded_candidates(lang, found):
-            guarded.setdefault(candidate.text, candidate)
+            conditional.setdefault(candidate.text, candidate)
         result.terms, result.classes = result.terms + len(found.terms), result.classes + len(found.classes)
     ordered = sorted(pool.values(), key=cheapest_first)
     result.candidates = len(ordered)
@@ -97,8 +97,8 @@ def synthesize(lang: ir.Language, sem: dict[str, Any], space: Space, limits: Lim
         result.kept, result.complete = _without_derivable(lang, result.kept, limits, out_of_time)
     if result.complete:
         result.complete = _folds(lang, sem, space.ops, examples, result, out_of_time, progress, kept_one)
-    if result.complete and guarded:
-        result.complete = _guarded(lang, sem, sorted(guarded.values(), key=cheapest_first), limits, examples,
+    if result.complete and conditional:
+        result.complete = _guarded(lang, sem, sorted(conditional.values(), key=cheapest_first), limits, examples,
                                    result, out_of_time, progress, kept_one)
     if result.complete and generalize:
         forms = variadic_forms(lang, lambda rule: passes(lang, sem, Candidate(rule, 0, 0), examples, seed=0))
