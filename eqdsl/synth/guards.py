@@ -28,7 +28,8 @@ def guarded_candidates(lang: ir.Language, found: Enumeration) -> list[Candidate]
                 if a.type == ir.Prim.BOOL and lang.sorts[a.sort].shape_type is None]
     if not analyses:
         return []
-    values = {t.pattern.name: t.values for t in found.terms if isinstance(t.pattern, ir.PVar)}
+    values = {(t.pattern.name, t.sort): t.values for t in found.terms  # each variable's samples
+              if isinstance(t.pattern, ir.PVar) and t.values is not None}
     out: dict[str, Candidate] = {}
     for x, y in defined_alike(found):
         if not isinstance(x.pattern, ir.PApp) or not variables(y.pattern) <= variables(x.pattern):
@@ -41,12 +42,12 @@ def guarded_candidates(lang: ir.Language, found: Enumeration) -> list[Candidate]
     return list(out.values())
 
 
-def _guard(analysis: ir.Analysis, x: Term, values: dict[str, Any]) -> tuple[ir.Cond, ...] | None:
+def _guard(analysis: ir.Analysis, x: Term, values: dict[tuple[str, str], Any]) -> tuple[ir.Cond, ...] | None:
     """The guards on x's variables of `analysis`'s sort that rule out every sample where x is
     undefined (see the contract), or None."""
     found = {v: t for v, t in pattern_vars(x.pattern).items()
-             if isinstance(t, ir.SortType) and t.name == analysis.sort and v in values}
-    ruled_out = {v: {k for k in x.holes if not means(analysis, True, values[v][k])} for v in found}
+             if t == ir.SortType(analysis.sort) and (v, analysis.sort) in values}
+    ruled_out = {v: {k for k in x.holes if not means(analysis, True, values[v, analysis.sort][k])} for v in found}
     single = next((v for v, out in ruled_out.items() if out == x.holes), None)
     chosen = [single] if single is not None else list(ruled_out)
     if not chosen or set().union(*(ruled_out[v] for v in chosen)) != x.holes:
