@@ -193,7 +193,10 @@ def _groups(lang: ir.Language) -> list[str]:
     return out
 
 
-def load_program(program: ir.Program, lowered: Lowered, facts: tuple[tuple[str, int], ...] = ()) -> str:
+Facts = tuple[tuple[str, int], ...]  # (Bool analysis, node index) set true when a program loads: assumptions
+
+
+def load_program(program: ir.Program, lowered: Lowered, facts: Facts = ()) -> str:
     """One rule with local lets (fast for big programs), run once; roots marked by relation. Each
     fact `(analysis, node)` sets that Bool analysis true on the node's e-class (an assumption)."""
     lang = lowered.language

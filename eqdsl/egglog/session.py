@@ -18,7 +18,7 @@ from eqdsl.cost.model import CostModel, RuleCosts
 from eqdsl.diagnostics import EqdslError
 from eqdsl.egglog.bindings import bindings
 from eqdsl.egglog.live import LiveEGraph, live_problem
-from eqdsl.egglog.lower import SAMPLE_GENERATION, Lowered, load_program, root_rel, union_text
+from eqdsl.egglog.lower import SAMPLE_GENERATION, Facts, Lowered, load_program, root_rel, union_text
 from eqdsl.egglog.readback import program_selection, selection_program
 from eqdsl.egglog.table import node_table
 from eqdsl.extract.result import Extraction, Extractor
@@ -83,7 +83,7 @@ class EGraphSession:
             raise EqdslError.one(f"egglog failed while {doing}: {_first_lines(str(err))}",
                                  notes=_hint(str(err))) from None
 
-    def load(self, program: ir.Program, facts: tuple[tuple[str, int], ...] = ()) -> None:
+    def load(self, program: ir.Program, facts: Facts = ()) -> None:
         """Add `program` (and `facts`: `lower.load_program`), then saturate the analyses."""
         self._execute(load_program(program, self.lowered, facts), f"loading program '{program.name}'")
         self.saturate_analysis()

@@ -24,7 +24,7 @@ from typing import Any, Callable
 from eqdsl import ir
 from eqdsl.diagnostics import NO_SPAN
 from eqdsl.ir.exprs import pattern_vars
-from eqdsl.synth.candidates import rewritten, stable_name
+from eqdsl.synth.candidates import renamed, stable_name
 
 Forms = dict[str, tuple[tuple[str, int], ...]]  # binary operator -> (its k-ary form, k), k ascending
 
@@ -78,7 +78,7 @@ def lifted(rule: ir.Rule, b: str, o: str, k: int) -> ir.Rule | None:
         copies = _copies(left, rule, k)
         if copies is None:
             continue
-        new_root = ir.PApp(o, (*prefix, *(_rename(left, c) for c in copies)), NO_SPAN)
+        new_root = ir.PApp(o, (*prefix, *(renamed(left, c) for c in copies)), NO_SPAN)
         new_other = _fan_out(other, b, o, prefix, pairing, copies)
         if new_other is None or _uses_any(new_other, {*pairing, *pairing.values()}):
             continue
@@ -137,8 +137,8 @@ def _fan_out(p: ir.Pattern, b: str, o: str, prefix: tuple[ir.Pattern, ...], pair
     """`p` with each `b(prefix.., U, U')` (U' = U with `pairing`) as `o(prefix.., U1, ..., Uk)`."""
     if not isinstance(p, ir.PApp):
         return p
-    if p.op == b and tuple(p.args[:-2]) == prefix and _rename(p.args[-2], pairing) == p.args[-1]:
-        return ir.PApp(o, (*prefix, *(_rename(p.args[-2], c) for c in copies)), NO_SPAN)
+    if p.op == b and tuple(p.args[:-2]) == prefix and renamed(p.args[-2], pairing) == p.args[-1]:
+        return ir.PApp(o, (*prefix, *(renamed(p.args[-2], c) for c in copies)), NO_SPAN)
     args = [_fan_out(a, b, o, prefix, pairing, copies) for a in p.args]
     return None if any(a is None for a in args) else ir.PApp(p.op, tuple(args), NO_SPAN)  # type: ignore[arg-type]
 
@@ -151,22 +151,10 @@ def _conds_per_copy(cond: ir.Cond, pairing: dict[str, str], copies: list[dict[st
     if not used & {*pairing, *back}:
         return [cond]
     if not used & set(pairing):
-        return [_rename(cond, {r: c[back[r]] for r in back}) for c in copies]
+        return [renamed(cond, {r: c[back[r]] for r in back}) for c in copies]
     if not used & set(back):
-        return [_rename(cond, c) for c in copies]
-    return [_rename(cond, {**c, **{r: n[back[r]] for r in back}}) for c, n in zip(copies, copies[1:])]
-
-
-def _rename(x: Any, names: dict[str, str]) -> Any:
-    """`x` (a pattern, a condition) with its term variables renamed."""
-    def one(node: Any) -> Any:
-        if isinstance(node, ir.PVar):
-            return replace(node, name=names.get(node.name, node.name))
-        if isinstance(node, ir.ShapeOf):
-            return replace(node, var=names.get(node.var, node.var))
-        return None
-
-    return rewritten(x, one)
+        return [renamed(cond, c) for c in copies]
+    return [renamed(cond, {**c, **{r: n[back[r]] for r in back}}) for c, n in zip(copies, copies[1:])]
 
 
 def _names(x: Any) -> set[str]:

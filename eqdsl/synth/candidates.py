@@ -249,6 +249,18 @@ def rewritten(x: Any, f: Callable[[Any], Any]) -> Any:
     return x
 
 
+def renamed(x: Any, names: dict[str, str]) -> Any:
+    """`x` (a pattern, a rule, a condition) with its term variables renamed by `names` (others kept)."""
+    def one(node: Any) -> Any:
+        if isinstance(node, ir.PVar):
+            return replace(node, name=names.get(node.name, node.name))
+        if isinstance(node, ir.ShapeOf):
+            return replace(node, var=names.get(node.var, node.var))
+        return None
+
+    return rewritten(x, one)
+
+
 def variables(p: ir.Pattern) -> set[str]:
     return set(pattern_vars(p))
 

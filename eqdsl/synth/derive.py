@@ -27,7 +27,7 @@ from typing import Any, Callable, Sequence
 
 from eqdsl import ir
 from eqdsl.diagnostics import EqdslError
-from eqdsl.egglog.lower import lower_language, rule_command
+from eqdsl.egglog.lower import Facts, lower_language, rule_command
 from eqdsl.egglog.session import EGraphSession
 from eqdsl.ir.builder import GraphBuilder, Tensor
 from eqdsl.ir.exprs import pattern_ops
@@ -178,9 +178,6 @@ def _grow_until(session: EGraphSession, limits: Limits, k_multi: int, done: Call
 
 
 # ---- instantiation --------------------------------------------------------------------------------
-
-Facts = tuple[tuple[str, int], ...]  # (Bool analysis, node) set true: a guard's assumption
-
 
 def instance(a: ir.Language, b: ir.Language, rule: ir.Rule,
              hints: tuple[int, ...] = DISTINCT_HINTS) -> tuple[ir.Program, Facts]:

@@ -12,11 +12,12 @@ after trying to derive each with the rules kept, the guard assumed of its variab
 """
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 from eqdsl import ir
 from eqdsl.ir.exprs import pattern_vars
-from eqdsl.synth.candidates import Candidate, canonical, rewritten, stable_name, variables
+from eqdsl.synth.candidates import Candidate, canonical, renamed, stable_name, variables
 from eqdsl.synth.enumerate import VARIABLE_NAMES, Enumeration, Term, defined_alike
 from eqdsl.verify.analyses import means
 
@@ -57,12 +58,6 @@ def _guard(analysis: ir.Analysis, x: Term, values: dict[tuple[str, str], Any]) -
 
 def _named(rule: ir.Rule) -> ir.Rule:
     """`rule` with its variables renamed a, b, c in order of first appearance, and named stably."""
-    order = pattern_vars(rule.lhs[0])
-    names = {v: VARIABLE_NAMES[k] for k, v in enumerate(order)}
-
-    def one(node: Any) -> Any:
-        return ir.PVar(names[node.name], node.type) if isinstance(node, ir.PVar) else None
-
-    renamed = ir.Rule("", rewritten(rule.lhs, one), rewritten(rule.rhs, one), (), rewritten(rule.conds, one),
-                      rule.span)
-    return ir.Rule(stable_name(renamed), renamed.lhs, renamed.rhs, (), renamed.conds, renamed.span)
+    names = {v: VARIABLE_NAMES[k] for k, v in enumerate(pattern_vars(rule.lhs[0]))}
+    rule = renamed(rule, names)
+    return replace(rule, name=stable_name(rule))
