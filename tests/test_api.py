@@ -57,3 +57,15 @@ def test_program_says_what_it_found(source, name, expected):
 def test_an_unknown_attribute_is_an_attribute_error():
     with pytest.raises(AttributeError, match="no attribute 'optimise'"):
         eqdsl.optimise  # noqa: B018
+
+
+def test_a_term_is_a_program_and_bad_arguments_are_named():
+    lang = eqdsl.load("arith")
+    assert eqdsl.optimize(lang, 'div(mul(var("a"), num(2)), num(2))', iter_limit=5).cost == 0.0
+    for argument, value, expected in [("iter_limit", -1, "an int ≥ 0"), ("node_limit", 0, "an int ≥ 1"),
+                                      ("extract_time_s", -1.0, "a number > 0"), ("extractor", "nosuch", "one of")]:
+        with pytest.raises(eqdsl.EqdslError, match=rf"optimize\({argument}=\): error: expected {expected}"):
+            eqdsl.optimize(lang, 'mul(var("a"), num(2))', **{argument: value})
+    with pytest.raises(TypeError, match="expected a program"):
+        eqdsl.optimize(lang, None)  # type: ignore[arg-type]
+    assert eqdsl.EqdslError is EqdslError

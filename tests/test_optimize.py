@@ -47,6 +47,8 @@ def test_a_model_given_to_run_or_missing_is_one_clear_error(tmp_path, run_cli):
     assert code == 2 and "eqdsl optimize" in err and "Traceback" not in err
     code, _, err = run_cli("optimize", tmp_path / "none.onnx", "-o", tmp_path / "o.onnx")
     assert code == 2 and "no such file" in err and not (tmp_path / "o.onnx").exists()
+    code, _, err = run_cli("optimize", MODEL, "-o", tmp_path / "o.onnx", "--target", "nosuch")
+    assert code == 2 and err.startswith("--target: error: unknown target 'nosuch'") and not (tmp_path / "o.onnx").exists()
 
 
 def test_a_rewrite_predicted_no_faster_is_handed_back_untimed(tmp_path, run_cli):

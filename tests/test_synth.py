@@ -348,3 +348,15 @@ def test_a_rule_that_reads_an_analysis_is_derived_only_by_the_same_rule_up_to_na
     assert [d.verdict for d in derive(arith, b, LIMITS)] == [Verdict.DERIVED, Verdict.NOT_INSTANTIABLE]
     without_folds = replace(arith, rules=tuple(r for r in arith.rules if not r.name.startswith("fold")))
     assert [d.verdict for d in derive(without_folds, b, LIMITS)] == [Verdict.NOT_INSTANTIABLE] * 2
+
+
+def test_synthesize_refuses_bad_settings_with_the_flag_and_writes_nothing(tmp_path, run_cli):
+    cases = [(["arith", "--vars", "100"], "--vars: error: expected 1 to 16 variables per sort, got 100"),
+             (["tensor", "--shape", "0,0"], "--shape: error: expected a shape of dimensions ≥ 1"),
+             (["tensor", "--shape", "100000,100000"], "with at most 4,194,304 elements, got 100000,100000"),
+             (["arith", "--ints", "99999999999999999999999"], "--ints: error: expected Int literals that fit 64"),
+             (["arith", "--values", "foo=1"], "--values: error: synthesize: no Int parameter foo in language arith")]
+    for argv, said in cases:
+        code, _, err = run_cli("synthesize", *argv, "--time-limit", "5", "-o", tmp_path / "s.eqr")
+        assert code == 2 and said in err and "Traceback" not in err, (argv, err)
+    assert list(tmp_path.iterdir()) == []

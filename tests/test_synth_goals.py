@@ -122,3 +122,14 @@ def test_stand_in_sizes_keep_a_concats_sums(tensor):
     goal = read_goal(lang, "ewadd(concat(1, ?a, ?b), ?c)", {"a": (1, 32, 7, 7), "b": (1, 64, 7, 7),
                                                             "c": (1, 96, 7, 7)}, set())
     assert cheaper_form(lang, sem, goal, costs, Space(size=2)) is None  # enumerated, not ill-shaped
+
+
+def test_a_goals_mistakes_are_placed_in_the_goal_text(tmp_path, run_cli):
+    cases = [("mul(", "--goal:1:5: error: syntax error: expected"), ("mul(?x, nosuch(?y))", "--goal:1:9: error: unknown "
+             "operator 'nosuch'"), ("mul(?x, ?y) => ?x", "--goal:1:13: error: syntax error: expected one pattern"),
+             ("mul(?x, ?y)", "--goal: error: synthesize --goal: expected a goal with a variable of a sort with shapes")]
+    for goal, said in cases:
+        code, _, err = run_cli("synthesize", "arith", "--goal", goal, "-o", tmp_path / "s.eqr")
+        assert code == 2 and said in err and "found the end of the goal" in err if goal == "mul(" else said in err, err
+    code, _, err = run_cli("synthesize", "tensor", "--goal", "relu(?x)", "--at", "x=0,3", "-o", tmp_path / "s.eqr")
+    assert code == 2 and "--at: error: expected a shape of dimensions ≥ 1" in err

@@ -54,7 +54,11 @@ def add_optimize_command(sub) -> None:
 
 def optimize_config(args: argparse.Namespace, base: Path) -> Any:
     """The run config `eqdsl optimize` runs (`config.parse_config` checks it as any YAML)."""
+    from dataclasses import replace
+
     from eqdsl.config import parse_config
+    from eqdsl.cost.targets import load_target
+    from eqdsl.diagnostics import EqdslError
 
     program: dict[str, Any] = {"onnx": str(Path(args.model).resolve())}
     if args.shape:
@@ -63,7 +67,15 @@ def optimize_config(args: argparse.Namespace, base: Path) -> Any:
         program["constants"] = dict(args.constant)
     data = {**DEFAULTS, "ruleset": args.ruleset, "target": args.target, "program": program,
             "extract": {**DEFAULTS["extract"], "time_limit_s": args.time_limit}}
-    return parse_config(data, base / "optimize.yaml")
+    try:
+        load_target(args.target, base)  # read now, so that its errors name the flag
+        return parse_config(data, base / "optimize.yaml")
+    except EqdslError as err:  # the config is ours: name the flag that gave the value
+        raise EqdslError([replace(d, path=_FLAG_OF.get(d.path or "", d.path)) for d in err.diagnostics]) from None
+
+
+_FLAG_OF = {"target": "--target", "ruleset": "--ruleset", "extract.time_limit_s": "--time-limit",
+            "program.shapes": "--shape", "program.constants": "--constant"}
 
 
 def cmd_optimize(args: argparse.Namespace) -> Work:

@@ -45,6 +45,18 @@ UNDEFINED = "undefined"
 VARIABLE_NAMES = "abcdefghijklmnop"
 
 
+I64 = (-2**63, 2**63 - 1)
+LARGEST_SAMPLE = 2**22  # elements of one sampled value: 16 samples of it stay within 512 MiB
+
+
+def checked_shape(shape: tuple[int, ...], flag: str) -> tuple[int, ...]:
+    """`shape`, or the error of `flag` giving it: every dimension ≥ 1, the size samplable."""
+    if min(shape, default=1) < 1 or math.prod(shape) > LARGEST_SAMPLE:
+        raise EqdslError.one(f"expected a shape of dimensions ≥ 1 with at most {LARGEST_SAMPLE:,} elements, got "
+                             f"{','.join(map(str, shape))}", path=flag)
+    return shape
+
+
 @dataclass(frozen=True)
 class Space:
     """What to enumerate; see the module docstring."""
@@ -62,6 +74,16 @@ class Space:
     # (op, operand index, variable): a variable is operand `index` of `op` only where given so, at an
     # (op, index) named here; a term is always
     places: tuple[tuple[str, int, str], ...] = ()
+
+    def __post_init__(self) -> None:
+        if not 1 <= self.variables <= len(VARIABLE_NAMES):
+            raise EqdslError.one(f"expected 1 to {len(VARIABLE_NAMES)} variables per sort, got {self.variables}",
+                                 path="--vars")
+        for shape in self.shapes:
+            checked_shape(shape, "--shape")
+        for value in (*self.ints, *(v for _, values in self.params for v in values)):
+            if not I64[0] <= value <= I64[1]:
+                raise EqdslError.one(f"expected Int literals that fit 64 bits, got {value}", path="--ints")
 
     @functools.cached_property
     def _restricted(self) -> frozenset[tuple[str, int]]:
@@ -145,6 +167,10 @@ def _operators(lang: ir.Language, sem: dict[str, Any], space: Space) -> list[ir.
     if unknown:
         raise EqdslError.one(f"synthesize: no operator {', '.join(unknown)} in language {lang.name}; expected "
                              f"some of {', '.join(lang.ops)}", path="--ops")
+    params = {p.name for op in lang.ops.values() for p in op.params if p.type == ir.Prim.INT}
+    if unknown := sorted({name for name, _ in space.params} - params):
+        raise EqdslError.one(f"synthesize: no Int parameter {', '.join(unknown)} in language {lang.name}; expected "
+                             f"some of {', '.join(sorted(params)) or 'none'}", path="--values")
     computed = [op for op in lang.ops.values() if not isinstance(sem[op.name], Leaf)
                 and any(isinstance(p.type, ir.SortType) for p in op.params)
                 and all(p.type != ir.Prim.STR for p in op.params)]

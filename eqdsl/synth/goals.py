@@ -32,11 +32,11 @@ import numpy as np
 
 from eqdsl import ir
 from eqdsl.cost.model import RuleCosts
-from eqdsl.diagnostics import NO_SPAN, EqdslError
+from eqdsl.diagnostics import NO_SPAN, EqdslError, Span
 from eqdsl.ir.exprs import pattern_ops, pattern_vars
 from eqdsl.ir.text import pattern_text
 from eqdsl.synth.candidates import Candidate, stable_name, without_cond
-from eqdsl.synth.enumerate import Enumeration, Space, Term, application, enumerate_terms
+from eqdsl.synth.enumerate import Enumeration, Space, Term, application, checked_shape, enumerate_terms
 from eqdsl.synth.pricing import Priced, Pricing, best_version, cheapest
 from eqdsl.synth.synthesize import generalized_candidate, passes
 
@@ -267,6 +267,25 @@ def _weakest(lang: ir.Language, sem: dict[str, Any], candidate: Candidate, examp
     return candidate if passes(lang, sem, candidate, 5 * examples, 1) else None
 
 
+_GOAL_PREFIX = "rule goal: "
+
+
+def _located_in_goal(err: EqdslError, goal: str) -> EqdslError:
+    """`err` of the wrapped goal, its spans moved into the `--goal` text (its line 3 is the goal)."""
+    moved = []
+    for d in err.diagnostics:
+        if d.span is not None and d.span.file == "--goal":
+            if d.span.line != 3 and not d.message.startswith("syntax error"):
+                continue  # the right side repeats the left: its errors are the same
+            if d.span.line != 3:  # the goal ended early: the parser went on into the wrapper's next line
+                d = replace(d, message=d.message.split(", found ")[0] + ", found the end of the goal")
+            col = max(1, d.span.col - len(_GOAL_PREFIX)) if d.span.line == 3 else len(goal) + 1
+            d = replace(d, span=replace(d.span, line=1, col=col, end_line=1,
+                                         end_col=max(col, d.span.end_col - len(_GOAL_PREFIX))))
+        moved.append(d)
+    return EqdslError(moved or err.diagnostics)
+
+
 def read_goal(lang: ir.Language, text: str, shapes: dict[str, tuple[int, ...]], constant: set[str]) -> Goal:
     """`--goal TEXT` in `lang`, checked as a rule's left side is, with its variables' shapes."""
     from pathlib import Path
@@ -274,19 +293,29 @@ def read_goal(lang: ir.Language, text: str, shapes: dict[str, tuple[int, ...]], 
     from eqdsl.frontend import check_modules, load_modules
     from eqdsl.frontend.parse import parse_text
 
+    if (at := text.find("=>")) >= 0 or (at := text.find("\n")) >= 0:
+        raise EqdslError.one(f"syntax error: expected one pattern on one line, found {text[at:at + 2]!r}",
+                             Span("--goal", 1, at + 1))
     file = lang.lineage[-1][1]
-    source = f'language goal-of-{lang.name}\ninclude "{file}"\nrule goal: {text} => {text}\n'
-    checked = check_modules([*load_modules(Path(file)), parse_text(source, "--goal")])
+    source = f'language goal-of-{lang.name}\ninclude "{file}"\n{_GOAL_PREFIX}{text}\n=> {text}\n'
+    try:
+        checked = check_modules([*load_modules(Path(file)), parse_text(source, "--goal")])
+    except EqdslError as err:
+        raise _located_in_goal(err, text) from None
     pattern = next(r for r in checked.rules if r.name == "goal").lhs[0]
     typed = pattern_vars(pattern)
     shaped = [v for v, t in typed.items() if isinstance(t, ir.SortType) and lang.sorts[t.name].shape_type]
     missing, unknown = [v for v in shaped if v not in shapes], sorted(set(shapes) - set(typed))
-    if missing or unknown or not shaped:
+    if not shaped:
+        raise EqdslError.one(f"synthesize --goal: expected a goal with a variable of a sort with shapes (the goal's "
+                             f"cost depends on them), found none in {text}; without --goal, synthesize "
+                             f"enumerates {lang.name}'s rules", path="--goal")
+    if missing or unknown:
         found = f"missing ?{', ?'.join(missing)}" if missing else \
-            f"?{', ?'.join(unknown)} not in the goal" if unknown else "no variable of a sort with shapes"
+            f"?{', ?'.join(unknown)} not in the goal"
         raise EqdslError.one(f"synthesize --goal: expected --at NAME=d0,d1,... for every variable of the goal "
                              f"with a shape ({', '.join('?' + v for v in shaped) or 'none'}); {found}", path="--at")
     if not constant <= set(typed):
         raise EqdslError.one(f"synthesize --goal: --constant names ?{', ?'.join(sorted(constant - set(typed)))}, "
                              f"not a variable of the goal", path="--constant")
-    return Goal(pattern, tuple((v, shapes[v]) for v in shaped), frozenset(constant))
+    return Goal(pattern, tuple((v, checked_shape(shapes[v], "--at")) for v in shaped), frozenset(constant))
