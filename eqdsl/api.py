@@ -23,6 +23,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TypeVar
 
 from eqdsl import ir
 from eqdsl.diagnostics import EqdslError
@@ -105,10 +106,11 @@ def optimize(language: ir.Language, source: ir.Program | str, *, iter_limit: int
     return Optimized(run_optimize(language, loaded, schedule, extract, params))
 
 
+T = TypeVar("T")
 _KEY_OF = {"extractor": "method", "extract_time_s": "time_limit_s"}  # optimize()'s argument → its config key
 
 
-def _checked(section: type, arguments: dict[str, object]) -> object:
+def _checked(section: type[T], arguments: dict[str, object]) -> T:
     """`section` from optimize()'s arguments, checked as the YAML section is; errors name the argument."""
     from dataclasses import replace
 
@@ -116,7 +118,8 @@ def _checked(section: type, arguments: dict[str, object]) -> object:
 
     argument_of = {_KEY_OF.get(name, name): name for name in arguments}
     try:
-        return read_section({_KEY_OF.get(k, k): v for k, v in arguments.items()}, section, "")
+        checked: T = read_section({_KEY_OF.get(k, k): v for k, v in arguments.items()}, section, "")
+        return checked
     except EqdslError as err:
         raise EqdslError([replace(d, path=f"optimize({argument_of.get(d.path or '', d.path)}=)")
                           for d in err.diagnostics]) from None

@@ -274,14 +274,15 @@ def _located_in_goal(err: EqdslError, goal: str) -> EqdslError:
     """`err` of the wrapped goal, its spans moved into the `--goal` text (its line 3 is the goal)."""
     moved = []
     for d in err.diagnostics:
-        if d.span is not None and d.span.file == "--goal":
-            if d.span.line != 3 and not d.message.startswith("syntax error"):
+        span = d.span
+        if span is not None and span.file == "--goal":
+            if span.line != 3 and not d.message.startswith("syntax error"):
                 continue  # the right side repeats the left: its errors are the same
-            if d.span.line != 3:  # the goal ended early: the parser went on into the wrapper's next line
+            if span.line != 3:  # the goal ended early: the parser went on into the wrapper's next line
                 d = replace(d, message=d.message.split(", found ")[0] + ", found the end of the goal")
-            col = max(1, d.span.col - len(_GOAL_PREFIX)) if d.span.line == 3 else len(goal) + 1
-            d = replace(d, span=replace(d.span, line=1, col=col, end_line=1,
-                                         end_col=max(col, d.span.end_col - len(_GOAL_PREFIX))))
+            col = max(1, span.col - len(_GOAL_PREFIX)) if span.line == 3 else len(goal) + 1
+            d = replace(d, span=replace(span, line=1, col=col, end_line=1,
+                                        end_col=max(col, span.end_col - len(_GOAL_PREFIX))))
         moved.append(d)
     return EqdslError(moved or err.diagnostics)
 
