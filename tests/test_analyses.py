@@ -88,6 +88,8 @@ def test_verify_fails_every_unsound_analysis_merge_and_guard(run_cli):
     ("analysis num(x: Q) -> Int {\n  merge agree\n  means num == x\n}", "reserved name"),
     ("analysis c(x: Q) -> Int {\n  merge agree\n  means c == x\n  num(v) = v\n  num(w) = w\n}", "two rules for 'num'"),
     ("analysis c(x: Q) -> Int {\n  merge agree\n  means c == x\n}\ncost num = c(1)", "reads one operand by name"),
+    ("analysis c(x: Q) -> Int {\n  merge max\n  means c == x\n}", "(e.g. `merge max(old, new)`), found the name"),
+    ("analysis c(x: Bool) -> Bool {\n  merge or\n  means c == x\n}", "unknown sort 'Bool'"),
     ("analysis c(x: Q) -> Int {\n  merge agree\n  means c == x\n}\nrule r: num(?v) => num(1) if c(?v)",
      "?v is Int here but Q elsewhere"),
 ])

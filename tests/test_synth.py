@@ -360,3 +360,16 @@ def test_synthesize_refuses_bad_settings_with_the_flag_and_writes_nothing(tmp_pa
         code, _, err = run_cli("synthesize", *argv, "--time-limit", "5", "-o", tmp_path / "s.eqr")
         assert code == 2 and said in err and "Traceback" not in err, (argv, err)
     assert list(tmp_path.iterdir()) == []
+
+
+def test_a_reference_that_never_returns_is_stopped_past_the_time_limit(tmp_path):
+    import subprocess
+    import sys
+
+    (tmp_path / "acsum.eqr").write_text((ROOT / "examples/acsum/acsum.eqr").read_text())
+    (tmp_path / "acsum_ref.py").write_text("from eqdsl.languages.base import Leaf\ndef spin(a, b):\n    while True:\n"
+                                           "        pass\nSEMANTICS = {'var': Leaf(lambda name: ()), 'add': spin}\n")
+    done = subprocess.run([sys.executable, "-m", "eqdsl", "synthesize", "acsum.eqr", "--time-limit", "1", "-o", "s.eqr"],
+                          cwd=tmp_path, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 1 and "stopped: still running 11.5 s after the start" in done.stderr, done.stderr
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["acsum.eqr", "acsum_ref.py"]

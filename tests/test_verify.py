@@ -108,6 +108,21 @@ def test_missing_semantics_names_the_operator(tmp_path, run_cli):
     assert code == 2 and "no reference semantics for operator(s) half" in err and "mine_ref.py" in err
 
 
+def test_a_broken_semantics_module_is_one_error_and_a_broken_operator_is_named(tmp_path, run_cli):
+    ref = _user_language(tmp_path, None)
+    for body, said in [("SEMANTICS = 3\n", "expected SEMANTICS to be a dict of operator names to functions, found int"),
+                       ("import sys\nsys.exit(0)\n", "it called exit(0); expected a module that defines SEMANTICS"),
+                       ("SEMANTICS = {'twice': 5}\n", "found 'twice': int")]:
+        (tmp_path / "mine_ref.py").write_text(body)
+        code, out, err = run_cli("verify", ref)
+        assert code == 2 and said in err and "Traceback" not in err, err
+    _user_language(tmp_path, "'twice': lambda x: 'x', 'half': lambda x: x / 2")
+    code, out, err = run_cli("verify", ref, "--rule", "undo")
+    assert code == 1 and "FAIL" in out and "operator 'twice' returned str; expected an array" in out, out + err
+    code, out, err = run_cli("verify", ref, "--rule", "op:twice")
+    assert code == 1 and "VACUOUS" in out and "both sides were undefined on every example drawn, e.g. operator" in out
+
+
 def test_shape_rule_disagreeing_with_semantics_is_named(tmp_path, run_cli):
     ref = _user_language(tmp_path, "'twice': lambda x: np.concatenate([x, x]), 'half': lambda x: x / 2")
     (tmp_path / "mine_ref.py").write_text("import numpy as np\n" + (tmp_path / "mine_ref.py").read_text())

@@ -63,7 +63,7 @@ def main(argv: list[str] | None = None) -> int:
             if isinstance(outcome, int):
                 return outcome
             work = outcome
-            return supervise(lambda: cast(int, _reporting(work.run)), work.cleanup, in_process)
+            return supervise(lambda: cast(int, _reporting(work.run)), work.cleanup, in_process, work.hard_limit_s)
     except Interrupted:  # before the worker started: what the command prepared is removed
         with stop_signals(signal.SIG_IGN):  # a second Ctrl-C must not cut the clean-up short
             if isinstance(outcome, Work):

@@ -22,6 +22,9 @@ class Work:
 
     run: Callable[[], int]
     cleanup: Callable[[], str | None] = lambda: None  # a line to say instead of "nothing written", if any
+    # seconds after which the worker is stopped as a stop signal would, for a limit `run` can check
+    # only between steps of code it does not own (a user's reference semantics that never returns)
+    hard_limit_s: float | None = None
 
 
 def with_target(lang, target: str | None):

@@ -132,7 +132,7 @@ def _verdict_json(res) -> dict:
                                       "values": {k: v if isinstance(v, (int, float, str)) else str(v)
                                                  for k, v in c.values.items()}}
     return {"name": res.name, "status": res.status.value, "examples": res.examples,
-            "seconds": round(res.seconds, 3), "counterexample": example}
+            "seconds": round(res.seconds, 3), "counterexample": example, **({"note": res.note} if res.note else {})}
 
 
 def _print_verdict(args: argparse.Namespace, res) -> None:
@@ -157,7 +157,7 @@ def _print_verdict(args: argparse.Namespace, res) -> None:
         stdout.print(f"        reproduce: eqdsl verify {args.file} --rule {res.name} --seed {args.seed} "
                      f"--examples {args.examples}", markup=False)
     elif res.status is Status.VACUOUS:
-        stdout.print("        no valid example could be drawn: the rule never applies", markup=False)
+        stdout.print(f"        no valid example could be drawn: {res.note or 'the rule never applies'}", markup=False)
 
 
 def cmd_compile(args: argparse.Namespace) -> int:

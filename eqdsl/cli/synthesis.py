@@ -94,7 +94,11 @@ def cmd_synthesize(args: argparse.Namespace) -> Work:
         os.environ.setdefault("HYPOTHESIS_STORAGE_DIRECTORY", tempfile.mkdtemp(prefix="eqdsl-hypothesis-"))
         return _synthesize(args, scratch)
 
-    return Work(run, keep_verified)
+    return Work(run, keep_verified, hard_limit_s=HARD_GRACE_S + HARD_SHARE * args.time_limit)
+
+
+# --time-limit is checked between steps; a step in a user's reference semantics may never return
+HARD_GRACE_S, HARD_SHARE = 10.0, 1.5
 
 
 def _synthesize(args: argparse.Namespace, scratch: FileScratch) -> int:

@@ -59,6 +59,7 @@ class RuleResult:
     examples: int
     seconds: float
     counterexample: Counterexample | None = None
+    note: str = ""  # VACUOUS: why no example was valid, where one reason stood out
 
 
 class _Failure(Exception):
@@ -70,6 +71,7 @@ class _Failure(Exception):
 @dataclass
 class _Tally:
     valid: int = 0
+    undefined: str = ""  # the last reason an example was undefined on both sides
 
 
 def verify_rule(lang: ir.Language, sem: dict[str, OpSemantics], rule: ir.Rule,
@@ -95,8 +97,10 @@ def verify_rule(lang: ir.Language, sem: dict[str, OpSemantics], rule: ir.Rule,
         return RuleResult(rule.name, Status.FAILED, tally.valid, time.perf_counter() - start,
                           Counterexample({}, {}, float("nan"), "cannot be verified: an example did not "
                                          f"replay the same ({type(err).__name__}); run it again"))
-    status = Status.PASSED if tally.valid > 0 else Status.VACUOUS
-    return RuleResult(rule.name, status, tally.valid, time.perf_counter() - start)
+    if tally.valid > 0:
+        return RuleResult(rule.name, Status.PASSED, tally.valid, time.perf_counter() - start)
+    note = f"both sides were undefined on every example drawn, e.g. {tally.undefined}" if tally.undefined else ""
+    return RuleResult(rule.name, Status.VACUOUS, 0, time.perf_counter() - start, note=note)
 
 
 def refuted(lang: ir.Language, sem: dict[str, OpSemantics], rule: ir.Rule, samples: int = 4, seed: int = 0) -> bool:
@@ -141,13 +145,14 @@ def _hypothesis_test(space: ExampleSpace, sem, tally: _Tally, examples: int, see
         assume(concrete is not None)
         assert concrete is not None
         rng = np.random.default_rng(data.draw(st.integers(0, 2 ** 32 - 1), label="data seed"))
-        _check_example(space, sem, assignment, concrete, rng)
+        _check_example(space, sem, assignment, concrete, rng, tally)
         tally.valid += 1
 
     return check
 
 
-def _check_example(space: ExampleSpace, sem, a: Assignment, c: Concrete, rng: np.random.Generator) -> None:
+def _check_example(space: ExampleSpace, sem, a: Assignment, c: Concrete, rng: np.random.Generator,
+                   tally: _Tally | None = None) -> None:
     env = _values(space, a, c, rng)
     if space.analysed_rule is not space.rule:  # `if nonzero(?x)`: ?x drawn as a term, its analyses as egglog sets them
         guarded = guard_values(space.lang, sem, space.analysed_rule, env, rng)
@@ -162,6 +167,8 @@ def _check_example(space: ExampleSpace, sem, a: Assignment, c: Concrete, rng: np
     sides = [(_side(lhs, sem, env, memo), _side(r, sem, env, memo)) for lhs, r in zip(rule.lhs, rule.rhs)]
     for left, right in sides:
         if isinstance(left, SemanticsError) and isinstance(right, SemanticsError):
+            if tally is not None:
+                tally.undefined = str(left)
             assume(False)  # undefined on both sides (x / 0 both ways): no evidence either way
         if isinstance(left, SemanticsError) or isinstance(right, SemanticsError):
             err = left if isinstance(left, SemanticsError) else right

@@ -40,12 +40,25 @@ def load_semantics(lang: ir.Language, run_ref: bool = True) -> dict[str, OpSeman
         module, where = _find_module(name, file, run_ref)
         searched.append(where)
         if module is not None:
-            table.update(getattr(module, "SEMANTICS", {}))
+            table.update(_table_of(module, where))
     missing = sorted(op for op in lang.ops if op not in table)
     if missing:
         raise EqdslError.one(f"no reference semantics for operator(s) {', '.join(missing)} of language "
                              f"{lang.name}; expected an entry in SEMANTICS in one of: {', '.join(searched)}")
     return {op: table[op] for op in lang.ops}
+
+
+def _table_of(module: Any, where: str) -> dict[str, OpSemantics]:
+    """The module's `SEMANTICS`, checked: operator names to functions or `Leaf`s."""
+    table = getattr(module, "SEMANTICS", {})
+    if not isinstance(table, dict):
+        raise EqdslError.one(f"{where}: expected SEMANTICS to be a dict of operator names to functions, found "
+                             f"{type(table).__name__}")
+    for op, fn in table.items():
+        if not isinstance(op, str) or not (callable(fn) or isinstance(fn, Leaf)):
+            raise EqdslError.one(f"{where}: expected SEMANTICS to map operator names to functions or Leaf(...), "
+                                 f"found {op!r}: {type(fn).__name__}")
+    return table
 
 
 def _find_module(name: str, file: str, run_ref: bool):
@@ -64,7 +77,10 @@ def _find_module(name: str, file: str, run_ref: bool):
     try:
         spec.loader.exec_module(module)
     except Exception as err:  # noqa: BLE001 - a user's file: report, don't crash
-        raise EqdslError.one(f"{sibling}: cannot load reference semantics: {err}") from None
+        raise EqdslError.one(f"{sibling}: cannot load reference semantics: {type(err).__name__}: {err}") from None
+    except SystemExit as exit_:  # exit() in a user's file must not end eqdsl as if it had finished
+        raise EqdslError.one(f"{sibling}: cannot load reference semantics: it called exit({exit_.code!r}); "
+                             "expected a module that defines SEMANTICS") from None
     return module, str(sibling)
 
 
@@ -84,9 +100,20 @@ def apply(sem: dict[str, OpSemantics], op: str, args: list[Any]) -> Any:
             out = fn(*args)
     except Exception as err:  # noqa: BLE001 - a user's operator: the message names it
         raise SemanticsError(f"operator '{op}' raised {type(err).__name__}: {err}") from None
+    if not _is_value(out):
+        raise SemanticsError(f"operator '{op}' returned {type(out).__name__}; expected an array, a number or a "
+                             "tuple of them")
     if not _finite(out) and all(_finite(a) for a in args if not isinstance(a, (str, tuple))):
         raise SemanticsError(f"operator '{op}' produced NaN or Inf from finite inputs")
     return out
+
+
+def _is_value(v: Any) -> bool:
+    if isinstance(v, tuple):
+        return all(_is_value(x) for x in v)
+    if isinstance(v, np.ndarray):
+        return v.dtype.kind in "biuf"
+    return isinstance(v, (int, float, np.number, np.bool_, Split))
 
 
 def _finite(v: Any) -> bool:

@@ -62,7 +62,7 @@ def supervisor_gone() -> bool:
 
 
 def supervise(work: Callable[[], int], cleanup: Callable[[], str | None] = lambda: None,
-              in_process: bool = False) -> int:
+              in_process: bool = False, hard_limit_s: float | None = None) -> int:
     """Run `work()` (returning an exit code) in a worker process; see the module docstring.
 
     Exit codes: work's own, 130 when stopped by SIGINT, SIGTERM, SIGHUP or SIGQUIT, 1 when the
@@ -71,6 +71,8 @@ def supervise(work: Callable[[], int], cleanup: Callable[[], str | None] = lambd
     itself was killed (SIGKILL), in its janitor, which kills the worker's process group first.
     After a stop signal, a line `cleanup` returns is said instead of "nothing written" (a command
     that keeps what its worker finished, as `eqdsl synthesize` keeps the rules verified so far).
+    `hard_limit_s`: a worker still running that long after its start is stopped the same way, and
+    the exit code is 1 (`OVERDUE`): for limits the work checks only between steps.
     The worker's temporary files go to a private folder that is removed the same way.
     """
     if in_process or not hasattr(os, "fork"):
@@ -118,7 +120,7 @@ def supervise(work: Callable[[], int], cleanup: Callable[[], str | None] = lambd
     os.close(lifeline_r)
     os.write(janitor_fd, f"{pid}\n".encode())
     try:
-        return _wait(pid, status_r, clean_all, unblocked)
+        return _wait(pid, status_r, clean_all, unblocked, hard_limit_s)
     finally:
         os.write(janitor_fd, JANITOR_DONE)  # cleaned up here: the janitor exits quietly
         os.close(janitor_fd)
@@ -237,25 +239,39 @@ def stop_signals_interrupt():
     return stop_signals(_raise_interrupted)
 
 
-def _wait(pid: int, status_r: int, cleanup: Callable[[], str | None], unblocked: Iterable[int]) -> int:
+class Overdue(Interrupted):
+    """The worker ran past its `hard_limit_s`."""
+
+
+OVERDUE = 1
+
+
+def _wait(pid: int, status_r: int, cleanup: Callable[[], str | None], unblocked: Iterable[int],
+          hard_limit_s: float | None = None) -> int:
     status = StatusReader(status_r)
-    interrupted, finished = False, True
+    interrupted: Interrupted | None = None
+    finished = True
     try:
-        with stop_signals(_raise_interrupted):
+        with stop_signals(_raise_interrupted), _alarm(hard_limit_s):
             signal.pthread_sigmask(signal.SIG_SETMASK, unblocked)  # a signal sent meanwhile lands here
             status.read_to_end()
-    except Interrupted:
+    except Interrupted as stop:
         with stop_signals(signal.SIG_IGN):
             status.drain()
             finished = status.publish_finished(PUBLISH_WAIT_S)
         _kill_group(pid)
-        interrupted = True
+        interrupted = stop
     finally:
         with stop_signals(signal.SIG_IGN):  # a second Ctrl-C must not cut the clean-up short
             os.close(status_r)
             reap_quietly(pid)
             kept = cleanup()
-    if interrupted:
+    if isinstance(interrupted, Overdue):
+        _say(f"stopped: still running {hard_limit_s:g} s after the start, past the time limit (a step that never "
+             f"returns, such as a reference semantics function that loops); "
+             + (kept or _stopped_line(status.published, finished)).removeprefix("interrupted: "))
+        return OVERDUE
+    if interrupted is not None:
         _say(kept or _stopped_line(status.published, finished))
         return INTERRUPTED
     if status.code is None:
@@ -263,6 +279,25 @@ def _wait(pid: int, status_r: int, cleanup: Callable[[], str | None], unblocked:
              "crash in native code)")
         return 1
     return status.code
+
+
+@contextmanager
+def _alarm(seconds: float | None) -> Iterator[None]:
+    """Inside: `Overdue` is raised `seconds` from now (None: never)."""
+    if seconds is None:
+        yield
+        return
+
+    def overdue(signum, frame) -> None:
+        raise Overdue
+
+    old = signal.signal(signal.SIGALRM, overdue)
+    signal.setitimer(signal.ITIMER_REAL, seconds)
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, old)
 
 
 PUBLISH_WAIT_S = 2.0  # a stop waits this long for a publish under way (renames) to end

@@ -9,6 +9,8 @@ value as it is.
 """
 from __future__ import annotations
 
+from difflib import get_close_matches
+
 from eqdsl import ir
 from eqdsl.diagnostics import DiagnosticSink
 from eqdsl.frontend import ast
@@ -62,6 +64,13 @@ def _merge(d: ast.AnalysisDecl, t: Prim, sink: DiagnosticSink) -> ir.Expr | None
         return False
     if isinstance(d.merge, ast.Name) and d.merge.name == "agree":
         return None
+    if isinstance(d.merge, ast.Name) and d.merge.name not in ("old", "new"):  # `merge max`: egglog's habit
+        name = d.merge.name
+        example = f"old {name} new" if name in ("and", "or") else f"{name}(old, new)" if name in ("min", "max") \
+            else "agree" if get_close_matches(name, ["agree"]) else "max(old, new)"
+        sink.error(f"expected `merge agree` or an expression over `old` and `new` (e.g. `merge {example}`), "
+                   f"found the name '{name}'", d.merge.span)
+        return False
     scope = Scope(names={"old": t, "new": t}, what=f"the merge of analysis '{d.name}'")
     merge = resolve(d.merge, scope, sink)
     if merge is not None and merge.type != t:
