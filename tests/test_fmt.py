@@ -51,6 +51,30 @@ def test_fmt_prints_checks_and_writes(tmp_path, run_cli):
     assert code == 2 and "bad.eqr:2:" in err and "Traceback" not in err
 
 
+def test_write_goes_through_a_link_keeps_the_mode_and_never_replaces_a_newer_edit(tmp_path, run_cli, monkeypatch):
+    import eqdsl.frontend.fmt as fmt
+
+    messy = "language x\nsort S\nop f(a:S)->S\n"
+    mine = tmp_path / "mine.eqr"
+    mine.write_text(messy)
+    mine.chmod(0o640)
+    (tmp_path / "link.eqr").symlink_to("mine.eqr")
+    assert run_cli("fmt", tmp_path / "link.eqr", "--write")[0] == 0
+    assert (tmp_path / "link.eqr").is_symlink() and mine.read_text() == "language x\nsort S\nop f(a: S) -> S\n"
+    assert mine.stat().st_mode & 0o777 == 0o640
+    mine.write_text(messy)
+    original = fmt.format_text
+
+    def edited_meanwhile(text: str, file: str) -> str:
+        mine.write_text(messy + "# the user's newer edit\n")
+        return original(text, file)
+
+    monkeypatch.setattr(fmt, "format_text", edited_meanwhile)
+    code, _, err = run_cli("fmt", mine, "--write")
+    assert code == 2 and "changed while it was formatted" in err and mine.read_text().endswith("newer edit\n")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["link.eqr", "mine.eqr"]
+
+
 @pytest.mark.parametrize("cost", ["a[0] - (a[1] - 1)", "(a[0] - a[1]) - 1", "-(a[0] + 1) * 2", "a[0] / (2 * a[1])",
                                   "max(a[0], 1) % (3 + a[1])"])
 def test_parentheses_are_kept_exactly_where_precedence_needs_them(cost):

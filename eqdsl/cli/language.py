@@ -174,7 +174,6 @@ def cmd_compile(args: argparse.Namespace) -> int:
 
 def cmd_fmt(args: argparse.Namespace) -> int:
     from eqdsl.frontend.fmt import format_text
-    from eqdsl.output import write_file_atomically
 
     path = Path(args.file)
     try:
@@ -188,10 +187,29 @@ def cmd_fmt(args: argparse.Namespace) -> int:
         return 0 if formatted == text else 1
     if not args.write:
         sys.stdout.write(formatted)
-    elif formatted != text:  # the file the user named, replaced whole or not at all
-        write_file_atomically(path, formatted)
+    elif formatted != text:
+        _replace_formatted(path, text, formatted)
         print(f"formatted {path}", file=sys.stderr)
     return 0
+
+
+def _replace_formatted(path: Path, text: str, formatted: str) -> None:
+    """The file the user named replaced whole or not at all: through a link its target (the link
+    stays), with its mode, and not if it changed since it was read (an editor saved meanwhile)."""
+    from eqdsl.output import replace_atomically
+
+    try:
+        target = path.resolve(strict=True)
+    except (OSError, RuntimeError) as err:
+        raise EqdslError.one(f"cannot resolve {path}: {err}; expected a .eqr file") from None
+    mode = target.stat().st_mode & 0o7777
+
+    def write(tmp: Path) -> None:
+        tmp.write_text(formatted)
+        if target.read_text() != text:
+            raise EqdslError.one(f"{path} changed while it was formatted; left as it is now (run fmt again)")
+
+    replace_atomically(target, write, mode)
 
 
 def _language_commands(sub) -> None:

@@ -108,16 +108,16 @@ def write_file_atomically(path: Path, text: str) -> None:
     replace_atomically(path, lambda tmp: tmp.write_text(text))
 
 
-def replace_atomically(path: Path, write: Callable[[Path], object]) -> None:
+def replace_atomically(path: Path, write: Callable[[Path], object], mode: int | None = None) -> None:
     """`write(tmp)` fills a file in a scratch folder beside `path` (a `Sibling`: locked while this
     run lives, swept by the next run that writes `path` once it is dead, even by SIGKILL), which
     is then renamed onto `path`: readers see the old file or the whole new one. Only the scratch
-    is ever removed."""
+    is ever removed. The file gets `mode` (a replaced file's own), else the umask's default."""
     scratch = Sibling(path)
     try:
         tmp = scratch.path / f"new{path.suffix}"
         write(tmp)
-        os.chmod(tmp, 0o666 & ~umask())
+        os.chmod(tmp, mode if mode is not None else 0o666 & ~umask())
         os.replace(tmp, path)
     finally:
         scratch.remove()
