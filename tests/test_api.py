@@ -1,6 +1,7 @@
 """`import eqdsl` as a library (`eqdsl/api.py`): the interface docs/python-api.md promises."""
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -19,6 +20,15 @@ def test_import_eqdsl_loads_nothing_heavy():
             "if m in sys.modules]; print(heavy)")
     done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=60)
     assert done.stdout.strip() == "[]", done.stderr
+
+
+def test_help_and_check_load_no_solver_engine_or_runtime():
+    code = ("import sys\nfrom eqdsl.cli import main\ntry:\n    main(sys.argv[1:])\nexcept SystemExit:\n    pass\n"
+            "print([m for m in ('egglog', 'ortools', 'numba', 'onnxruntime') if m in sys.modules])")
+    for argv in (["--help"], ["check", "rulesets/arith.eqr"]):
+        done = subprocess.run([sys.executable, "-c", code, *argv], cwd=ROOT, text=True, capture_output=True,
+                              timeout=60, env={**os.environ, "EQDSL_IN_PROCESS": "1"})
+        assert done.stdout.strip().splitlines()[-1] == "[]", (argv, done.stdout, done.stderr)
 
 
 def test_load_program_optimize_and_the_result():

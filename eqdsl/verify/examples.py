@@ -14,8 +14,6 @@ from dataclasses import dataclass
 from functools import cached_property
 from typing import Any
 
-from ortools.sat.python import cp_model
-
 from eqdsl import ir
 from eqdsl.ir.evaluate import EvalError, evaluate
 from eqdsl.ir.exprs import pattern_ops, pattern_vars, refs, shape_key, subexprs, term_shape_key
@@ -172,6 +170,8 @@ class ExampleSpace:
         for var, target, hint, shift in zip(unknowns, targets, hints, shifts):
             model.add_hint(var, hint - shift)
             model.add_assumption(target[hint])  # the objective: sizes closest to the hints
+        from ortools.sat.python import cp_model  # on first use: `eqdsl check` never loads OR-Tools
+
         solver = cp_model.CpSolver()
         solver.parameters.num_workers = 1
         # the nearest valid sizes need not be proven nearest. A deterministic limit (work, not

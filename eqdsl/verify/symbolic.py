@@ -11,8 +11,6 @@ from __future__ import annotations
 
 from typing import Any, assert_never
 
-from ortools.sat.python import cp_model
-
 from eqdsl import ir
 from eqdsl.ir.evaluate import BINARY_OPS as CONCRETE_BINOPS
 from eqdsl.ir.evaluate import EvalError, field_of
@@ -58,6 +56,8 @@ class CpBackend:
     """CP-SAT: unknown ints are linear expressions, unknown bools are literals."""
 
     def __init__(self) -> None:
+        from ortools.sat.python import cp_model  # on first use: `eqdsl check` never loads OR-Tools
+
         self.model = cp_model.CpModel()
 
     def int_var(self, lo: int, hi: int, name: str = ""):
