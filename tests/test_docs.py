@@ -101,6 +101,7 @@ SCHEMAS = {
     "verify": {"passed": int, "total": int, "seed": int, "not_verified": [str],
                "rules": [{"name": str, "status": str, "examples": int, "seconds": float,
                           "counterexample": (dict, type(None))}]},
+    "derive": {"derived": int, "total": int, "rules": [{"name": str, "verdict": str}]},
     "run": {"ok": bool, "language": str, "program": str, "original_cost": float, "best_cost": float,
             "improvement_pct": float, "extractor": {"method": str, "status": str, "bound": (float, type(None)),
                                                     "gap": (float, type(None))},
@@ -137,6 +138,8 @@ def test_every_json_output_meets_its_documented_schema(tmp_path, run_cli):
     assert code == 0 and _matches(json.loads(out), SCHEMAS["check"]) == []
     code, out, _ = run_cli("verify", ROOT / "rulesets" / "arith.eqr", "--json", "--examples", "20")
     assert code == 0 and _matches(json.loads(out), SCHEMAS["verify"]) == []
+    code, out, _ = run_cli("derive", "arith", "arith", "--json")
+    assert code == 0 and _matches(json.loads(out), SCHEMAS["derive"]) == [] and json.loads(out)["derived"] == 7
     code, out, err = run_cli("run", ROOT / "examples" / "arith" / "config.yaml", "--json", "--quiet",
                              "--output", tmp_path / "out")
     assert code == 0, err

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import tempfile
 from pathlib import Path
@@ -34,6 +35,8 @@ def _synthesis_commands(sub) -> None:
     c.add_argument("--k-multi", type=AT_LEAST_ZERO, default=1,
                    help="iterations with A's multi-pattern rules (default 1, as TENSAT)")
     c.add_argument("--all", action="store_true", help="print every rule's verdict, not only those not derived")
+    c.add_argument("--json", action="store_true", help="print one JSON object (derived, total, every rule's "
+                                                       "verdict) instead")
     c.set_defaults(fn=in_worker(cmd_derive))
     c = sub.add_parser("synthesize", help="infer a small verified rule set from a language's reference semantics")
     c.add_argument("language", help="a .eqr path or a shipped ruleset name (its operators and semantics)")
@@ -225,14 +228,19 @@ def cmd_derive(args: argparse.Namespace) -> int:
 
     def progress(done: int, total: int, d) -> None:
         status.update(step=f"{done}/{total}", note=d.rule)
-        if args.all or d.verdict is not Verdict.DERIVED:
+        if not args.json and (args.all or d.verdict is not Verdict.DERIVED):
             why = f" ({d.why})" if d.why else ""
             stdout.print(f"{d.verdict.value:16} {d.rule}{why}", markup=False)
 
-    status.show(stderr)
+    if not args.json:
+        status.show(stderr)
     with status.stage("derive"):
         found = derive(a, own_rules(b), limits, args.k_multi, progress)
     derived = sum(d.verdict is Verdict.DERIVED for d in found)
+    if args.json:
+        print(json.dumps({"derived": derived, "total": len(found), "rules": [
+            {"name": d.rule, "verdict": d.verdict.value, **({"why": d.why} if d.why else {})} for d in found]}))
+        return 0
     share = 100.0 * derived / len(found) if found else 0.0
     stdout.print(f"derived {derived} of {len(found)} rules ({share:.1f} %)", markup=False)
     return 0
