@@ -95,3 +95,10 @@ def test_an_egglog_block_is_kept_verbatim_and_verify_says_it_cannot_see_it(tmp_p
         " 'mul': lambda a, b: a * b}\n")
     code, out, _ = run_cli("verify", tmp_path / "blocky.eqr")
     assert "not verified: the egglog block at" in out and "blocky.eqr:10" in out
+
+
+def test_a_byte_order_mark_and_crlf_lines_read_as_plain_text(tmp_path, run_cli):
+    (tmp_path / "win.eqr").write_bytes(b"\xef\xbb\xbflanguage x\r\nsort S\r\nop f(a:S)->S\r\ncost f = 1\r\n")
+    assert run_cli("check", tmp_path / "win.eqr")[0] == 0
+    code, out, _ = run_cli("fmt", tmp_path / "win.eqr")
+    assert code == 0 and out == "language x\nsort S\nop f(a: S) -> S\ncost f = 1\n"

@@ -17,7 +17,7 @@ import textwrap
 from dataclasses import dataclass
 
 from eqdsl.frontend import ast
-from eqdsl.frontend.parse import comments_of, parse_text
+from eqdsl.frontend.parse import BOM, comments_of, parse_text
 
 WIDTH = 100
 INDENT = "    "
@@ -35,6 +35,7 @@ class _Comment:
 
 
 def format_text(text: str, file: str) -> str:
+    text = text.removeprefix(BOM)
     module = parse_text(text, file)
     comments = [_Comment(line, col, body.rstrip()) for line, col, body in comments_of(text)]
     lines = text.splitlines()

@@ -41,7 +41,11 @@ def _parser() -> Lark:
     return Lark(grammar, parser="lalr", strict=True, propagate_positions=True, maybe_placeholders=True, cache=cache)
 
 
+BOM = "\ufeff"  # editors on Windows start UTF-8 files with it; it is no part of the text
+
+
 def parse_text(text: str, file: str) -> ast.Module:
+    text = text.removeprefix(BOM)
     try:
         tree = _parser().parse(text)
     except UnexpectedInput as err:
