@@ -307,6 +307,13 @@ def test_cli_extract_hostile_json_is_one_clear_error(tmp_path, run_cli, text, ex
     assert code == 2 and expected in err and "Traceback" not in err
 
 
+def test_an_egraph_file_with_a_byte_order_mark_is_read(tmp_path, run_cli):
+    f = tmp_path / "g.json"
+    f.write_bytes(b'\xef\xbb\xbf{"nodes": {"a": {"op": "x", "eclass": "c", "cost": 2}}, "root_eclasses": ["c"]}')
+    code, out, err = run_cli("extract", f)
+    assert code == 0 and "Traceback" not in err, err
+
+
 def test_cli_extract_refuses_a_device_or_folder(tmp_path, run_cli):
     code, _, err = run_cli("extract", tmp_path)
     assert code == 2 and "not a regular file" in err and "Traceback" not in err

@@ -162,7 +162,7 @@ def read_problem(path: Path) -> ExtractionProblem:
     try:
         if path.exists() and not path.is_file():
             raise EqdslError.one(f"cannot read e-graph {path}: not a regular file (a directory or a device)")
-        data = json.loads(path.read_text(), object_pairs_hook=_unique_keys)
+        data = json.loads(path.read_text(encoding="utf-8-sig"), object_pairs_hook=_unique_keys)  # a BOM allowed
     except DuplicateKey as err:
         raise EqdslError.one(f"{path}: the key {err.key!r} appears twice in one object (JSON would keep the "
                              "last silently); expected each node id, and each field, once") from None
