@@ -53,3 +53,19 @@ def test_a_guard_is_not_assumed_where_the_other_set_has_no_bool_analysis_of_that
                                     "rule self: div(?x, ?x) => num(1)  if nonzero(?x)\n")
     found = derive(load_language(tmp_path / "a.eqr"), own_rules(load_language(tmp_path / "b.eqr")), LIMITS)
     assert [d.verdict for d in found] == [Verdict.NOT_INSTANTIABLE]
+
+
+def test_a_prior_set_is_kept_as_it_is_and_a_second_run_adds_what_it_cannot_derive(tmp_path, run_cli):
+    """Enumo's composition: rational's distributivity (`factor`) needs size 3, which over all its
+    operators is slow; a size-3 run over add and mul with the first set as --prior adds just it."""
+    first, both = tmp_path / "first.eqr", tmp_path / "both.eqr"
+    assert run_cli("synthesize", RATIONAL, "--ops", "add,mul", "-o", first)[0] == 0
+    code, out, err = run_cli("synthesize", RATIONAL, "--ops", "add,mul", "--size", "3", "--prior", first, "-o", both)
+    assert code == 0 and "1 new rule and the 7 of --prior" in out, out + err
+    rules = [line.split("#")[0] for line in both.read_text().splitlines() if line.startswith("rule ")]
+    assert rules[:-1] == [line.split("#")[0] for line in first.read_text().splitlines() if line.startswith("rule ")]
+    assert "add(mul(?a, ?b), mul(?a, ?c)) <=> mul(?a, add(?b, ?c))" in rules[-1]
+    found = derive(load_language(both), own_rules(load_language(RATIONAL)), Limits(8, 20_000, 5))
+    assert next(d for d in found if d.rule == "factor").verdict is Verdict.DERIVED
+    code, _, err = run_cli("synthesize", RATIONAL, "--prior", "arith", "-o", tmp_path / "x.eqr")
+    assert code == 2 and "--prior: error: expected a rule set over the operators of rational" in err

@@ -53,6 +53,9 @@ def _synthesis_commands(sub) -> None:
                    help="the shape of every variable of a sort with shapes (default 3,3); give it again for "
                         "one more enumeration at that shape (--shape 3,3 --shape 2,2,3,3)")
     c.add_argument("--examples", type=AT_LEAST_ONE, default=100, help="verify's examples per rule (default 100)")
+    c.add_argument("--prior", metavar="FILE", help="an earlier rule set over the same operators (a synthesized "
+                                                   "file): its rules count as kept from the start, are written "
+                                                   "first, and what they derive is not kept again")
     c.add_argument("--generalize", action="store_true",
                    help="lift a kept rule's literal Int parameters to variables where it holds at every value, "
                         "and a rule at a binary operator to its n-ary forms (concat3..5) "
@@ -123,6 +126,7 @@ def _synthesize(args: argparse.Namespace, scratch: FileScratch) -> int:
     shapes = tuple(tuple(shape) for shape in args.shape or [[3, 3]])
     space = Space(args.size or 2, args.vars, tuple(args.ints), tuple(args.ops or ()), seed=args.seed, shapes=shapes,
                   params=tuple(args.values))
+    prior = _prior(args.prior, lang) if args.prior else ()
     files = [scratch.target.name]
     if (companion := semantics_companion(lang)) is not None:  # a user's semantics: found from beside the file
         files.append(scratch.target.stem + "_ref.py")
@@ -138,21 +142,8 @@ def _synthesize(args: argparse.Namespace, scratch: FileScratch) -> int:
     with status.stage("synthesize"):
         found = synthesize(lang, load_semantics(lang, run_ref=not args.no_ref), space, Limits(8, 20_000, 5),
                            args.examples, time.monotonic() + args.time_limit, lambda note: status.update(note=note),
-                           checkpoint, generalize=args.generalize)
-    header = (f"Synthesized by `eqdsl synthesize {args.language} --size {space.size} --vars {args.vars} --ints "
-              f"{','.join(map(str, args.ints))}{''.join(' --shape ' + ','.join(map(str, s)) for s in shapes)}"
-              f"{_space_options(args)}{' --generalize' if args.generalize else ''}` "
-              "from the "
-              f"reference semantics of {lang.name}:\n{found.terms} terms in {found.classes} fingerprint classes, "
-              f"{found.candidates} candidate rules; {len(found.kept)} kept, each passing `eqdsl verify` "
-              f"({args.examples} examples); {found.rejected} failed `verify`."
-              + (f"\nNo single-pattern rule is derivable from the others{_untried_note(found)}; the last "
-                 f"{found.merges} are multi-pattern merges lifted from equations over a concat (none an instance of "
-                 "another)."
-                 if found.complete else
-                 "\nSTOPPED at --time-limit: the rules verified so far (each not derivable from those kept before "
-                 "it; the last pass, which drops a rule the later ones derive, did not finish)."))
-    text = rules_text(lang, found, header, declared)
+                           checkpoint, generalize=args.generalize, prior=prior)
+    text = rules_text(lang, found, _header(args, lang, space, found), declared)
     base = [] if f"include {lang.name}" not in text else load_modules(resolve_ruleset(lang.name))
     check_modules([*base, parse_text(text, str(args.output))])  # never write a file that does not check
     write_file_atomically(scratch.file, text)
@@ -160,16 +151,52 @@ def _synthesize(args: argparse.Namespace, scratch: FileScratch) -> int:
     also = f" (and {files[1]}, which finds {lang.name}'s semantics)" if len(files) > 1 else ""
     stopped = "" if found.complete else "; stopped at --time-limit"
     guarded = f", {found.guarded} guarded by an analysis" if found.guarded else ""
-    stdout.print(f"wrote {published(written, args.output)}{also}: {len(found.kept)} rules, {found.merges} of them "
+    new = len(found.kept) - found.prior
+    kept = f"{new} new rule{'s' * (new != 1)} and the {found.prior} of --prior" if args.prior else \
+        f"{len(found.kept)} rules"
+    stdout.print(f"wrote {published(written, args.output)}{also}: {kept}, {found.merges} of them "
                  f"multi-pattern{guarded} ({found.rejected} "
                  f"candidates failed verify) in {found.seconds:.1f} s{stopped}", markup=False)
     return 0
 
 
+def _header(args: argparse.Namespace, lang, space, found) -> str:
+    """Where the file came from: the command that wrote it, what it found, whether it finished."""
+    shapes = "".join(" --shape " + ",".join(map(str, s)) for s in space.shapes)
+    prior = f" --prior {args.prior}" if args.prior else ""
+    return (f"Synthesized by `eqdsl synthesize {args.language} --size {space.size} --vars {args.vars} --ints "
+            f"{','.join(map(str, args.ints))}{shapes}{_space_options(args)}{' --generalize' if args.generalize else ''}"
+            f"{prior}` from the reference semantics of {lang.name}:\n{found.terms} terms in {found.classes} "
+            f"fingerprint classes, {found.candidates} candidate rules; {len(found.kept) - found.prior} kept, each "
+            f"passing `eqdsl verify` ({args.examples} examples); {found.rejected} failed `verify`."
+            + (f"\nThe first {found.prior} rules are {args.prior}'s, kept as they are." if found.prior else "")
+            + (f"\nNo single-pattern rule is derivable from the others{_untried_note(found)}; the last "
+               f"{found.merges} are multi-pattern merges lifted from equations over a concat (none an instance of "
+               "another)."
+               if found.complete else
+               "\nSTOPPED at --time-limit: the rules verified so far (each not derivable from those kept before "
+               "it; the last pass, which drops a rule the later ones derive, did not finish)."))
+
+
+def _prior(path: str, lang) -> tuple:
+    """`--prior FILE`'s own rules as kept candidates; FILE must be over `lang`'s operators."""
+    from eqdsl.frontend import load_language
+    from eqdsl.synth.arity import operator_count
+    from eqdsl.synth.candidates import prior_candidates
+    from eqdsl.synth.derive import own_rules
+
+    earlier = own_rules(load_language(path))
+    if set(earlier.ops) != set(lang.ops):
+        raise EqdslError.one(f"expected a rule set over the operators of {lang.name}, found {path} over "
+                             f"{', '.join(sorted(earlier.ops))}", path="--prior")
+    return tuple(prior_candidates(earlier.rules, operator_count, f"from {Path(path).name}"))
+
+
 def _untried_note(found) -> str:
     """The kept rules derivability was not tried on (`eqdsl.synth.synthesize`)."""
     untried = ([f"the {found.lifted} lifted to n-ary forms"] if found.lifted else []) + \
-        ([f"the {found.folds} constant folds by analyses"] if found.folds else [])
+        ([f"the {found.folds} constant folds by analyses"] if found.folds else []) + \
+        ([f"the {found.prior} of --prior"] if found.prior else [])
     return f" (but for {' and '.join(untried)}, which the others are not tried on)" if untried else ""
 
 

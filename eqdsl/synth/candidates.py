@@ -64,6 +64,24 @@ class Candidate:
         return [f"rule {r.name}: {rule_text(r)}  # {self.origin}" for r in self.rules]
 
 
+def prior_candidates(rules: tuple[ir.Rule, ...], size: Callable[[ir.Rule], int], note: str) -> list[Candidate]:
+    """Rules of an earlier rule set as kept candidates that mean what they meant: a `<=>` pair
+    (`name`, `name-rev`) one equation where it is still written `<=>`, every other rule one way."""
+    names = {r.name for r in rules}
+    found = []
+    for rule in rules:
+        paired = rule.name + "-rev" in names
+        if rule.name.endswith("-rev") and rule.name.removesuffix("-rev") in names:
+            continue
+        equation = Candidate(rule, size(rule), None, note=note)
+        if paired and equation.both_ways:
+            found.append(equation)
+            continue
+        found.extend(Candidate(r, size(r), None, note=note, oriented=True) for r in rules
+                     if r.name in (rule.name, rule.name + "-rev" if paired else ""))
+    return found
+
+
 def _shapes_alike(c: ir.Cond) -> bool:
     return isinstance(c, ir.ExprCond) and isinstance(c.expr, ir.BinOp) and \
         isinstance(c.expr.left, (ir.ShapeOf, ir.IndexOf))

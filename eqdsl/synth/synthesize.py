@@ -67,19 +67,23 @@ class Synthesis:
     lifted: int = 0  # of `kept`, the rules lifted to n-ary forms (before the merges)
     folds: int = 0  # of `kept`, the constant folds by analyses (`eqdsl.synth.folds`)
     guarded: int = 0  # of `kept`, the rules guarded by a Bool analysis (`eqdsl.synth.guards`)
+    prior: int = 0  # of `kept`, the first: an earlier set's rules, kept as they are (`--prior`)
     complete: bool = True
     seconds: float = 0.0
 
 
 def synthesize(lang: ir.Language, sem: dict[str, Any], space: Space, limits: Limits, examples: int = 100,
                deadline: float | None = None, progress: Callable[[str], None] = lambda note: None,
-               kept_one: Callable[[Synthesis], None] = lambda partial: None, generalize: bool = False) -> Synthesis:
-    """See the module docstring; `kept_one(partial)` after each rule kept (a checkpoint)."""
+               kept_one: Callable[[Synthesis], None] = lambda partial: None, generalize: bool = False,
+               prior: tuple[Candidate, ...] = ()) -> Synthesis:
+    """See the module docstring; `kept_one(partial)` after each rule kept (a checkpoint). `prior`
+    (an earlier set's rules, `candidates.prior_candidates`) counts as kept from the start: what
+    it derives is not kept again, and none of it is dropped."""
     t0 = time.perf_counter()
     out_of_time = (lambda: False) if deadline is None else (lambda: time.monotonic() > deadline)
     pool: dict[str, Candidate] = {}
     conditional: dict[str, Candidate] = {}  # guarded by an analysis
-    result = Synthesis()
+    result = Synthesis(kept=list(prior), prior=len(prior))
     for shape in space.shapes:
         found = enumerate_terms(lang, sem, space, shape, out_of_time)
         for candidate in rule_candidates(found, shape if _shaped(lang) else None):
@@ -94,7 +98,7 @@ def synthesize(lang: ir.Language, sem: dict[str, Any], space: Space, limits: Lim
         (lambda c, known: c)
     result.complete = _minimize(lang, sem, ordered, limits, examples, result, out_of_time, progress, kept_one, widen)
     if result.complete:
-        result.kept, result.complete = _without_derivable(lang, result.kept, limits, out_of_time)
+        result.kept, result.complete = _without_derivable(lang, result.kept, limits, out_of_time, result.prior)
     if result.complete:
         result.complete = _folds(lang, sem, space.ops, examples, result, out_of_time, progress, kept_one)
     if result.complete and conditional:
@@ -121,7 +125,7 @@ def _minimize(lang: ir.Language, sem: dict[str, Any], pool: list[Candidate], lim
               kept_one: Callable[[Synthesis], None], widen: Widen) -> bool:
     """Cheapest first: a candidate the kept rules derive is dropped, else screened, verified and
     kept if it passes (and added to the prover's e-graph)."""
-    prover = Prover(_with_rules(lang, []), limits)
+    prover = _prover_of(lang, result.kept, limits)
     for start in range(0, len(pool), BATCH):
         batch = pool[start:start + BATCH]
         derived = _derived_together(prover, lang, batch) if result.kept else [False] * len(batch)
@@ -219,9 +223,12 @@ def _folds(lang: ir.Language, sem: dict[str, Any], ops: tuple[str, ...], example
     """The constant folds of `lang`'s analyses (`eqdsl.synth.folds`) at `ops` (all where empty),
     each kept where it passes `verify` (once: a fold is sound where its analysis is, which `verify`
     checks as well). Whether it finished in time."""
+    known = {c.text for c in result.kept}
     for rule in (r for r in fold_rules(lang) if not ops or r.lhs[0].op in ops):
         if out_of_time():
             return False
+        if Candidate(rule, 0, None).text in known:  # a prior set's
+            continue
         fold = Candidate(rule, operator_count(rule), None, note=f"a fold by analysis {_read_analysis(rule)}")
         progress(f"verifying {fold.note} at {rule.lhs[0].op}")
         if passes(lang, sem, fold, examples, seed=0):  # sound where the analysis is, which verify checks
@@ -239,9 +246,7 @@ def _guarded(lang: ir.Language, sem: dict[str, Any], pool: list[Candidate], limi
     """The candidates guarded by a Bool analysis (`eqdsl.synth.guards`), cheapest first: one the
     kept rules derive with its guards assumed is dropped, else kept where it passes `verify`
     twice. Whether it finished in time."""
-    prover = Prover(_with_rules(lang, []), limits)
-    for rule in (r for c in result.kept for r in c.rules):
-        prover.add(rule)
+    prover = _prover_of(lang, result.kept, limits)
     for k, candidate in enumerate(pool):
         if out_of_time():
             return False
@@ -290,7 +295,7 @@ def _merges(lang: ir.Language, sem: dict[str, Any], pool: list[Candidate], examp
     """The multi-pattern rules lifted from `pool` (`eqdsl.synth.merges`), cheapest first: one an
     earlier kept merge covers is dropped, else verified (its conditions found as a single
     rule's are), guarded and kept. Whether it finished before the deadline."""
-    kept: list[Candidate] = []
+    kept = [c for c in result.kept if c.rule.is_multi]  # a prior set's
     lifted = merge_candidates(lang, pool)
     for k, candidate in enumerate(lifted):
         if out_of_time():
@@ -313,12 +318,20 @@ def _with_rules(lang: ir.Language, kept: list[Candidate]) -> ir.Language:
     return replace(lang, rules=tuple(r for c in kept for r in c.rules))
 
 
+def _prover_of(lang: ir.Language, kept: list[Candidate], limits: Limits) -> Prover:
+    """A prover that grows, with the single-pattern rules of `kept` in it."""
+    prover = Prover(_with_rules(lang, []), limits)
+    for rule in (r for c in kept for r in c.rules if not r.is_multi):
+        prover.add(rule)
+    return prover
+
+
 def _without_derivable(lang: ir.Language, kept: list[Candidate], limits: Limits,
-                       out_of_time: Callable[[], bool]) -> tuple[list[Candidate], bool]:
-    """Ruler's last pass: from the dearest down, drop a rule the others derive; (the rules left,
-    whether the pass finished before the deadline)."""
+                       out_of_time: Callable[[], bool], fixed: int = 0) -> tuple[list[Candidate], bool]:
+    """Ruler's last pass: from the dearest down, drop a rule the others derive, but for the first
+    `fixed`; (the rules left, whether the pass finished before the deadline)."""
     rules = list(kept)
-    for candidate in reversed(kept):
+    for candidate in reversed(kept[fixed:]):
         if out_of_time():
             return rules, False
         others = [c for c in rules if c is not candidate]
