@@ -80,6 +80,11 @@ def _synthesis_commands(sub) -> None:
 def cmd_synthesize(args: argparse.Namespace) -> Work:
     """Like `writing`, but a stop keeps the rules verified so far: the worker writes them into
     the scratch file after each kept rule, and the clean-up publishes what is there."""
+    if args.goal is not None and args.prior:
+        raise EqdslError.one("synthesize: --prior adds to a rule set; --goal writes one rule, without it",
+                             path="--prior")
+    if args.goal is None and (args.at or args.constant or args.target):
+        raise EqdslError.one("synthesize: --at, --constant and --target go with --goal", path="--goal")
     scratch = FileScratch(Path(args.output), args.force, "--output")
 
     def keep_verified() -> str | None:
@@ -110,8 +115,7 @@ HARD_GRACE_S, HARD_SHARE = 10.0, 1.5
 def _synthesize(args: argparse.Namespace, scratch: FileScratch) -> int:
     import time
 
-    from eqdsl.frontend import check_modules, load_language, load_modules, resolve_ruleset
-    from eqdsl.frontend.parse import parse_text
+    from eqdsl.frontend import load_language
     from eqdsl.output import write_file_atomically
     from eqdsl.schedule.runner import Limits
     from eqdsl.synth.enumerate import Space
@@ -121,8 +125,6 @@ def _synthesize(args: argparse.Namespace, scratch: FileScratch) -> int:
     lang = load_language(args.language)
     if args.goal is not None:
         return _synthesize_goal(args, lang, scratch)
-    if args.at or args.constant or args.target:
-        raise EqdslError.one("synthesize: --at, --constant and --target go with --goal", path="--goal")
     shapes = tuple(tuple(shape) for shape in args.shape or [[3, 3]])
     space = Space(args.size or 2, args.vars, tuple(args.ints), tuple(args.ops or ()), seed=args.seed, shapes=shapes,
                   params=tuple(args.values))
@@ -143,21 +145,32 @@ def _synthesize(args: argparse.Namespace, scratch: FileScratch) -> int:
         found = synthesize(lang, load_semantics(lang, run_ref=not args.no_ref), space, Limits(8, 20_000, 5),
                            args.examples, time.monotonic() + args.time_limit, lambda note: status.update(note=note),
                            checkpoint, generalize=args.generalize, prior=prior)
-    text = rules_text(lang, found, _header(args, lang, space, found), declared)
-    base = [] if f"include {lang.name}" not in text else load_modules(resolve_ruleset(lang.name))
-    check_modules([*base, parse_text(text, str(args.output))])  # never write a file that does not check
-    write_file_atomically(scratch.file, text)
+    _write_checked(scratch, rules_text(lang, found, _header(args, lang, space, found), declared), lang,
+                   str(args.output))
     written = scratch.publish(files)
     also = f" (and {files[1]}, which finds {lang.name}'s semantics)" if len(files) > 1 else ""
-    stopped = "" if found.complete else "; stopped at --time-limit"
-    guarded = f", {found.guarded} guarded by an analysis" if found.guarded else ""
-    new = len(found.kept) - found.prior
-    kept = f"{new} new rule{'s' * (new != 1)} and the {found.prior} of --prior" if args.prior else \
-        f"{len(found.kept)} rules"
-    stdout.print(f"wrote {published(written, args.output)}{also}: {kept}, {found.merges} of them "
-                 f"multi-pattern{guarded} ({found.rejected} "
-                 f"candidates failed verify) in {found.seconds:.1f} s{stopped}", markup=False)
+    stdout.print(f"wrote {published(written, args.output)}{also}: {_summary(found)}", markup=False)
     return 0
+
+
+def _summary(found) -> str:
+    """What a synthesis kept, in one line."""
+    new = len(found.kept) - found.prior
+    kept = f"{new} new rule{'s' * (new != 1)} and the {found.prior} of --prior" if found.prior else f"{new} rules"
+    guarded = f", {found.guarded} guarded by an analysis" if found.guarded else ""
+    return (f"{kept}, {found.merges} of them multi-pattern{guarded} ({found.rejected} candidates failed verify) "
+            f"in {found.seconds:.1f} s{'' if found.complete else '; stopped at --time-limit'}")
+
+
+def _write_checked(scratch: FileScratch, text: str, lang, shown_as: str) -> None:
+    """`text` into the scratch file, checked first: never a file that does not check."""
+    from eqdsl.frontend import check_modules, load_modules, resolve_ruleset
+    from eqdsl.frontend.parse import parse_text
+    from eqdsl.output import write_file_atomically
+
+    base = [] if f"include {lang.name}" not in text else load_modules(resolve_ruleset(lang.name))
+    check_modules([*base, parse_text(text, shown_as)])
+    write_file_atomically(scratch.file, text)
 
 
 def _header(args: argparse.Namespace, lang, space, found) -> str:
