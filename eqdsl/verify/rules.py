@@ -99,7 +99,8 @@ def verify_rule(lang: ir.Language, sem: dict[str, OpSemantics], rule: ir.Rule,
                                          f"replay the same ({type(err).__name__}); run it again"))
     if tally.valid > 0:
         return RuleResult(rule.name, Status.PASSED, tally.valid, time.perf_counter() - start)
-    note = f"both sides were undefined on every example drawn, e.g. {tally.undefined}" if tally.undefined else ""
+    note = f"each example drawn failed a condition or was undefined on both sides, e.g. {tally.undefined}" \
+        if tally.undefined else ""
     return RuleResult(rule.name, Status.VACUOUS, 0, time.perf_counter() - start, note=note)
 
 
