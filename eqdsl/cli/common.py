@@ -127,14 +127,14 @@ def in_worker(cmd: Callable[[argparse.Namespace], int]) -> Callable[[argparse.Na
     return lambda args: Work(lambda: cmd(args))
 
 
-def number_flag(kind: type, low: float, expected: str, high: float = float("inf")) -> Callable[[str], float]:
-    """An argparse type: a finite number in [low, high] (argparse reports the flag and the value)."""
+def number_flag(kind: type, low: float, expected: str) -> Callable[[str], float]:
+    """An argparse type: a finite number ≥ low (argparse reports the flag and the value)."""
     def parse(text: str):
         try:
             value = kind(text)
         except ValueError:
             raise argparse.ArgumentTypeError(f"expected {expected}, got {text!r}") from None
-        if not (low <= value <= high) or value in (float("inf"),):
+        if not (value >= low) or value in (float("inf"),):
             raise argparse.ArgumentTypeError(f"expected {expected}, got {text!r}")
         return value
     return parse

@@ -68,14 +68,11 @@ def optimize_config(args: argparse.Namespace, base: Path) -> Any:
     data = {**DEFAULTS, "ruleset": args.ruleset, "target": args.target, "program": program,
             "extract": {**DEFAULTS["extract"], "time_limit_s": args.time_limit}}
     try:
-        load_target(args.target, base)  # read now, so that its errors name the flag
-        return parse_config(data, base / "optimize.yaml")
-    except EqdslError as err:  # the config is ours: name the flag that gave the value
-        raise EqdslError([replace(d, path=_FLAG_OF.get(d.path or "", d.path)) for d in err.diagnostics]) from None
-
-
-_FLAG_OF = {"target": "--target", "ruleset": "--ruleset", "extract.time_limit_s": "--time-limit",
-            "program.shapes": "--shape", "program.constants": "--constant"}
+        load_target(args.target, base)  # read now (the run reads it late), so that its errors name the flag
+    except EqdslError as err:
+        raise EqdslError([replace(d, path="--target") if d.path == "target" else d  # else a path in its file
+                          for d in err.diagnostics]) from None
+    return parse_config(data, base / "optimize.yaml")
 
 
 def cmd_optimize(args: argparse.Namespace) -> Work:

@@ -67,18 +67,17 @@ class Candidate:
 def prior_candidates(rules: tuple[ir.Rule, ...], size: Callable[[ir.Rule], int], note: str) -> list[Candidate]:
     """Rules of an earlier rule set as kept candidates that mean what they meant: a `<=>` pair
     (`name`, `name-rev`) one equation where it is still written `<=>`, every other rule one way."""
-    names = {r.name for r in rules}
+    by_name = {r.name: r for r in rules}
     found = []
     for rule in rules:
-        paired = rule.name + "-rev" in names
-        if rule.name.endswith("-rev") and rule.name.removesuffix("-rev") in names:
-            continue
+        if rule.name.endswith("-rev") and rule.name.removesuffix("-rev") in by_name:
+            continue  # the second half of a pair: taken with the first
+        back = by_name.get(rule.name + "-rev")
         equation = Candidate(rule, size(rule), None, note=note)
-        if paired and equation.both_ways:
+        if back is not None and equation.both_ways:
             found.append(equation)
-            continue
-        found.extend(Candidate(r, size(r), None, note=note, oriented=True) for r in rules
-                     if r.name in (rule.name, rule.name + "-rev" if paired else ""))
+        else:
+            found.extend(Candidate(r, size(r), None, note=note, oriented=True) for r in (rule, back) if r is not None)
     return found
 
 

@@ -81,9 +81,9 @@ class Space:
                                  path="--vars")
         for shape in self.shapes:
             checked_shape(shape, "--shape")
-        for value in (*self.ints, *(v for _, values in self.params for v in values)):
-            if not I64[0] <= value <= I64[1]:
-                raise EqdslError.one(f"expected Int literals that fit 64 bits, got {value}", path="--ints")
+        for flag, values in (("--ints", self.ints), ("--values", [v for _, vs in self.params for v in vs])):
+            if wide := [v for v in values if not I64[0] <= v <= I64[1]]:
+                raise EqdslError.one(f"expected Int literals that fit 64 bits, got {wide[0]}", path=flag)
 
     @functools.cached_property
     def _restricted(self) -> frozenset[tuple[str, int]]:
