@@ -30,7 +30,7 @@ from eqdsl.execute.executor import ExecutionCheck, check_executable, read_execut
 from eqdsl.execute.executor import compare as compare_execution
 from eqdsl.exports.base import Candidate, ExportJob, ExportSettings
 from eqdsl.exports.registry import EXPORTS, read_export
-from eqdsl.fields import int_at_least, option, read_section
+from eqdsl.fields import int_at_least, option, positive_number, read_section
 from eqdsl.frontend import load_program_text
 from eqdsl.ir.builder import same_terms
 from eqdsl.onnx.weights import random_weights
@@ -69,6 +69,7 @@ class ValidateConfig:
     samples: int = option(3, int_at_least(1), "an integer >= 1")
     seed: int = option(0, int_at_least(0), "an integer >= 0")
     run_ref: bool = option(True, lambda v: isinstance(v, bool), "true or false")  # a ruleset's `_ref.py`
+    time_limit_s: float = option(600.0, positive_number, "a number > 0", float)
 
 
 @dataclass(frozen=True)
@@ -109,7 +110,7 @@ class ValidateStage:
         # the program as written in optimized.eqr, read back: what the user gets is what is checked
         optimized = load_program_text(job.optimized_text, "<extracted program>", job.language)["optimized"]
         v = validate(job.language, job.loaded.program, optimized, settings.samples, settings.seed, settings.run_ref,
-                     job.loaded.weights)
+                     job.loaded.weights, settings.time_limit_s)
         report = {"samples": v.samples, "ok": v.ok, "max_relative_error": v.max_error, "message": v.message}
         return Finished(self.key, v.ok, report, [(f"validation: {v.message}", True)], v)
 

@@ -123,6 +123,16 @@ def test_a_broken_semantics_module_is_one_error_and_a_broken_operator_is_named(t
     assert code == 1 and "VACUOUS" in out and "failed a condition or was undefined on both sides, e.g. operator" in out
 
 
+def test_a_reference_that_never_returns_costs_one_rule_its_time_limit(tmp_path, run_cli):
+    ref = _user_language(tmp_path, "'twice': lambda x: 2 * x, 'half': spin", "rule plain: twice(?x) => twice(?x)\n")
+    (tmp_path / "mine_ref.py").write_text("def spin(x):\n    while True:\n        pass\n\n\n"
+                                          + (tmp_path / "mine_ref.py").read_text())
+    code, out, err = run_cli("verify", ref, "--time-limit", "3")
+    assert code == 1 and "Traceback" not in err, out + err
+    assert "TIMEOUT undo" in out and "stopped after 3 s (`--time-limit`)" in out and "pass    plain" in out
+    assert "2/4 rules" in out  # op:twice and plain pass; op:half and undo are stopped
+
+
 def test_shape_rule_disagreeing_with_semantics_is_named(tmp_path, run_cli):
     ref = _user_language(tmp_path, "'twice': lambda x: np.concatenate([x, x]), 'half': lambda x: x / 2")
     (tmp_path / "mine_ref.py").write_text("import numpy as np\n" + (tmp_path / "mine_ref.py").read_text())
@@ -155,6 +165,17 @@ def test_translation_validation_catches_an_unsound_optimization(tmp_path, run_cl
     assert code == 1 and "DISAGREE" in out
     code, out, _ = run_cli("run", EXAMPLES / "arith" / "config.yaml", "--quiet", "--output", tmp_path / "a")
     assert code == 0 and "agree on 3 random input(s)" in out
+
+
+def test_validation_under_a_reference_that_never_returns_stops_at_its_limit(tmp_path, run_cli):
+    ref = _user_language(tmp_path, "'twice': spin, 'half': lambda x: x / 2")
+    (tmp_path / "mine_ref.py").write_text("def spin(x):\n    while True:\n        pass\n\n\n"
+                                          + (tmp_path / "mine_ref.py").read_text())
+    (tmp_path / "in.eqr").write_text("program p:\n  root half(twice(leaf(\"a\", 4)))\n")
+    (tmp_path / "c.yaml").write_text(f"ruleset: {ref}\nprogram: in.eqr\nvalidate: {{time_limit_s: 1}}\n"
+                                     f"output: {tmp_path / 'out'}\n")
+    code, out, err = run_cli("run", tmp_path / "c.yaml", "--quiet")
+    assert code == 1 and "not validated: stopped after 1 s (validate.time_limit_s) with 0 of 3" in out, out + err
 
 
 def test_bad_validate_key_names_the_yaml_path(tmp_path, run_cli):

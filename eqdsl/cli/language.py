@@ -6,12 +6,14 @@ import json
 import os
 import sys
 import tempfile
+from functools import partial
 from pathlib import Path
 
 from eqdsl.cli.common import (
     AT_LEAST_ONE,
     AT_LEAST_ZERO,
     NO_REF_HELP,
+    POSITIVE,
     TARGET_HELP,
     in_worker,
     stdout,
@@ -91,21 +93,22 @@ def _verify(args: argparse.Namespace) -> int:
 
     from eqdsl.frontend import load_language
     from eqdsl.verify.analysis_checks import check_analyses
-    from eqdsl.verify.rules import Status, operator_rules, verify_rule
+    from eqdsl.verify.rules import Status, operator_rules, verify_rule, within
     from eqdsl.verify.semantics import load_semantics
 
     lang = with_target(load_language(args.file), args.target)
     sem = load_semantics(lang, run_ref=not args.no_ref)
     rules = operator_rules(lang, sem) + list(lang.rules)
     # first: the guards over them rely on them
-    checks = check_analyses(lang, sem, args.examples, args.seed, only=args.rule or None)
+    checks = check_analyses(lang, sem, args.examples, args.seed, only=args.rule or None, limit_s=args.time_limit)
     if args.rule:
         rules = [r for r in rules if r.name in args.rule]
         missing = sorted(set(args.rule) - {r.name for r in [*rules, *checks]})
         if missing:
             raise EqdslError.one(f"no rule named {', '.join(missing)} in {args.file}")
     failed, results = 0, []
-    for res in [*checks, *(verify_rule(lang, sem, rule, args.examples, args.seed) for rule in rules)]:
+    for res in [*checks, *(within(args.time_limit, rule.name, partial(verify_rule, lang, sem, rule, args.examples,
+                                                                      args.seed)) for rule in rules)]:
         results.append(res)
         if res.status is not Status.PASSED:
             failed += 1
@@ -158,6 +161,8 @@ def _print_verdict(args: argparse.Namespace, res) -> None:
                      f"--examples {args.examples}", markup=False)
     elif res.status is Status.VACUOUS:
         stdout.print(f"        no valid example could be drawn: {res.note or 'the rule never applies'}", markup=False)
+    elif res.status is Status.TIMED_OUT:
+        stdout.print(f"        {res.note}", markup=False)
 
 
 def cmd_compile(args: argparse.Namespace) -> int:
@@ -228,6 +233,8 @@ def _language_commands(sub) -> None:
     c.add_argument("--examples", type=AT_LEAST_ONE, default=100,
                    help="valid examples per rule (default 100)")
     c.add_argument("--seed", type=AT_LEAST_ZERO, default=0, help="seed of the random examples (default 0)")
+    c.add_argument("--time-limit", type=POSITIVE, default=120.0,
+                   help="seconds per rule (default 120): a rule still being checked then is TIMEOUT, not passed")
     c.add_argument("--target", help=TARGET_HELP)
     c.add_argument("--no-ref", action="store_true", help=NO_REF_HELP)
     c.add_argument("--json", action="store_true", help="print one JSON object (passed, total, rules with "

@@ -19,7 +19,7 @@ import numpy as np
 
 from eqdsl import ir
 from eqdsl.verify.analyses import Drawn, TermDrawer, Unverifiable, means, merged
-from eqdsl.verify.rules import Counterexample, RuleResult, Status
+from eqdsl.verify.rules import Counterexample, RuleResult, Status, within
 from eqdsl.verify.semantics import OpSemantics
 
 PAIRS = 4  # merge checks: terms drawn per example
@@ -30,9 +30,9 @@ class _Refuted(Exception):
     pass
 
 
-def check_analyses(lang: ir.Language, sem: dict[str, OpSemantics], examples: int = 100,
-                   seed: int = 0, only: Collection[str] | None = None) -> list[RuleResult]:
-    """`only`: the names of the checks to run (None: all)."""
+def check_analyses(lang: ir.Language, sem: dict[str, OpSemantics], examples: int = 100, seed: int = 0,
+                   only: Collection[str] | None = None, limit_s: float | None = None) -> list[RuleResult]:
+    """`only`: the names of the checks to run (None: all); `limit_s`: seconds per check (`within`)."""
     drawer = TermDrawer(lang, sem)
     checks: list[tuple[str, Callable[[np.random.Generator], bool]]] = []
     for analysis in lang.analyses.values():
@@ -40,7 +40,8 @@ def check_analyses(lang: ir.Language, sem: dict[str, OpSemantics], examples: int
                    for op in analysis.rules]
         if analysis.merge is not None:
             checks.append((f"analysis:{analysis.name}:merge", partial(_merge_is_meet, drawer, analysis)))
-    return [_timed(name, one, examples, seed) for name, one in checks if only is None or name in only]
+    return [within(limit_s, name, partial(_timed, name, one, examples, seed))
+            for name, one in checks if only is None or name in only]
 
 
 def _timed(name: str, one: Callable[[np.random.Generator], bool], examples: int, seed: int) -> RuleResult:

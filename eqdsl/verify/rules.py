@@ -5,7 +5,8 @@ Contract: `verify_rule(lang, sem, rule, examples, seed)` returns a `RuleResult`:
 evaluated equal on both sides (`allclose`, every output pair of a multi-pattern rule) and every
 application's result had the shape its shape rule gives; `failed` with a shrunk counterexample
 (sizes, values, max error); `vacuous` when no valid example could be drawn. Seeded: the same seed
-gives the same examples.
+gives the same examples. `within(limit_s, name, check)` runs one check under a time limit
+(`timed out` past it).
 """
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ import time
 import warnings
 from dataclasses import dataclass, field
 from enum import Enum
-from typing import Any
+from typing import Any, Callable
 
 import numpy as np
 from hypothesis import HealthCheck, Phase, assume, given, settings
@@ -35,12 +36,14 @@ from eqdsl.verify.semantics import (
     largest_difference,
     magnitude,
 )
+from eqdsl.worker import TimeUp, alarm
 
 
 class Status(Enum):
     PASSED = "pass"
     FAILED = "FAIL"
     VACUOUS = "VACUOUS"
+    TIMED_OUT = "TIMEOUT"  # neither passed nor failed: stopped at the per-rule time limit
 
 
 @dataclass(frozen=True)
@@ -60,6 +63,20 @@ class RuleResult:
     seconds: float
     counterexample: Counterexample | None = None
     note: str = ""  # VACUOUS: why no example was valid, where one reason stood out
+
+
+def within(limit_s: float | None, name: str, check: Callable[[], RuleResult]) -> RuleResult:
+    """`check()`, or `TIMED_OUT` once it has run `limit_s` seconds (None: no limit): a reference
+    function that never returns costs one rule, not the whole run. A limit holds in the main
+    thread only."""
+    start = time.perf_counter()
+    try:
+        with alarm(limit_s, TimeUp):
+            return check()
+    except TimeUp:
+        return RuleResult(name, Status.TIMED_OUT, 0, time.perf_counter() - start,
+                          note=f"stopped after {limit_s:g} s (`--time-limit`): a reference function that does not "
+                               "return, or examples too slow to evaluate")
 
 
 class _Failure(Exception):

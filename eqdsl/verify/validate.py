@@ -4,7 +4,8 @@ Contract: `validate(lang, original, optimized, samples, seed)` evaluates both pr
 reference semantics on `samples` sets of random inputs (leaf values keyed by the leaf, so both
 programs read the same numbers; a model's own weights where given) and returns a `Validation`:
 `ok` when every root agrees within rtol 1e-6 (atol scaled to the output's magnitude), else the
-largest difference and where.
+largest difference and where; not `ok` with the samples done when `limit_s` seconds pass first
+(a reference function that never returns).
 """
 from __future__ import annotations
 
@@ -23,6 +24,7 @@ from eqdsl.verify.semantics import (
     load_semantics,
     magnitude,
 )
+from eqdsl.worker import TimeUp, alarm
 
 RTOL = 1e-6
 
@@ -51,10 +53,24 @@ def _progress(sample: int, samples: int, which: str):
 
 def validate(lang: ir.Language, original: ir.Program, optimized: ir.Program,
              samples: int, seed: int, run_ref: bool = True,
-             weights: Mapping[str, np.ndarray] | None = None) -> Validation:
+             weights: Mapping[str, np.ndarray] | None = None, limit_s: float | None = None) -> Validation:
     """`weights`: the model's own values for its `weight` leaves (a Resize's scales, a Reshape's
     target); every other leaf is drawn at random."""
     sem = load_semantics(lang, run_ref)
+    done: list[int] = []
+    try:
+        with alarm(limit_s, TimeUp):
+            return _compared(original, optimized, sem, samples, seed, weights, done)
+    except TimeUp:
+        return Validation(len(done), float("nan"), False,
+                          f"not validated: stopped after {limit_s:g} s (validate.time_limit_s) with {len(done)} of "
+                          f"{samples} sample(s) compared (a reference function that does not return, or a program too "
+                          "large for the limit)")
+
+
+def _compared(original: ir.Program, optimized: ir.Program, sem: dict, samples: int, seed: int,
+              weights: Mapping[str, np.ndarray] | None, done: list[int]) -> Validation:
+    """`done` gets one entry per sample compared."""
     known = None if not weights else partial(_model_weight, weights)
     worst, where = 0.0, ""
     for k in range(samples):
@@ -71,6 +87,7 @@ def validate(lang: ir.Language, original: ir.Program, optimized: ir.Program,
             scale = max(1.0, magnitude(w))
             if difference / scale > worst:
                 worst, where = difference / scale, f"root {i}, sample {k} (|difference| {difference:.3g})"
+        done.append(k)
     ok = worst <= RTOL
     verdict = "agree" if ok else "DISAGREE"
     return Validation(samples, worst, ok, f"input and extracted programs {verdict} on {samples} "

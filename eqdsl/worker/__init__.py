@@ -25,6 +25,7 @@ import shutil
 import signal
 import sys
 import tempfile
+import threading
 import time
 import traceback
 from contextlib import contextmanager
@@ -39,8 +40,8 @@ from eqdsl.worker.reports import StatusReader, say_published, say_publishing
 
 __all__ = [
     "BEFORE_FORK", "INTERRUPTED", "STOP_GRACE_S", "STOP_SIGNALS", "Budget", "Done", "Interrupted", "Lineage",
-    "StopCause", "Stopped", "default_memory_bytes", "deferred_stops", "guarded", "guarding", "hold_lock",
-    "is_abandoned", "reap_quietly", "say_published", "say_publishing", "start_lineage", "stop_signals",
+    "StopCause", "Stopped", "TimeUp", "alarm", "default_memory_bytes", "deferred_stops", "guarded", "guarding",
+    "hold_lock", "is_abandoned", "reap_quietly", "say_published", "say_publishing", "start_lineage", "stop_signals",
     "stop_signals_interrupt", "supervise", "supervisor_gone", "sweep_abandoned", "wait_lineages",
 ]
 
@@ -252,7 +253,7 @@ def _wait(pid: int, status_r: int, cleanup: Callable[[], str | None], unblocked:
     interrupted: Interrupted | None = None
     finished = True
     try:
-        with stop_signals(_raise_interrupted), _alarm(hard_limit_s):
+        with stop_signals(_raise_interrupted), alarm(hard_limit_s):
             signal.pthread_sigmask(signal.SIG_SETMASK, unblocked)  # a signal sent meanwhile lands here
             status.read_to_end()
     except Interrupted as stop:
@@ -281,15 +282,21 @@ def _wait(pid: int, status_r: int, cleanup: Callable[[], str | None], unblocked:
     return status.code
 
 
+class TimeUp(BaseException):
+    """An `alarm` inside the worker's own work ran out. Not an `Exception`: a library that catches
+    every exception of the code it runs (Hypothesis replays a failing example) must let it pass."""
+
+
 @contextmanager
-def _alarm(seconds: float | None) -> Iterator[None]:
-    """Inside: `Overdue` is raised `seconds` from now (None: never)."""
-    if seconds is None:
+def alarm(seconds: float | None, raised: type[BaseException] = Overdue) -> Iterator[None]:
+    """Inside: `raised` is raised `seconds` from now (None: never). Python runs signal handlers
+    in the main thread only: elsewhere there is no limit."""
+    if seconds is None or threading.current_thread() is not threading.main_thread():
         yield
         return
 
     def overdue(signum, frame) -> None:
-        raise Overdue
+        raise raised
 
     old = signal.signal(signal.SIGALRM, overdue)
     signal.setitimer(signal.ITIMER_REAL, seconds)
