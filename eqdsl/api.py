@@ -33,6 +33,10 @@ from eqdsl.pipeline import RunResult
 def load(ref: str | Path) -> ir.Language:
     from eqdsl.frontend import load_language
 
+    if not isinstance(ref, (str, Path)):
+        raise TypeError(f"load: expected a .eqr path or a shipped ruleset name, got {type(ref).__name__}")
+    if not str(ref).strip():
+        raise EqdslError.one("load: expected a .eqr path or a shipped ruleset name, got an empty name")
     return load_language(ref)
 
 

@@ -78,4 +78,8 @@ def test_a_term_is_a_program_and_bad_arguments_are_named():
             eqdsl.optimize(lang, 'mul(var("a"), num(2))', **{argument: value})
     with pytest.raises(TypeError, match="expected a program"):
         eqdsl.optimize(lang, None)  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match="load: expected a .eqr path"):
+        eqdsl.load(None)  # type: ignore[arg-type]
+    with pytest.raises(eqdsl.EqdslError, match="got an empty name"):
+        eqdsl.load(" ")
     assert eqdsl.EqdslError is EqdslError

@@ -204,6 +204,10 @@ def test_not_an_onnx_file(tmp_path, run_cli):
     assert code == 2 and "x.onnx" in err and "Traceback" not in err
     code, _, err = run_cli("import", "onnx", tmp_path / "missing.onnx")  # not "not a valid ONNX model"
     assert code == 2 and "missing.onnx: no such file; expected an ONNX model" in err
+    code, _, err = run_cli("optimize", "/dev/null", "-o", tmp_path / "o.onnx")
+    assert code == 2 and "/dev/null: not a regular file; expected an ONNX model" in err
+    code, _, err = run_cli("import", "onnx", tmp_path)
+    assert code == 2 and ": a folder; expected an ONNX model" in err
 
 
 def test_import_and_export_commands(tmp_path, run_cli):

@@ -54,6 +54,15 @@ def test_derive_prints_what_it_could_not_derive_and_the_share_last(tmp_path, run
     assert not any("twice" in line for line in lines)
 
 
+def test_rules_of_another_language_are_not_instantiable_where_a_sort_or_operator_is_missing(run_cli):
+    code, out, err = run_cli("derive", ROOT / "examples" / "rational" / "rational.eqr", "arith")
+    assert code == 0 and "Traceback" not in err, err
+    assert "note: A is language rational, B language arith" in out
+    assert "not instantiable" in out and "is not in language rational" in out
+    code, out, _ = run_cli("derive", "arith", "tensor")
+    assert code == 0 and "tensor has no rules of its own" in out
+
+
 def test_synthesized_arith_rules_verify_and_derive_every_shipped_arith_rule(tmp_path, run_cli):
     """Issue 61's first goal, at the default settings but fewer examples per candidate."""
     out = tmp_path / "arith-synth.eqr"

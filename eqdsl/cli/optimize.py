@@ -78,13 +78,10 @@ def optimize_config(args: argparse.Namespace, base: Path) -> Any:
 def cmd_optimize(args: argparse.Namespace) -> Work:
     from dataclasses import replace
 
+    from eqdsl.onnx.read import model_file
     from eqdsl.output import Scratch
 
-    model = Path(args.model)
-    if not model.is_file():
-        from eqdsl.diagnostics import EqdslError
-
-        raise EqdslError.one(f"{model}: no such file; expected an ONNX model (.onnx)")
+    model_file(Path(args.model))  # before any work: a missing model is the first thing to say
     scratch = FileScratch(Path(args.output), args.force, "--output")
     report = FileScratch(Path(args.report), args.force, "--report") if args.report else None
     config = optimize_config(args, Path.cwd())

@@ -274,8 +274,14 @@ def cmd_derive(args: argparse.Namespace) -> int:
 
     if not args.json:
         status.show(stderr)
+        if a.name != b.name:
+            stdout.print(f"note: A is language {a.name}, B language {b.name}: B's rules are instantiated with A's "
+                         "operators and sorts of the same names", markup=False)
     with status.stage("derive"):
         found = derive(a, own_rules(b), limits, args.k_multi, progress)
+    if not found and not args.json:
+        stdout.print(f"{args.b} has no rules of its own (the rules of files it includes are not counted)",
+                     markup=False)
     derived = sum(d.verdict is Verdict.DERIVED for d in found)
     if args.json:
         print(json.dumps({"derived": derived, "total": len(found), "rules": [

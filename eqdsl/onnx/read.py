@@ -62,15 +62,21 @@ def _handlers() -> dict[str, Handler]:
 HANDLERS: dict[str, Handler] = _handlers()
 
 
+def model_file(path: Path) -> Path:
+    """`path`, or an error that says why it is not an ONNX file to read."""
+    if not path.is_file():
+        found = "a folder" if path.is_dir() else "not a regular file" if path.exists() else "no such file"
+        raise EqdslError.one(f"{path}: {found}; expected an ONNX model (.onnx)")
+    return path
+
+
 def _load(path: Path, shapes: Shapes, fixed: set[str]) -> tuple[onnx.ModelProto, list[str]]:
     """Check (by path, which also works past protobuf's 2 GiB), convert an old opset, fix the
     given input shapes, infer shapes on the graph without its weights, then attach weights kept
     in external data files. Also the notes on what was changed."""
     from onnx.external_data_helper import load_external_data_for_model, uses_external_data
 
-    if not path.is_file():
-        raise EqdslError.one(f"{path}: no such file; expected an ONNX model (.onnx)"
-                             + (" (it is a folder)" if path.is_dir() else ""))
+    model_file(path)
     try:
         onnx.checker.check_model(str(path), full_check=True)
         model = onnx.load(str(path), load_external_data=False)

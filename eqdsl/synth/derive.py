@@ -239,6 +239,8 @@ def _leaf(a: ir.Language, builder: GraphBuilder, var: str, t: ir.ValueType, assi
     if t == ir.Prim.STR:
         return var
     assert isinstance(t, ir.SortType)
+    if t.name not in a.sorts:
+        raise _Uninstantiable(f"?{var}: sort {t.name} is not in language {a.name}")
     if a.sorts[t.name].fields:
         raise _Uninstantiable(f"?{var}: sort {t.name} has a two-field analysis value (not supported)")
     size = tuple(assignment.sizes[var]) if var in assignment.sizes else None
