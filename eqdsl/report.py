@@ -76,30 +76,10 @@ def report_json(result: RunResult) -> dict:
         "program": result.program.name,
         "input_notes": list(result.notes),
         "stages_s": {k: round(v, 6) for k, v in result.stages.items()},
-        "schedule": {
-            "stop_reason": outcome.stop.value,
-            "start_nodes": outcome.start_nodes,
-            "final_nodes": outcome.nodes,
-            "seconds": round(outcome.seconds, 6),
-            "iterations": [
-                {"iteration": r.index, "ruleset": r.ruleset, "nodes": r.nodes, "classes": r.classes,
-                 "matches": r.matches, "seconds": round(r.seconds, 6), "rolled_back": r.rolled_back,
-                 "rollback_reason": None if r.rollback is None else r.rollback.value}
-                for r in outcome.iterations],
-            **outcome.details,  # the schedule kind's own sections (pulsed: epochs, mcts: steps)
-        },
+        "schedule": _schedule_json(outcome),
         "egraph": {"classes": problem.num_classes, "nodes": len(problem.nodes)},
         "original_cost": result.original_cost,
-        "runtime_input_cost": result.runtime_input_cost,  # as the target's runtime runs it (its fusions)
-        "runtime_rules": list(result.runtime_rules),
-        # what each program spends copying tensors between the runtime's layouts (eqdsl.cost.layouts)
-        "layout_reorders": None if result.layouts is None else {
-            "input": result.input_reorders, "optimized": result.reorders(best.selection)},
-        # what of each program's cost the runtime runs inside a neighbour (a Conv's bias, BatchNorm,
-        # Relu; a Pad written into the Conv after it): priced at nothing in the predicted speedup
-        "conv_folds": None if result.layouts is None else {
-            "input": result.input_folds, "optimized": result.folds(best.selection)},
-        "predicted_speedup": result.predicted_speedup if math.isfinite(result.predicted_speedup) else None,
+        **_runtime_json(result),
         "baselines": {} if result.baselines is None else result.baselines.costs,
         "baseline_units": baseline_units(result),
         "best_cost": best.cost,
@@ -114,6 +94,38 @@ def report_json(result: RunResult) -> dict:
         "cost_by_op": {"input": result.input_cost_by_op, "optimized": cost_by_op(problem, best.selection)},
         **{stage.key: _stage_json(result, stage.key) for stage in STAGES.values()},  # None: the stage did not run
         "measured_costs": None if result.measured is None else _measured_json(result),
+    }
+
+
+def _schedule_json(outcome) -> dict:
+    return {
+        "stop_reason": outcome.stop.value,
+        "start_nodes": outcome.start_nodes,
+        "final_nodes": outcome.nodes,
+        "seconds": round(outcome.seconds, 6),
+        "iterations": [
+            {"iteration": r.index, "ruleset": r.ruleset, "nodes": r.nodes, "classes": r.classes,
+             "matches": r.matches, "seconds": round(r.seconds, 6), "rolled_back": r.rolled_back,
+             "rollback_reason": None if r.rollback is None else r.rollback.value}
+            for r in outcome.iterations],
+        **outcome.details,  # the schedule kind's own sections (pulsed: epochs, mcts: steps)
+    }
+
+
+def _runtime_json(result: RunResult) -> dict:
+    """What the target's runtime does beyond the cost model's operators."""
+    best = result.best
+    return {
+        "runtime_input_cost": result.runtime_input_cost,  # as the target's runtime runs it (its fusions)
+        "runtime_rules": list(result.runtime_rules),
+        # what each program spends copying tensors between the runtime's layouts (eqdsl.cost.layouts)
+        "layout_reorders": None if result.layouts is None else {
+            "input": result.input_reorders, "optimized": result.reorders(best.selection)},
+        # what of each program's cost the runtime runs inside a neighbour (a Conv's bias, BatchNorm,
+        # Relu; a Pad written into the Conv after it): priced at nothing in the predicted speedup
+        "conv_folds": None if result.layouts is None else {
+            "input": result.input_folds, "optimized": result.folds(best.selection)},
+        "predicted_speedup": result.predicted_speedup if math.isfinite(result.predicted_speedup) else None,
     }
 
 

@@ -125,3 +125,19 @@ MODULE_LINES = 400  # a module holds one concept; past this it holds two (issue 
 def test_every_module_is_under_the_line_limit():
     long = {str(p.relative_to(ROOT)): n for p in _sources() if (n := len(p.read_text().splitlines())) >= MODULE_LINES}
     assert long == {}, f"split these by concept: {long}"
+
+
+FUNCTION_LINES = 40  # DESIGN §9: a function does one thing; its docstring is not counted
+
+
+def _body_lines(fn: ast.FunctionDef | ast.AsyncFunctionDef) -> int:
+    body = fn.body
+    if len(body) > 1 and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant):
+        body = body[1:]  # the docstring
+    return (fn.end_lineno or fn.lineno) - body[0].lineno + 1
+
+
+def test_every_function_is_under_the_line_limit():
+    long = {f"{p.relative_to(ROOT)}:{fn.name}": n for p in _sources() for fn in ast.walk(ast.parse(p.read_text()))
+            if isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)) and (n := _body_lines(fn)) > FUNCTION_LINES}
+    assert long == {}, f"split these: {long}"

@@ -193,8 +193,9 @@ def test_set_overrides_one_key_checked_as_the_files_own(tmp_path, run_cli):
 
 
 @pytest.mark.parametrize("section, flags, effective", [
-    ("validate: {samples: 2}\n", ["--validate", "--no-ref"], {"samples": 2, "seed": 0, "run_ref": False}),
-    ("", ["--validate"], {"samples": 3, "seed": 0, "run_ref": True}),
+    ("validate: {samples: 2}\n", ["--validate", "--no-ref"],
+     {"samples": 2, "seed": 0, "run_ref": False, "time_limit_s": 600.0}),
+    ("", ["--validate"], {"samples": 3, "seed": 0, "run_ref": True, "time_limit_s": 600.0}),
     ("", ["--no-ref"], None),  # --no-ref alone turns nothing on
 ])
 def test_flags_edit_the_config_as_its_own_keys_and_the_report_keeps_the_file(tmp_path, run_cli, section, flags,

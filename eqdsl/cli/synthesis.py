@@ -26,6 +26,11 @@ from eqdsl.output import FileScratch, check_new_file
 
 
 def _synthesis_commands(sub) -> None:
+    _derive_command(sub)
+    _synthesize_command(sub)
+
+
+def _derive_command(sub) -> None:
     c = sub.add_parser("derive", help="which rules of B the rules of A prove by equality saturation")
     c.add_argument("a", help="the rules that prove (a .eqr path or a shipped ruleset name)")
     c.add_argument("b", help="the rules to prove: those written in this file (not the ones it includes)")
@@ -38,6 +43,9 @@ def _synthesis_commands(sub) -> None:
     c.add_argument("--json", action="store_true", help="print one JSON object (derived, total, every rule's "
                                                        "verdict) instead")
     c.set_defaults(fn=in_worker(cmd_derive))
+
+
+def _synthesize_command(sub) -> None:
     c = sub.add_parser("synthesize", help="infer a small verified rule set from a language's reference semantics")
     c.add_argument("language", help="a .eqr path or a shipped ruleset name (its operators and semantics)")
     c.add_argument("-o", "--output", required=True, help="the .eqr file to write (a new file)")
@@ -53,6 +61,17 @@ def _synthesis_commands(sub) -> None:
                    help="the shape of every variable of a sort with shapes (default 3,3); give it again for "
                         "one more enumeration at that shape (--shape 3,3 --shape 2,2,3,3)")
     c.add_argument("--examples", type=AT_LEAST_ONE, default=100, help="verify's examples per rule (default 100)")
+    c.add_argument("--time-limit", type=POSITIVE, default=600.0, help="seconds in all (default 600)")
+    c.add_argument("--seed", type=AT_LEAST_ZERO, default=0, help="seed of the fingerprint inputs (default 0)")
+    c.add_argument("--no-ref", action="store_true", help=NO_REF_HELP)
+    c.add_argument("--force", action="store_true", help="replace --output if it exists")
+    _kept_flags(c)
+    _goal_flags(c)
+    c.set_defaults(fn=cmd_synthesize)
+
+
+def _kept_flags(c) -> None:
+    """What a run keeps beyond the rules it finds: an earlier set, and lifts of each rule."""
     c.add_argument("--prior", metavar="FILE", help="an earlier rule set over the same operators (a synthesized "
                                                    "file): its rules count as kept from the start, are written "
                                                    "first, and what they derive is not kept again")
@@ -60,8 +79,9 @@ def _synthesis_commands(sub) -> None:
                    help="lift a kept rule's literal Int parameters to variables where it holds at every value, "
                         "and a rule at a binary operator to its n-ary forms (concat3..5) "
                         "(each lift verified; --goal always does)")
-    c.add_argument("--time-limit", type=POSITIVE, default=600.0, help="seconds in all (default 600)")
-    c.add_argument("--seed", type=AT_LEAST_ZERO, default=0, help="seed of the fingerprint inputs (default 0)")
+
+
+def _goal_flags(c) -> None:
     c.add_argument("--goal", metavar="PATTERN",
                    help="instead: the cheapest verified equivalent of this pattern under --target, as one rule "
                         "(--goal 'ewadd(batchnorm(?x, ?s, ?b, ?m, ?v), ?g)')")
@@ -72,9 +92,6 @@ def _synthesis_commands(sub) -> None:
                         "costs nothing)")
     c.add_argument("--target", help="with --goal: the target whose cost rules price the forms (a shipped name "
                                     "or a .yaml path; default: the language's params' defaults)")
-    c.add_argument("--no-ref", action="store_true", help=NO_REF_HELP)
-    c.add_argument("--force", action="store_true", help="replace --output if it exists")
-    c.set_defaults(fn=cmd_synthesize)
 
 
 def cmd_synthesize(args: argparse.Namespace) -> Work:

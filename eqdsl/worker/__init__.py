@@ -29,6 +29,7 @@ import threading
 import time
 import traceback
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator
 
@@ -81,33 +82,61 @@ def supervise(work: Callable[[], int], cleanup: Callable[[], str | None] = lambd
             return work()
         finally:
             cleanup()
-    private_tmp = ""  # eqdsl's own temporary folder, once made
+    scratch = _Scratch(cleanup)
+    unblocked, janitor_fd, janitor = _prepare(scratch)
+    pid, status_r, lifeline_w = _fork_worker(work, scratch, unblocked, janitor_fd)
+    try:
+        return _wait(pid, status_r, scratch.clean_all, unblocked, hard_limit_s)
+    finally:
+        os.write(janitor_fd, JANITOR_DONE)  # cleaned up here: the janitor exits quietly
+        os.close(janitor_fd)
+        os.close(lifeline_w)
+        reap_quietly(janitor)
+
+
+@dataclass
+class _Scratch:
+    """The worker's private temporary folder and its lock, once made; `clean_all` removes them
+    after the caller's own clean-up (in the supervisor, or in the janitor)."""
+    cleanup: Callable[[], str | None]
+    folder: str = ""
     lock: int | None = None
 
-    def clean_all() -> str | None:
-        said = cleanup()
-        if private_tmp:
-            shutil.rmtree(private_tmp, ignore_errors=True)
-        if lock is not None:
-            os.close(lock)
+    def clean_all(self) -> str | None:
+        said = self.cleanup()
+        if self.folder:
+            shutil.rmtree(self.folder, ignore_errors=True)
+        if self.lock is not None:
+            os.close(self.lock)
         return said
 
+
+def _prepare(scratch: _Scratch) -> tuple[Iterable[int], int, int]:
+    """Make the private folder, hold its lock and start the janitor. Returns with the stop signals
+    blocked (no stop between the forks and `_wait`'s handlers: each process unblocks its own):
+    the mask to restore, the janitor's pipe and pid."""
     try:  # a stop before the janitor can clean for us (a BLAS thread takes the signal): clean here
         with deferred_stops():  # its first call creates and removes a probe file in $TMPDIR
             temporary = Path(tempfile.gettempdir())
         sweep_abandoned(temporary.glob("eqdsl-*"))
         with deferred_stops():  # the folder made and its name kept, or neither
-            private_tmp = tempfile.mkdtemp(prefix="eqdsl-", dir=temporary)
-        lock = hold_lock(Path(private_tmp))
+            scratch.folder = tempfile.mkdtemp(prefix="eqdsl-", dir=temporary)
+        scratch.lock = hold_lock(Path(scratch.folder))
         sys.stdout.flush()
         sys.stderr.flush()
-        # no stop signal between the forks and `_wait`'s handlers: each process unblocks its own
         unblocked = signal.pthread_sigmask(signal.SIG_BLOCK, STOP_SIGNALS)
-        janitor_fd, janitor = _start_janitor(clean_all, unblocked)
+        janitor_fd, janitor = _start_janitor(scratch.clean_all, unblocked)
     except BaseException:
-        if private_tmp:
-            shutil.rmtree(private_tmp, ignore_errors=True)
+        if scratch.folder:
+            shutil.rmtree(scratch.folder, ignore_errors=True)
         raise
+    return unblocked, janitor_fd, janitor
+
+
+def _fork_worker(work: Callable[[], int], scratch: _Scratch, unblocked: Iterable[int],
+                 janitor_fd: int) -> tuple[int, int, int]:
+    """The worker forked, in its own group, and named to the janitor: its pid, the pipe its exit
+    code comes through, and the lifeline whose closing tells it the supervisor is gone."""
     lifeline_r, lifeline_w = os.pipe()
     status_r, status_w = os.pipe()
     pid = os.fork()
@@ -115,18 +144,12 @@ def supervise(work: Callable[[], int], cleanup: Callable[[], str | None] = lambd
         os.close(janitor_fd)
         os.close(lifeline_w)
         os.close(status_r)
-        _worker_main(work, status_w, lifeline_r, private_tmp, unblocked)
+        _worker_main(work, status_w, lifeline_r, scratch.folder, unblocked)
     _own_group(pid)  # here too: a stop signal right after the fork must find the group to kill
     os.close(status_w)
     os.close(lifeline_r)
     os.write(janitor_fd, f"{pid}\n".encode())
-    try:
-        return _wait(pid, status_r, clean_all, unblocked, hard_limit_s)
-    finally:
-        os.write(janitor_fd, JANITOR_DONE)  # cleaned up here: the janitor exits quietly
-        os.close(janitor_fd)
-        os.close(lifeline_w)
-        reap_quietly(janitor)
+    return pid, status_r, lifeline_w
 
 
 JANITOR_DONE = b"done\n"

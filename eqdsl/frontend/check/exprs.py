@@ -49,24 +49,13 @@ def resolve(e: ast.Expr, scope: Scope, sink: DiagnosticSink) -> ir.Expr | None:
             return ir.Const(v, Prim.INT)
         case ast.StrLit(value=v):
             return ir.Const(v, Prim.STR)
-        case ast.Name(name=n, span=span):
-            if n in ("true", "false"):
-                return ir.Const(n == "true", Prim.BOOL)
-            if n not in scope.names:
-                notes = ("write subtraction with spaces: `a - b`",) if "-" in n else ()
-                sink.error(f"unknown name '{n}' in {scope.what}; expected one of: "
-                           f"{_listing(scope.names)}", span, notes)
-                return None
-            return ir.Ref(n, scope.names[n])
-        case ast.Var(name=v, span=span):
-            if v not in scope.value_vars:
-                hint = " (use shape(?%s) for its shape)" % v if v in scope.shape_vars else ""
-                sink.error(f"pattern variable ?{v} is not an Int/Str value here{hint}", span)
-                return None
-            return ir.Ref("?" + v, scope.value_vars[v])
+        case ast.Name():
+            return _name(e, scope, sink)
+        case ast.Var():
+            return _var(e, scope, sink)
         case ast.Call():
             return _call(e, scope, sink)
-        case ast.ListLit(items=items, span=span):
+        case ast.ListLit(items=items):
             args: list[ir.Expr] | None = all_present([_expect(i, Prim.INT, scope, sink) for i in items])
             return None if args is None else ir.ListOf(tuple(args))
         case ast.Index(base=b, index=i):
@@ -93,6 +82,24 @@ def resolve(e: ast.Expr, scope: Scope, sink: DiagnosticSink) -> ir.Expr | None:
             return _record(e, scope, sink)
         case _:
             assert_never(e)
+
+
+def _name(e: ast.Name, scope: Scope, sink: DiagnosticSink) -> ir.Expr | None:
+    if e.name in ("true", "false"):
+        return ir.Const(e.name == "true", Prim.BOOL)
+    if e.name not in scope.names:
+        notes = ("write subtraction with spaces: `a - b`",) if "-" in e.name else ()
+        sink.error(f"unknown name '{e.name}' in {scope.what}; expected one of: {_listing(scope.names)}", e.span, notes)
+        return None
+    return ir.Ref(e.name, scope.names[e.name])
+
+
+def _var(e: ast.Var, scope: Scope, sink: DiagnosticSink) -> ir.Expr | None:
+    if e.name not in scope.value_vars:
+        hint = " (use shape(?%s) for its shape)" % e.name if e.name in scope.shape_vars else ""
+        sink.error(f"pattern variable ?{e.name} is not an Int/Str value here{hint}", e.span)
+        return None
+    return ir.Ref("?" + e.name, scope.value_vars[e.name])
 
 
 def _field(e: ast.Field, scope: Scope, sink: DiagnosticSink) -> ir.Expr | None:
