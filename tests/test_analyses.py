@@ -100,6 +100,14 @@ def test_check_refuses_a_malformed_analysis_with_its_position(tmp_path, run_cli,
     assert code != 0 and expected in err and f"{src}:" in err, err
 
 
+def test_a_malformed_analysis_is_one_error_not_one_more_per_reader(tmp_path, run_cli):
+    src = tmp_path / "a.eqr"
+    src.write_text("language a\nsort Q\nop num(v: Int) -> Q\nanalysis c(x: Q) -> Int {\n  merge agree\n}\n"
+                   "rule r: num(?v) => num(k) where k = c(num(?v))\ncost num = 1\n")
+    code, _, err = run_cli("check", src)
+    assert code == 2 and err.count("error:") == 1 and "needs `means EXPR`" in err, err
+
+
 COST_HEAD = ("language a\nsort Q\nsort R\nop num(v: Int) -> Q\nop two(a: Q, r: R) -> Q\nop r0() -> R\n"
              "analysis c(x: Q) -> Int {\n  merge agree\n  means c == x\n  num(v) = v\n}\n"
              "analysis nz(x: Q) -> Bool {\n  merge old or new\n  means not nz or x != 0\n}\n"

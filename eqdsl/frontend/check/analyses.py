@@ -34,13 +34,11 @@ def check_analyses(decls: list[ast.AnalysisDecl], ops: dict[str, ir.Operator], s
         elif str(d.type) not in TYPES:
             sink.error(f"an analysis value is Int, Bool or [Int]; found {d.type}", d.type.span)
         else:
-            analysis = _analysis(d, TYPES[str(d.type)], ops, sink)
-            if analysis is not None:
-                found[d.name] = analysis
+            found[d.name] = _analysis(d, TYPES[str(d.type)], ops, sink)
     return found
 
 
-def _analysis(d: ast.AnalysisDecl, t: Prim, ops: dict[str, ir.Operator], sink: DiagnosticSink) -> ir.Analysis | None:
+def _analysis(d: ast.AnalysisDecl, t: Prim, ops: dict[str, ir.Operator], sink: DiagnosticSink) -> ir.Analysis:
     merge = _merge(d, t, sink)
     means = _means(d, t, sink)
     rules: dict[str, ir.ShapeRule] = {}
@@ -50,9 +48,10 @@ def _analysis(d: ast.AnalysisDecl, t: Prim, ops: dict[str, ir.Operator], sink: D
             sink.error(f"analysis '{d.name}' has two rules for '{r.op}' (first at {rules[r.op].span})", r.span)
         elif rule is not None:
             rules[r.op] = rule
-    if merge is False or means is None:
-        return None
-    assert not isinstance(merge, bool)  # False, the only bool _merge returns, is handled above
+    # after an error in either (already said, so the file is refused) the analysis is still declared,
+    # with stand-ins: the rules and costs that read it get no second, misleading "unknown function"
+    merge = None if isinstance(merge, bool) else merge
+    means = ir.Const(True, Prim.BOOL) if means is None else means
     return ir.Analysis(d.name, d.sort, d.param, t, merge, means, rules, d.span)
 
 
