@@ -20,7 +20,7 @@ from typing import Any, Callable, Mapping, Sequence, TypeVar
 from eqdsl.cost.registry import TargetConfig, read_target
 from eqdsl.diagnostics import EqdslError
 from eqdsl.extract.registry import ExtractConfig, read_extract
-from eqdsl.fields import REQUIRED, Reader, load_yaml
+from eqdsl.fields import REQUIRED, Reader, load_yaml, shown
 from eqdsl.schedule.registry import read_schedule
 from eqdsl.schedule.runner import LimitsConfig
 from eqdsl.sources.base import ProgramRef
@@ -85,19 +85,28 @@ Override = tuple[str, Any]  # (dotted key, value); a callable value maps the key
 
 def _with_key(data: Any, keys: list[str], value: Any, whole: str) -> Any:
     """`data` with the nested key set to `value`, or to `value(current)` for a callable (mappings
-    made where missing)."""
+    made where missing, and where a section is `true`: on, every key at its default)."""
     if not keys[0]:
         raise EqdslError.one(f"--set {whole}: expected a dotted key such as schedule.iter_limit")
-    if data is None:
+    if data is None or data is True:
         data = {}
     if not isinstance(data, dict):
-        raise EqdslError.one(f"--set {whole}: `{keys[0]}` is inside a value that is not a mapping")
+        outer = whole.removesuffix("." + ".".join(keys))
+        raise EqdslError.one(f"--set {whole}: `{keys[0]}` is inside `{outer}`, which is {_yaml_shown(data)}, "
+                             f"not a mapping; expected --set '{outer}={{{keys[0]}: ...}}' to replace it")
     data = dict(data)
     if len(keys) > 1:
         data[keys[0]] = _with_key(data.get(keys[0]), keys[1:], value, whole)
     else:
         data[keys[0]] = value(data.get(keys[0])) if callable(value) else value
     return data
+
+
+def _yaml_shown(value: Any) -> str:
+    """A scalar as YAML writes it (`false`, `onnx`); anything else as `shown`."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return str(value) if isinstance(value, (int, float, str)) else shown(value)
 
 
 STAGE_SECTIONS = "eqdsl.stages:stage_sections"  # where the stages' sections are declared

@@ -192,6 +192,15 @@ def test_set_overrides_one_key_checked_as_the_files_own(tmp_path, run_cli):
     assert code == 2 and "schedule.iter_limit" in err and "expected an int" in err
 
 
+def test_set_inside_a_section_written_true_keeps_it_on_and_inside_a_scalar_says_how(tmp_path, run_cli):
+    config = EXAMPLES / "arith" / "config.yaml"  # validate: true
+    code, out, err = run_cli("run", config, "-o", tmp_path / "o", "--quiet", "--set", "validate.samples=2")
+    assert code == 0 and "agree on 2 random input(s)" in out, err
+    code, _, err = run_cli("run", config, "-o", tmp_path / "p", "--set", "extract.method.x=1")
+    assert code == 2 and "`x` is inside `extract.method`, which is cpsat, not a mapping; expected --set " \
+                         "'extract.method={x: ...}'" in err, err
+
+
 @pytest.mark.parametrize("section, flags, effective", [
     ("validate: {samples: 2}\n", ["--validate", "--no-ref"],
      {"samples": 2, "seed": 0, "run_ref": False, "time_limit_s": 600.0}),

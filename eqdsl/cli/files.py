@@ -158,7 +158,7 @@ def _file_commands(sub) -> None:
     add_flags(c, ExtractConfig, taken)
     for section, kinds in option_classes().items():  # every kind's own `extract:` keys, as flags
         add_flags(c, section, taken, " and ".join(kinds))
-    c.add_argument("--out", help="write the chosen nodes as JSON here (a new file)")
+    c.add_argument("-o", "--out", "--output", dest="out", help="write the chosen nodes as JSON here (a new file)")
     c.add_argument("--force", action="store_true", help="replace --out if it exists")
     c.set_defaults(fn=cmd_extract)
     c = sub.add_parser("import", help="import TENSAT rules or an ONNX model")

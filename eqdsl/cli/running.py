@@ -161,7 +161,7 @@ def cmd_doctor(args: argparse.Namespace) -> int:
 
 def _run_options(c, validate_help: str) -> None:
     c.add_argument("config", help="a run config (.yaml): ruleset, program, schedule, extract, output, ...")
-    c.add_argument("--output", help="output folder (default: the config's `output`)")
+    c.add_argument("-o", "--output", help="output folder (default: the config's `output`)")
     c.add_argument("--quiet", action="store_true", help="no progress lines")
     c.add_argument("--validate", action="store_true", help=validate_help)
     c.add_argument("--force", action="store_true", help=FORCE_HELP)
