@@ -178,6 +178,16 @@ def test_an_egglog_block_runs_verbatim_and_egglog_checks_it(tmp_path, run_cli):
     assert code == 2 and "bad.eqr:10:" in err and "egglog rejects this block" in err and "mull" in err
 
 
+def test_an_egglog_block_that_never_finishes_is_an_error_of_check_not_a_hang(tmp_path, run_cli, monkeypatch):
+    from eqdsl.egglog import blocks
+
+    monkeypatch.setattr(blocks, "BLOCK_TIME_S", 1.0)
+    (tmp_path / "loop.eqr").write_text("language loop\ninclude arith\negglog {\n (let $a (num 0))\n"
+                                       " (rewrite (num x) (num (+ x 1)))\n (run 100000000)\n}\n")
+    code, _, err = run_cli("check", tmp_path / "loop.eqr")
+    assert code == 2 and "loop.eqr:4:" in err and "egglog did not finish this block: stopped at the time limit" in err
+
+
 @pytest.mark.parametrize("cache", ["garbage", "a file where the folder goes", "fresh"])
 def test_the_grammar_cache_is_used_when_sound_and_never_needed(tmp_path, cache):
     """The parse tables come from lark's cache in the user's cache folder; a damaged cache, or

@@ -112,8 +112,12 @@ def _inlined_functions(path: Path, model: onnx.ModelProto, notes: list[str]) -> 
 def _converted(path: Path, model: onnx.ModelProto) -> tuple[onnx.ModelProto, list[str]]:
     found = default_opset(model)
     if found is None or found not in OPSETS:
+        older = found is not None and found < OPSETS.start
         raise EqdslError.one(f"{path}: expected ONNX opset {OPSETS.start}–{OPSETS.stop - 1}, found "
-                             f"{found if found is not None else 'none'}")
+                             f"{found if found is not None else 'none'}"
+                             + (" (ONNX Runtime, which runs the input beside the result, supports opset 7 and "
+                                "later: convert the model first, `onnx.version_converter.convert_version(model, "
+                                f"{CONVERTED_TO})`)" if older else ""))
     if found >= CONVERTED_TO:
         return model, []
     from onnx import version_converter

@@ -62,7 +62,7 @@ class RuleResult:
     examples: int
     seconds: float
     counterexample: Counterexample | None = None
-    note: str = ""  # VACUOUS: why no example was valid, where one reason stood out
+    note: str = ""  # VACUOUS: why no example was valid, where one reason stood out; TIMED_OUT: the limit
 
 
 def within(limit_s: float | None, name: str, check: Callable[[], RuleResult]) -> RuleResult:
