@@ -236,6 +236,21 @@ def test_ratio_interval_tells_noise_from_slower():
     assert ratio_interval(base, [1.2 * b for b in base])[0] > 1.0
 
 
+def test_the_speedup_shown_is_the_statistic_the_interval_bounds():
+    """Paired runs where the ratio of the medians says slower (0.83×) and the per-run ratios
+    faster (their median 0.95): the speedup shown is the one the interval bounds."""
+    from eqdsl.onnx.runtime import RuntimeCheck, ratio_interval
+
+    original = [1.0] * 6 + [2.0] * 5
+    optimized = [1.2] * 3 + [0.95] * 3 + [1.5] * 5
+    low, high = ratio_interval(original, optimized)
+    per_run = float(np.median(np.asarray(optimized) / np.asarray(original)))
+    check = RuntimeCheck(True, 0.0, 11, {1: float(np.median(original))}, {1: float(np.median(optimized))}, "",
+                         (low, high), {1: per_run})
+    assert float(np.median(original)) / float(np.median(optimized)) < 1.0 < check.speedup(1)
+    assert 1 / high <= check.speedup(1) <= 1 / low
+
+
 def test_external_data_outside_the_models_folder_is_refused(tmp_path, run_cli):
     weight = numpy_helper.from_array(np.ones((4, 4), np.float32), "w")
     graph = helper.make_graph([helper.make_node("MatMul", ["x", "w"], ["y"])], "g",
