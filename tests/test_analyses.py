@@ -108,6 +108,24 @@ def test_a_malformed_analysis_is_one_error_not_one_more_per_reader(tmp_path, run
     assert code == 2 and err.count("error:") == 1 and "needs `means EXPR`" in err, err
 
 
+def test_an_analysis_over_tensors_is_checked_element_by_element_and_guards_a_rewrite(tmp_path, run_cli):
+    signs, unsound = ROOT / "tests" / "data" / "tensor_signs.eqr", ROOT / "tests" / "data" / "unsound_tensor_signs.eqr"
+    checks = [f"analysis:nonneg:{op}" for op in ("input", "relu", "sigmoid", "ewadd", "ewmul", "matmul", "conv2d",
+                                                 "transpose", "merge")]
+    code, out, _ = run_cli("verify", signs, "--json", "--examples", "40", *[f"--rule={c}" for c in checks],
+                           "--rule", "relu-nonneg")
+    assert code == 0 and {r["status"] for r in json.loads(out)["rules"]} == {"pass"}, out
+    code, out, _ = run_cli("verify", unsound, "--json", "--examples", "40", "--rule", "analysis:nonneg:tanh",
+                           "--rule", "analysis:nonneg:ewadd", "--rule", "analysis:nonneg:conv2d", "--rule", "relu-of-tanh")
+    assert code == 1 and {r["status"] for r in json.loads(out)["rules"]} == {"FAIL"}, out
+    (tmp_path / "p.eqr").write_text('program p:\n  let x = input("x", [2, 3])\n'
+                                    "  root relu(ewadd(relu(x), sigmoid(x)))\n")
+    (tmp_path / "c.yaml").write_text(f"ruleset: {signs}\nprogram: p.eqr\ntarget: cpu\nvalidate: true\n"
+                                     "extract: {method: greedy}\n")
+    code, out, err = run_cli("run", tmp_path / "c.yaml", "-o", tmp_path / "out", "--quiet")
+    assert code == 0 and "root ewadd(relu(t4), sigmoid(t4))" in out and "agree" in out, out + err
+
+
 COST_HEAD = ("language a\nsort Q\nsort R\nop num(v: Int) -> Q\nop two(a: Q, r: R) -> Q\nop r0() -> R\n"
              "analysis c(x: Q) -> Int {\n  merge agree\n  means c == x\n  num(v) = v\n}\n"
              "analysis nz(x: Q) -> Bool {\n  merge old or new\n  means not nz or x != 0\n}\n"

@@ -35,6 +35,7 @@ from eqdsl.schedule.runner import LimitedLoop, Limits
 from eqdsl.synth.candidates import canonical
 from eqdsl.verify.analyses import reads_analyses
 from eqdsl.verify.examples import DISTINCT_HINTS, Assignment, Concrete, ExampleSpace
+from eqdsl.verify.leaves import leaf_args
 
 
 class Verdict(Enum):
@@ -245,35 +246,9 @@ def _leaf(a: ir.Language, builder: GraphBuilder, var: str, t: ir.ValueType, assi
         raise _Uninstantiable(f"?{var}: sort {t.name} has a two-field analysis value (not supported)")
     size = tuple(assignment.sizes[var]) if var in assignment.sizes else None
     for op in a.ops.values():
-        if op.result == t.name and not op.const and (args := _leaf_args(a, op, var, size)) is not None:
+        if op.result == t.name and not op.const and (args := leaf_args(a, op, var, size)) is not None:
             return builder.op(op.name, *args)
     raise _Uninstantiable(f"?{var}: no leaf operator of sort {t.name} takes a name (and the shape {size})")
-
-
-def _leaf_args(a: ir.Language, op: ir.Operator, name: str, size: tuple[int, ...] | None) -> list | None:
-    """Arguments of a leaf operator (no operands, a `Str` parameter for the name) that give
-    `size`: its shape rule returns an `[Int]` parameter, or a list of `Int` parameters."""
-    types = [p.type for p in op.params]
-    if any(isinstance(t, ir.SortType) for t in types) or ir.Prim.STR not in types:
-        return None
-    args: dict[str, Any] = {p.name: "?" + name for p in op.params if p.type == ir.Prim.STR}
-    rule = a.shapes.get(op.name)
-    if size is None or rule is None:
-        return [args.get(p.name, 0) for p in op.params] if size is None and rule is None else None
-    local = dict(zip(rule.params, (p.name for p in op.params)))
-    match rule.body:
-        case ir.Ref(name=ref) if local.get(ref) and _type_of(op, local[ref]) == ir.Prim.INTS:
-            args[local[ref]] = size
-        case ir.ListOf(items=items) if len(items) == len(size) and all(
-                isinstance(i, ir.Ref) and _type_of(op, local.get(i.name, "")) == ir.Prim.INT for i in items):
-            args.update({local[i.name]: d for i, d in zip(items, size)})  # type: ignore[union-attr]
-        case _:
-            return None
-    return [args[p.name] for p in op.params] if all(p.name in args for p in op.params) else None
-
-
-def _type_of(op: ir.Operator, param: str) -> ir.ValueType | None:
-    return next((p.type for p in op.params if p.name == param), None)
 
 
 def _build(builder: GraphBuilder, p: ir.Pattern, env: dict[str, Any], concrete: Concrete) -> Any:

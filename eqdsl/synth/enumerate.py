@@ -37,7 +37,7 @@ from eqdsl import ir
 from eqdsl.diagnostics import NO_SPAN, EqdslError
 from eqdsl.ir.evaluate import EvalError, ShapeViolation, applied_shape
 from eqdsl.languages.base import Leaf
-from eqdsl.verify.rules import EDGE_VALUES, draw_leaf
+from eqdsl.verify.leaves import EDGE_VALUES, draw_leaf
 from eqdsl.verify.semantics import SemanticsError, apply
 
 DIGITS = 9

@@ -14,8 +14,9 @@ Contract:
   `where` values and `if` conditions that read analyses, as egglog would; returns the new `env`
   entries, or None where the rule would not match (a value unset, a condition false).
 - `sized_part(rule)` is the rule without those clauses: the part `ExampleSpace` solves sizes for.
-Only sorts without a shape analysis are drawn here (scalar values): an analysis over a shaped sort
-raises `Unverifiable`.
+A term of a sort with shapes is drawn at a given shape (the example's size of the variable): its
+operands at that shape too (element-wise operators; the shape rule must accept them) or a leaf of it;
+`means` then must hold of every element. Sorts with a two-field value raise `Unverifiable`.
 """
 from __future__ import annotations
 
@@ -26,19 +27,26 @@ import numpy as np
 
 from eqdsl import ir
 from eqdsl.ir.builtins import EvalError
-from eqdsl.ir.evaluate import evaluate
+from eqdsl.ir.evaluate import ShapeViolation, applied_shape, evaluate
 from eqdsl.ir.exprs import analysis_reads, env_key, pattern_vars
-from eqdsl.languages.base import Leaf
+from eqdsl.languages.base import External, Leaf
+from eqdsl.verify.leaves import draw_leaf, leaf_args
 from eqdsl.verify.semantics import OpSemantics, SemanticsError, apply
 
 DEPTH = 2
 INT_CHOICES = (-3, -2, -1, 0, 0, 1, 1, 2, 3, 4, 6, 12)  # literal parameters: small, zero and one often
 LEAF_VALUES = (0.0, 1.0, -1.0, 2.0, 0.5, 3.0, -2.5)
 TRIES = 20
+SHAPES = ((3,), (2, 3), (3, 3), (2, 2, 3, 3))  # tried where a term of a sort with shapes has no given shape
 
 
 class Unverifiable(Exception):
     """The analysis or rule reads values verify cannot draw terms for; the message says which."""
+
+
+class Undrawable(Unverifiable):
+    """Every try at a term (of an operator on top) was undefined or broke a shape rule: nothing
+    is wrong with the language, these draws just found no term."""
 
 
 @dataclass(frozen=True)
@@ -46,6 +54,7 @@ class Drawn:
     text: str
     value: Any
     analyses: dict[str, Any]  # analysis name → its value for this term, None where not set
+    shape: tuple[int, ...] | None = None  # of a sort with shapes
 
 
 class TermDrawer:
@@ -53,49 +62,111 @@ class TermDrawer:
         self.lang, self.sem = lang, sem
 
     def producers(self, sort: str, leaves_only: bool) -> list[ir.Operator]:
-        ops = [o for o in self.lang.ops.values() if o.result == sort and o.name in self.sem]
+        ops = [o for o in self.lang.ops.values()  # an External's key names another system's operator: not drawn
+               if o.result == sort and o.name in self.sem and not isinstance(self.sem[o.name], External)]
         if leaves_only:
             ops = [o for o in ops if not any(isinstance(p.type, ir.SortType) for p in o.params)]
         return ops
 
-    def draw(self, sort: str, rng: np.random.Generator, depth: int = DEPTH, root: str | None = None) -> Drawn:
-        """A term of `sort` (with operator `root` at the top, if given)."""
-        if self.lang.sorts[sort].shape_type is not None:
-            raise Unverifiable(f"verify draws terms for analyses over sorts without shapes; {sort} has one")
-        for _ in range(TRIES):
+    def draw(self, sort: str, rng: np.random.Generator, depth: int = DEPTH, root: str | None = None,
+             shape: tuple[int, ...] | None = None) -> Drawn:
+        """A term of `sort` (with operator `root` at the top, if given; of `shape` where given, for
+        a sort with shapes: its operands have that shape too, or it is a leaf of it)."""
+        shaped = self.lang.sorts[sort].shape_type is not None
+        if shaped and self.lang.sorts[sort].fields:
+            raise Unverifiable(f"verify draws terms of sorts with a plain shape; {sort} has a two-field value")
+        for _ in range(TRIES * (5 if root else 1)):  # a given top operator: only its literals to find
             ops = [self.lang.ops[root]] if root else self.producers(sort, leaves_only=depth == 0)
             if not ops:
                 ops = self.producers(sort, leaves_only=False)
             if not ops:
                 raise Unverifiable(f"no operator of the language makes a {sort} verify can run")
             op = ops[rng.integers(len(ops))]
+            at = shape if shape is not None or not shaped else SHAPES[rng.integers(len(SHAPES))]
             try:
-                return self._apply(op, [self._arg(p.type, rng, depth) for p in op.params], rng)
-            except SemanticsError:
-                continue  # undefined here (x / 0): draw another
-        raise Unverifiable(f"{TRIES} random terms of {sort} were all undefined")
+                drawn = self._apply(op, self._args(op, rng, depth, at, shape), rng)
+            except (SemanticsError, _Misshapen):
+                continue  # undefined here (x / 0), or not a term of the language: draw another
+            if shape is None or drawn.shape == shape:
+                return drawn
+        if shape is not None and root is None:
+            return self._leaf_of(sort, shape, rng)
+        raise Undrawable(f"{TRIES} random terms of {sort} were all undefined or broke a shape rule")
 
-    def _arg(self, t: ir.ValueType, rng: np.random.Generator, depth: int) -> Any:
+    def _args(self, op: ir.Operator, rng: np.random.Generator, depth: int, at: tuple[int, ...] | None,
+              want: tuple[int, ...] | None = None) -> list[Any]:
+        """Arguments of `op`: a leaf's that give shape `at`, else operands of shape `at` and
+        random literals; where the result must have shape `want`, the shape rule is asked before
+        any operand is drawn."""
+        if at is not None and not any(isinstance(p.type, ir.SortType) for p in op.params):
+            args = leaf_args(self.lang, op, "x", at)
+            if args is None or sum(p.type == ir.Prim.STR for p in op.params) != 1:
+                raise _Misshapen  # not a leaf of that shape, or one whose other strings mean something
+            return [f"x{rng.integers(1000)}" if isinstance(a, str) else a for a in args]  # a fresh leaf each time
+        args = [None if isinstance(p.type, ir.SortType) else self._literal(p.type, rng, at) for p in op.params]
+        if at is not None:
+            placeholders = [Drawn("", None, {}, at) if a is None else a for a in args]
+            if (got := self._shape(op, placeholders)) is not None and want is not None and got != want:
+                raise _Misshapen
+        return [self._operand(p.type, rng, depth, at) if a is None else a for p, a in zip(op.params, args)]
+
+    def _operand(self, t: ir.ValueType, rng: np.random.Generator, depth: int, at: tuple[int, ...] | None) -> Drawn:
+        assert isinstance(t, ir.SortType)
+        try:
+            return self.draw(t.name, rng, max(depth - 1, 0), shape=at if self.lang.sorts[t.name].shape_type else None)
+        except Unverifiable:
+            raise _Misshapen from None  # no term of that operand's sort here: another operator
+
+    def _literal(self, t: ir.ValueType, rng: np.random.Generator, at: tuple[int, ...] | None) -> Any:
         match t:
-            case ir.SortType(name=s):
-                return self.draw(s, rng, max(depth - 1, 0))
             case ir.Prim.INT:
                 return int(INT_CHOICES[rng.integers(len(INT_CHOICES))])
             case ir.Prim.STR:
                 return "ab"[rng.integers(2)]
+            case ir.Prim.INTS if at is not None:  # dims (the shape itself: a reshape to it) or a permutation
+                return at if rng.random() < 0.5 else tuple(int(i) for i in rng.permutation(len(at)))
             case _:
-                raise Unverifiable(f"verify draws Int and Str literals in analysed terms; found {t}")
+                raise _Misshapen
+
+    def _leaf_of(self, sort: str, shape: tuple[int, ...], rng: np.random.Generator) -> Drawn:
+        for op in self.producers(sort, leaves_only=True):
+            try:
+                return self._apply(op, self._args(op, rng, 0, shape), rng)
+            except (SemanticsError, _Misshapen):
+                continue
+        raise Unverifiable(f"no leaf operator of {sort} takes a name and the shape {list(shape)}")
 
     def _apply(self, op: ir.Operator, args: list[Any], rng: np.random.Generator) -> Drawn:
+        shape = self._shape(op, args)
         values = [a.value if isinstance(a, Drawn) else a for a in args]
-        if isinstance(self.sem[op.name], Leaf):
-            value: Any = float(LEAF_VALUES[rng.integers(len(LEAF_VALUES))]) if rng.random() < 0.5 \
+        semantics = self.sem[op.name]
+        if isinstance(semantics, Leaf) and isinstance(shape, tuple):
+            value: Any = semantics.draw(rng, shape, *values) if semantics.draw else draw_leaf(rng, shape, None)
+        elif isinstance(semantics, Leaf):
+            value = float(LEAF_VALUES[rng.integers(len(LEAF_VALUES))]) if rng.random() < 0.5 \
                 else float(rng.standard_normal())
         else:
             value = apply(self.sem, op.name, values)
         text = f"{op.name}({', '.join(a.text if isinstance(a, Drawn) else repr(a) for a in args)})"
         analyses = {name: _rule_value(a, op, args) for name, a in self.lang.analyses.items() if a.sort == op.result}
-        return Drawn(text, value, analyses)
+        return Drawn(text, value, analyses, shape if isinstance(shape, tuple) else None)
+
+    def _shape(self, op: ir.Operator, args: list[Any]) -> Any:
+        """The shape `op`'s shape rule gives these arguments (None: no rule); `_Misshapen` where
+        it refuses them."""
+        rule = self.lang.shapes.get(op.name)
+        if rule is None:
+            return None
+        env: dict[str, Any] = {n: a.shape if isinstance(a, Drawn) else tuple(a) if isinstance(a, list) else a
+                               for n, a in zip(rule.params, args)}
+        try:
+            return applied_shape(rule, env)
+        except (EvalError, ShapeViolation):
+            raise _Misshapen from None
+
+
+class _Misshapen(Exception):
+    """The arguments drawn break the operator's shape rule: not a term of the language."""
 
 
 def _rule_value(analysis: ir.Analysis, op: ir.Operator, args: list[Any]) -> Any:
@@ -150,10 +221,11 @@ def _literal(p: ir.Pattern, env: dict[str, Any]) -> Any:
 
 
 def means(analysis: ir.Analysis, a: Any, value: Any) -> bool:
-    if np.ndim(value) != 0:
-        raise Unverifiable(f"`means` of '{analysis.name}' reads a term's value as a number; found an array")
-    scope: dict[str, Any] = {analysis.name: a, analysis.param: float(value)}  # the checker typed it Int
-    return bool(evaluate(analysis.means, scope))
+    """Whether `a` holds of `value`; of a tensor, whether it holds of every element."""
+    def holds(x: float) -> bool:
+        scope: dict[str, Any] = {analysis.name: a, analysis.param: x}  # the checker typed it Int: compared as a number
+        return bool(evaluate(analysis.means, scope))
+    return all(holds(float(x)) for x in np.ravel(np.asarray(value, dtype=float)))
 
 
 def merged(analysis: ir.Analysis, old: Any, new: Any) -> Any:
@@ -193,7 +265,8 @@ def guard_values(lang: ir.Language, sem: dict[str, OpSemantics], rule: ir.Rule, 
     for v in analysed_vars(rule):
         t = types[v]
         assert isinstance(t, ir.SortType)  # analysed_vars keeps the sort-typed ones
-        drawn[v] = drawer.draw(t.name, rng)
+        shaped = lang.sorts[t.name].shape_type is not None
+        drawn[v] = drawer.draw(t.name, rng, shape=tuple(np.shape(env[v])) if shaped else None)
     out: dict[str, Any] = {v: d.value for v, d in drawn.items()}
     scope = {**env, **out}
     for name, e in rule.wheres:

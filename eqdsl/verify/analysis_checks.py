@@ -18,7 +18,7 @@ from typing import Any, Callable, Collection
 import numpy as np
 
 from eqdsl import ir
-from eqdsl.verify.analyses import Drawn, TermDrawer, Unverifiable, means, merged
+from eqdsl.verify.analyses import Drawn, TermDrawer, Undrawable, Unverifiable, means, merged
 from eqdsl.verify.rules import Counterexample, RuleResult, Status, within
 from eqdsl.verify.semantics import OpSemantics
 
@@ -55,12 +55,18 @@ def _timed(name: str, one: Callable[[np.random.Generator], bool], examples: int,
         message = str(err) if isinstance(err, _Refuted) else f"cannot be verified: {err}"
         return RuleResult(name, Status.FAILED, valid, time.perf_counter() - start,
                           Counterexample({}, {}, float("nan"), message))
-    status = Status.PASSED if valid else Status.VACUOUS
-    return RuleResult(name, status, valid, time.perf_counter() - start)
+    if valid:
+        return RuleResult(name, Status.PASSED, valid, time.perf_counter() - start)
+    return RuleResult(name, Status.VACUOUS, 0, time.perf_counter() - start,
+                      note="no drawn term had its operands' analysis values set and was accepted by the shape rules "
+                           "and the semantics (an analysis rule applies only where its operands have values)")
 
 
 def _rule_holds(drawer: TermDrawer, analysis: ir.Analysis, op: str, rng: np.random.Generator) -> bool:
-    term = drawer.draw(analysis.sort, rng, root=op)
+    try:
+        term = drawer.draw(analysis.sort, rng, root=op)
+    except Undrawable:
+        return False  # nothing applied this time
     a = term.analyses.get(analysis.name)
     if a is None:
         return False
@@ -100,4 +106,7 @@ def _exact(analysis: ir.Analysis, t: Drawn, u: Drawn, m: Any) -> None:
 
 
 def _shown(v: Any) -> str:
+    if isinstance(v, np.ndarray):  # a tensor's value: one line, its first elements
+        return f"a {list(v.shape)} tensor " + np.array2string(v.ravel(), threshold=8, edgeitems=3, precision=4,
+                                                              separator=", ", max_line_width=10**6)
     return f"{v:.6g}" if isinstance(v, float) else str(v)

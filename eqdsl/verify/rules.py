@@ -27,6 +27,7 @@ from eqdsl.ir.text import pattern_text
 from eqdsl.languages.base import External, Split, value_shape
 from eqdsl.verify.analyses import Unverifiable, guard_values
 from eqdsl.verify.examples import Assignment, Concrete, ExampleSpace
+from eqdsl.verify.leaves import draw_leaf
 from eqdsl.verify.semantics import (
     Leaf,
     OpSemantics,
@@ -254,22 +255,7 @@ def _values(space: ExampleSpace, a: Assignment, c: Concrete, rng: np.random.Gene
     return env
 
 
-EDGE_VALUES = (0.0, 1.0, -1.0, 2.0, 0.5, 1e-8, -1e8)
 ROUNDING = 1e-12  # absolute tolerance per unit of the largest intermediate: ~4,500 float64 epsilons
-
-
-def draw_leaf(rng: np.random.Generator, shape: tuple[int, ...], earlier: Any) -> np.ndarray:
-    """A leaf value: mostly standard normal, but a fixed share of edge cases that normal draws
-    never hit: a constant edge value (0, ±1, tiny, huge), small integers, and the same value as
-    an earlier leaf of the same shape (equal operands)."""
-    r = rng.random()
-    if r < 0.15 and earlier is not None:
-        return np.array(earlier, dtype=float)
-    if r < 0.35:
-        return np.full(shape, EDGE_VALUES[rng.integers(len(EDGE_VALUES))], dtype=float)
-    if r < 0.45:
-        return rng.integers(-3, 4, shape).astype(float)
-    return rng.standard_normal(shape)
 
 
 def _class_conditions_hold(rule: ir.Rule, sem, env, memo) -> bool:
