@@ -33,6 +33,34 @@ def test_formatting_keeps_the_items_and_comments_and_is_idempotent(path):
     assert [c[2] for c in comments_of(once)] == [c[2] for c in comments_of(text)]
 
 
+BLOCK_COMMENTS = """language cm
+sort Q
+op num(v: Int) -> Q
+op add(a: Q, b: Q) -> Q {  # an addition
+    # its cost
+    cost = 1   # one unit
+    # done
+}
+analysis c(x: Q) -> Int {
+    merge agree   # must agree
+    # what it means
+    means c == x
+    num(v) = v
+    add(a, b) = a + b
+}
+program p:
+  # the input
+  let x = num(1)  # one
+  root add(x, num(2))
+"""
+
+
+def test_comments_inside_program_analysis_and_operator_blocks_stay_in_place():
+    assert format_text(BLOCK_COMMENTS, "cm.eqr") == BLOCK_COMMENTS.replace("cost = 1   #", "cost = 1  #").replace(
+        "merge agree   #", "merge agree  #").replace("  # the input\n  let x = num(1)  # one\n  root",
+                                                     "    # the input\n    let x = num(1)  # one\n    root")
+
+
 def test_fmt_prints_checks_and_writes(tmp_path, run_cli):
     messy = ("language mats\nsort Mat{shape:[Int]}   # matrices\n\n\nop mm(a:Mat,b:Mat)->Mat{shape=[a[0],b[1]] "
              "require a[1]==b[0];cost=a[0]*a[1]*(b[1]+1)}\nrule r:mm(mm(?x,?y),?z)<=>mm(?x,mm(?y,?z))\n")

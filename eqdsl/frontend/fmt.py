@@ -4,9 +4,11 @@ Contract: `format_text(text, file)` parses `text` (a syntax error is an `EqdslEr
 position) and prints every item in source order, one layout per kind: single spaces around
 operators and after commas, a rule's patterns on one line when it fits in `WIDTH` columns (else
 one pattern per line), `where`/`if`/`require` clauses on the item's line or the next, an operator
-block's members one per line. Comments are kept: a comment on an item's last line stays there,
-every other one goes on its own line before the item it precedes (one inside a multi-line item
-moves above it); one blank line is kept where the source had any. Formatting is idempotent and
+block's members one per line. Comments are kept where they are: one on an item's (or a block
+member's) last line stays after it, one on its own line stays before the item (or member) it
+precedes, inside a block too (a program's statements, an analysis's and an operator block's
+members); only one inside a multi-line item or member moves above it. One blank line is kept
+where the source had any. Formatting is idempotent and
 parses to the same items (tests check both). Expressions are printed with the fewest parentheses
 the grammar's precedence allows.
 """
@@ -43,19 +45,85 @@ def format_text(text: str, file: str) -> str:
     last_end = 0
     for item, members in _grouped(module.items):
         start, end = item.span.line, max([item.span.end_line, *(m.span.end_line for m in members)])
-        before = [c for c in comments if last_end < c.line < start or (start <= c.line < end)]
+        inner = [c for c in comments if start <= c.line <= end]
         gap = any(not lines[k - 1].strip() for k in range(last_end + 1, start)) if last_end else False
         if out and gap:
             out.append("")
-        out += [c.text for c in before]
-        printed = _item(item, members).split("\n")
-        trailing = [c for c in comments if c.line == end and c.col > 1]
-        if trailing:
-            printed[-1] += "  " + trailing[0].text
-        out += printed
+        out += [c.text for c in comments if last_end < c.line < start]
+        children = _children(item, members)
+        if children is not None:
+            out += _block(item, children, inner)
+        else:
+            out += _with_comments(_item(item, members).split("\n"), inner, end)
         last_end = end
     out += [c.text for c in comments if c.line > last_end]
     return "\n".join(out).rstrip() + "\n"
+
+
+def _with_comments(printed: list[str], inner: list[_Comment], end: int) -> list[str]:
+    """A one-piece item: the comment on its last line stays after it, the others go above it."""
+    trailing = [c for c in inner if c.line == end and c.col > 1]
+    above = [c.text for c in inner if c not in trailing[:1]]
+    return above + printed[:-1] + [printed[-1] + ("  " + trailing[0].text if trailing else "")]
+
+
+Child = tuple[int, int, str]  # a block member's first and last source line, and its printed text
+
+
+def _children(item: ast.Item, members: list[ast.Item]) -> list[Child] | None:
+    """The members of a block item printed one per line (None: not a block), so that comments
+    between and after them stay where they are."""
+    match item:
+        case ast.ProgramDecl(stmts=stmts):
+            return [(st.span.line, st.span.end_line, _stmt(st)) for st in stmts]
+        case ast.AnalysisDecl(merge=merge, means=means, rules=rules):
+            heads = [(f"merge {expr(e)}", e) if k == 0 else (f"means {expr(e)}", e)
+                     for k, e in enumerate((merge, means)) if e is not None]
+            return [(e.span.line, e.span.end_line, text) for text, e in heads] + [
+                (r.span.line, r.span.end_line,
+                 _clauses(f"{r.op}({', '.join(r.params)}) = {expr(r.body)}", [("require", r.requires)], INDENT * 2))
+                for r in rules]
+        case ast.OpDecl() if members:
+            return [(m.span.line, m.span.end_line, _member(m)) for m in members]
+    return None
+
+
+def _block(item: ast.Item, children: list[Child], inner: list[_Comment]) -> list[str]:
+    """The block's head, its members indented one per line, and its close: a comment on a
+    member's last line stays after it, one between members on its own line before the next, one
+    on the head's line after the head, one inside a multi-line member above that member."""
+    head, close = _block_ends(item)
+    placed: dict[int, list[str]] = {k: [] for k in range(len(children) + 1)}  # own lines before child k
+    trailing: dict[int, str] = {}  # -1: the head
+    for c in inner:
+        ends_here = [k for k, (_, end, _) in enumerate(children) if end == c.line]
+        within = next((k for k, (start, end, _) in enumerate(children) if start <= c.line < end), None)
+        if ends_here and ends_here[-1] not in trailing:
+            trailing[ends_here[-1]] = c.text
+        elif within is not None:
+            placed[within].append(c.text)
+        elif c.line == item.span.line and -1 not in trailing:
+            trailing[-1] = c.text
+        else:  # between members, or after the last: before the next one, or the close
+            following = next((k for k, (start, _, _) in enumerate(children) if start > c.line), len(children))
+            placed[following].append(c.text)
+    out = [head + ("  " + trailing[-1] if -1 in trailing else "")]
+    for k, (_, _, text) in enumerate(children):
+        printed = [INDENT + line for line in [*placed[k], *text.split("\n")]]
+        out += printed[:-1] + [printed[-1] + ("  " + trailing[k] if k in trailing else "")]
+    out += [INDENT + t for t in placed[len(children)]] + ([close] if close else [])
+    return out
+
+
+def _block_ends(item: ast.Item) -> tuple[str, str]:
+    match item:
+        case ast.ProgramDecl(name=name):
+            return f"program {name}:", ""
+        case ast.AnalysisDecl(name=name, param=param, sort=sort, type=t):
+            return f"analysis {name}({param}: {sort}) -> {t} {{", "}"
+        case ast.OpDecl():
+            return _op_head(item) + " {", "}"
+    raise AssertionError(item)
 
 
 def _grouped(items: tuple[ast.Item, ...]) -> list[tuple[ast.Item, list[ast.Item]]]:
@@ -86,7 +154,7 @@ def _item(item: ast.Item, members: list[ast.Item]) -> str:
         case ast.TargetParamDecl(name=name, type=t, default=default):
             return f"param {name}: {t}" + ("" if default is None else f" = {default}")
         case ast.OpDecl():
-            return _op(item, members)
+            return _op_head(item)  # with members: a block (`_children`)
         case ast.RuleDecl():
             return _rule(item)
         case ast.ShapeDecl(op=op, params=params, body=body, requires=requires):
@@ -98,34 +166,20 @@ def _item(item: ast.Item, members: list[ast.Item]) -> str:
         case ast.EgglogDecl(text=text):  # verbatim, re-indented
             verbatim = textwrap.dedent("\n".join(line.rstrip() for line in text.strip("\n").splitlines()))
             return "\n".join(["egglog {", *(INDENT + line if line else "" for line in verbatim.splitlines()), "}"])
-        case ast.ProgramDecl(name=name, stmts=stmts):
-            return "\n".join([f"program {name}:"] + [INDENT + _stmt(s) for s in stmts])
-        case ast.AnalysisDecl():
-            return _analysis(item)
     raise AssertionError(item)
 
 
-def _analysis(a: ast.AnalysisDecl) -> str:
-    body = [*([f"merge {expr(a.merge)}"] if a.merge is not None else []),
-            *([f"means {expr(a.means)}"] if a.means is not None else [])]
-    body += [_clauses(f"{r.op}({', '.join(r.params)}) = {expr(r.body)}", [("require", r.requires)], INDENT * 2)
-             for r in a.rules]
-    head = f"analysis {a.name}({a.param}: {a.sort}) -> {a.type} {{"
-    return "\n".join([head, *(INDENT + line for text in body for line in text.split("\n")), "}"])
-
-
-def _op(op: ast.OpDecl, members: list[ast.Item]) -> str:
-    head = (f"op {op.name}({', '.join(f'{p.name}: {p.type}' for p in op.params)}) -> {op.result}"
+def _op_head(op: ast.OpDecl) -> str:
+    return (f"op {op.name}({', '.join(f'{p.name}: {p.type}' for p in op.params)}) -> {op.result}"
             + (" const" if op.const else ""))
-    if not members:
-        return head
-    body = []
-    for m in members:
-        if isinstance(m, ast.ShapeDecl):
-            body.append(_clauses(f"shape = {expr(m.body)}", [("require", m.requires)], INDENT * 2))
-        elif isinstance(m, ast.CostDecl):
-            body.append(f"cost = {expr(m.body)}")
-    return "\n".join([head + " {", *(INDENT + line for text in body for line in text.split("\n")), "}"])
+
+
+def _member(m: ast.Item) -> str:
+    """A shape or cost rule written in an operator block, over the operator's parameter names."""
+    if isinstance(m, ast.ShapeDecl):
+        return _clauses(f"shape = {expr(m.body)}", [("require", m.requires)], INDENT * 2)
+    assert isinstance(m, ast.CostDecl)
+    return f"cost = {expr(m.body)}"
 
 
 def _rule(rule: ast.RuleDecl) -> str:
