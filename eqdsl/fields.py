@@ -257,7 +257,7 @@ def _flag_text(value: Any) -> str:
 def _flag_parser(check: Check, expected: Expected) -> Callable[[str], Any]:
     def parse(text: str) -> Any:
         try:
-            value = yaml.safe_load(text)
+            value = yaml.load(text, Loader=_Loader)  # YAML 1.2 floats, as in a config file: 1e3
         except yaml.YAMLError:
             value = text
         if not check(value) and check(text):  # a name YAML reads otherwise ("null" stays a string)

@@ -151,8 +151,8 @@ def test_cli_extract_prints_status_and_writes_choices(tmp_path, run_cli):
     f = tmp_path / "g.json"
     f.write_text(json.dumps(SHARED))
     out_file = tmp_path / "choice.json"
-    code, out, err = run_cli("extract", f, "--extractor", "cpsat", "--time-limit", "5", "--out", out_file)
-    assert code == 0, err
+    code, out, err = run_cli("extract", f, "--extractor", "cpsat", "--time-limit", "5e0", "-o", out_file)
+    assert code == 0, err  # 5e0: a flag reads YAML 1.2's floats as the config file does (1.1 read it as text)
     assert "cost 10, status optimal, bound 10" in out
     assert "acyclic=hybrid" in out  # the config's default, not a CLI-only one
     assert json.loads(out_file.read_text())["choices"] == {"r1": "p1", "r2": "p2", "cs": "s", "cx": "x"}

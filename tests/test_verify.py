@@ -176,6 +176,9 @@ def test_validation_under_a_reference_that_never_returns_stops_at_its_limit(tmp_
                                      f"output: {tmp_path / 'out'}\n")
     code, out, err = run_cli("run", tmp_path / "c.yaml", "--quiet")
     assert code == 1 and "not validated: stopped after 1 s (validate.time_limit_s) with 0 of 3" in out, out + err
+    code, out, err = run_cli("run", EXAMPLES / "arith" / "config.yaml", "-o", tmp_path / "a", "--quiet",
+                             "--set", "validate.time_limit_s=1e12")  # past what the timer can hold: no limit
+    assert code == 0 and "agree" in out, err
 
 
 def test_bad_validate_key_names_the_yaml_path(tmp_path, run_cli):

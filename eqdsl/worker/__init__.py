@@ -305,6 +305,9 @@ def _wait(pid: int, status_r: int, cleanup: Callable[[], str | None], unblocked:
     return status.code
 
 
+NEVER_S = 1e9  # 31 years: a longer limit is none (the timer's time_t cannot hold 1e11 s)
+
+
 class TimeUp(BaseException):
     """An `alarm` inside the worker's own work ran out. Not an `Exception`: a library that catches
     every exception of the code it runs (Hypothesis replays a failing example) must let it pass."""
@@ -312,9 +315,9 @@ class TimeUp(BaseException):
 
 @contextmanager
 def alarm(seconds: float | None, raised: type[BaseException] = Overdue) -> Iterator[None]:
-    """Inside: `raised` is raised `seconds` from now (None: never). Python runs signal handlers
-    in the main thread only: elsewhere there is no limit."""
-    if seconds is None or threading.current_thread() is not threading.main_thread():
+    """Inside: `raised` is raised `seconds` from now (None, or past `NEVER_S`: never). Python runs
+    signal handlers in the main thread only: elsewhere there is no limit."""
+    if seconds is None or seconds > NEVER_S or threading.current_thread() is not threading.main_thread():
         yield
         return
 
