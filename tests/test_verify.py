@@ -167,6 +167,14 @@ def test_translation_validation_catches_an_unsound_optimization(tmp_path, run_cl
     assert code == 0 and "agree on 3 random input(s)" in out
 
 
+def test_a_limit_that_lands_inside_hypothesis_is_still_a_timeout_and_no_traceback(run_cli):
+    """10^20 examples: the stop often arrives while Hypothesis generates one (which took it for a
+    flaky example, or printed it from its gc hook and ran on forever)."""
+    code, out, err = run_cli("verify", "arith", "--examples", str(10**20), "--time-limit", "0.5", "--rule", "mul-two",
+                             "--rule", "reassoc", "--rule", "op:mul")
+    assert code == 1 and out.count("TIMEOUT") == 3 and "Traceback" not in err and "ignored" not in err, out + err
+
+
 def test_validation_under_a_reference_that_never_returns_stops_at_its_limit(tmp_path, run_cli):
     ref = _user_language(tmp_path, "'twice': spin, 'half': lambda x: x / 2")
     (tmp_path / "mine_ref.py").write_text("def spin(x):\n    while True:\n        pass\n\n\n"

@@ -40,10 +40,10 @@ from eqdsl.worker.locks import hold_lock, is_abandoned, sweep_abandoned
 from eqdsl.worker.reports import StatusReader, say_published, say_publishing
 
 __all__ = [
-    "BEFORE_FORK", "INTERRUPTED", "STOP_GRACE_S", "STOP_SIGNALS", "Budget", "Done", "Interrupted", "Lineage",
-    "StopCause", "Stopped", "TimeUp", "alarm", "default_memory_bytes", "deferred_stops", "guarded", "guarding",
-    "hold_lock", "is_abandoned", "reap_quietly", "say_published", "say_publishing", "start_lineage", "stop_signals",
-    "stop_signals_interrupt", "supervise", "supervisor_gone", "sweep_abandoned", "wait_lineages",
+    "BEFORE_FORK", "INTERRUPTED", "STOP_GRACE_S", "STOP_SIGNALS", "Budget", "Deadline", "Done", "Interrupted",
+    "Lineage", "StopCause", "Stopped", "TimeUp", "alarm", "default_memory_bytes", "deferred_stops", "guarded",
+    "guarding", "hold_lock", "is_abandoned", "reap_quietly", "say_published", "say_publishing", "start_lineage",
+    "stop_signals", "stop_signals_interrupt", "supervise", "supervisor_gone", "sweep_abandoned", "wait_lineages",
 ]
 
 BEFORE_FORK = role.BEFORE_FORK
@@ -313,21 +313,35 @@ class TimeUp(BaseException):
     every exception of the code it runs (Hypothesis replays a failing example) must let it pass."""
 
 
+@dataclass
+class Deadline:
+    """What an `alarm` knows: whether its time ran out (a caller whose code may have swallowed the
+    exception asks this, not only whether one reached it)."""
+    expired: bool = False
+
+
 @contextmanager
-def alarm(seconds: float | None, raised: type[BaseException] = Overdue) -> Iterator[None]:
-    """Inside: `raised` is raised `seconds` from now (None, or past `NEVER_S`: never). Python runs
+def alarm(seconds: float | None, raised: type[BaseException] = Overdue, again_s: float = 0.0,
+          spared: tuple[str, ...] = ()) -> Iterator[Deadline]:
+    """Inside: `raised` is raised `seconds` from now (None, or past `NEVER_S`: never), and every
+    `again_s` after that while still inside (0: once), for code that catches one and carries on;
+    never inside a module whose name starts with one of `spared` (a library whose garbage-collector
+    hook would print the exception and drop it): the next time comes `again_s` later. Python runs
     signal handlers in the main thread only: elsewhere there is no limit."""
+    deadline = Deadline()
     if seconds is None or seconds > NEVER_S or threading.current_thread() is not threading.main_thread():
-        yield
+        yield deadline
         return
 
     def overdue(signum, frame) -> None:
-        raise raised
+        deadline.expired = True
+        if not (spared and frame is not None and str(frame.f_globals.get("__name__", "")).startswith(spared)):
+            raise raised
 
     old = signal.signal(signal.SIGALRM, overdue)
-    signal.setitimer(signal.ITIMER_REAL, seconds)
+    signal.setitimer(signal.ITIMER_REAL, seconds, again_s)
     try:
-        yield
+        yield deadline
     finally:
         signal.setitimer(signal.ITIMER_REAL, 0)
         signal.signal(signal.SIGALRM, old)
