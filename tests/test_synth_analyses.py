@@ -69,3 +69,21 @@ def test_a_prior_set_is_kept_as_it_is_and_a_second_run_adds_what_it_cannot_deriv
     assert next(d for d in found if d.rule == "factor").verdict is Verdict.DERIVED
     code, _, err = run_cli("synthesize", RATIONAL, "--prior", "arith", "-o", tmp_path / "x.eqr")
     assert code == 2 and "--prior: error: expected a rule set over the operators of rational" in err
+
+
+def test_a_rule_guarded_by_an_analysis_over_tensors_is_found_from_the_semantics():
+    """Over tensors every term is defined everywhere: the guard picks the samples where two terms
+    must agree (relu(a) and a agree wherever every element of a is >= 0)."""
+    from eqdsl.synth.enumerate import Space, enumerate_terms
+    from eqdsl.synth.guards import conditioned_candidates
+    from eqdsl.synth.synthesize import passes
+    from eqdsl.verify.semantics import load_semantics
+
+    lang = load_language(ROOT / "tests" / "data" / "tensor_signs.eqr")
+    sem = load_semantics(lang)
+    found = enumerate_terms(lang, sem, Space(size=2, variables=2, ops=("relu", "sigmoid", "ewadd", "input")), (3, 3),
+                            lambda: False)
+    candidates = conditioned_candidates(lang, found)
+    assert candidates[0].text == "relu(?a) => ?a if nonneg(?a)"
+    assert all(c.text.endswith("if nonneg(?a)") or c.text.endswith("if nonneg(?b)") for c in candidates)
+    assert passes(lang, sem, candidates[0], 50, seed=0)

@@ -377,12 +377,13 @@ def defined_alike(found: Enumeration) -> Iterator[tuple[Term, Term]]:
         alike: dict[tuple, Term] = {}
         for t in firsts:
             if t.holes < holes:
-                alike.setdefault(_key_at(t, kept), t)
+                alike.setdefault(key_at(t, kept), t)
         for x in partial:
-            if (y := alike.get(_key_at(x, kept))) is not None:
+            if (y := alike.get(key_at(x, kept))) is not None:
                 yield x, y
 
 
-def _key_at(t: Term, samples: list[int]) -> tuple:
+def key_at(t: Term, samples: list[int]) -> tuple:
+    """A class representative's values at `samples`, comparable by `==` (rounded)."""
     return (t.sort, tuple(_sample_key(t.values[k]) for k in samples))
 

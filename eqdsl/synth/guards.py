@@ -7,8 +7,12 @@ y's variables are among x's, and guards it with `if G(?v)` for a Bool analysis G
 the first variable of x whose value, on every sample where x is undefined, G's `means` says G
 cannot be true of (`means(G, true, value)` false: `nonzero` at 0), else every such variable of
 that sort where together they cover those samples; no candidate where nothing does. Variables are
-then renamed a, b, c as every candidate's are. Nothing is verified here (`synthesize` does it,
-after trying to derive each with the rules kept, the guard assumed of its variables).
+then renamed a, b, c as every candidate's are. `conditioned_candidates(lang, found)` does the same
+over sorts with shapes, where terms are defined everywhere and a guard instead picks the samples
+on which two terms must agree: `x => y if G(?v)` where G may hold of ?v's value on at least
+`AT_LEAST` samples (not all), x and y agree on all of those, and y is the smallest such term. Nothing
+is verified here (`synthesize` does it, after trying to derive each with the rules kept, the guard
+assumed of its variables).
 """
 from __future__ import annotations
 
@@ -17,11 +21,14 @@ from typing import Any
 
 from eqdsl import ir
 from eqdsl.ir.exprs import pattern_vars
-from eqdsl.synth.candidates import Candidate, canonical, renamed, stable_name, variables
-from eqdsl.synth.enumerate import VARIABLE_NAMES, Enumeration, Term, defined_alike
+from eqdsl.synth.candidates import Candidate, canonical, cheapest_first, renamed, stable_name, variables
+from eqdsl.synth.enumerate import VARIABLE_NAMES, Enumeration, Term, defined_alike, key_at
 from eqdsl.verify.analyses import means
 
 NOTE = "guarded: equal wherever both sides are defined"
+CONDITIONED = "guarded: equal wherever the guard holds"
+AT_LEAST = 3  # samples on which a guard may hold, for a candidate it picks
+MOST = 200  # conditioned candidates kept, the cheapest
 
 
 def guarded_candidates(lang: ir.Language, found: Enumeration) -> list[Candidate]:
@@ -41,6 +48,42 @@ def guarded_candidates(lang: ir.Language, found: Enumeration) -> list[Candidate]
             candidate = Candidate(rule, x.size + y.size, found.classes[x.fingerprint], note=NOTE)
             out.setdefault(repr(canonical(rule)), candidate)
     return list(out.values())
+
+
+def conditioned_candidates(lang: ir.Language, found: Enumeration) -> list[Candidate]:
+    analyses = [a for a in lang.analyses.values()
+                if a.type == ir.Prim.BOOL and lang.sorts[a.sort].shape_type is not None]
+    firsts = [t for t in found.terms if t.values is not None and not t.holes and t.defined_somewhere]
+    out: dict[str, Candidate] = {}
+    for analysis in analyses:
+        for v in (t for t in firsts if isinstance(t.pattern, ir.PVar) and t.sort == analysis.sort):
+            assert isinstance(v.pattern, ir.PVar)
+            where = [k for k in range(found.samples) if means(analysis, True, v.sample(k))]
+            if AT_LEAST <= len(where) < found.samples:
+                for x, y in _agreeing(firsts, where, v.pattern.name):
+                    assert isinstance(x.pattern, ir.PApp)  # `_agreeing` pairs operator terms only
+                    guard = (ir.ExprCond(ir.AnalysisOf(analysis.name, v.pattern, ir.Prim.BOOL)),)
+                    rule = _named(ir.Rule("", (x.pattern,), (y.pattern,), (), guard, x.pattern.span))
+                    candidate = Candidate(rule, x.size + y.size, found.classes[x.fingerprint], note=CONDITIONED)
+                    out.setdefault(repr(canonical(rule)), candidate)
+    return sorted(out.values(), key=cheapest_first)[:MOST]
+
+
+def _agreeing(firsts: list[Term], where: list[int], v: str) -> list[tuple[Term, Term]]:
+    """(x, y): x an operator term over ?v, y the smallest other class agreeing with it on `where`
+    whose variables are among x's."""
+    groups: dict[tuple, list[Term]] = {}
+    for t in firsts:
+        groups.setdefault(key_at(t, where), []).append(t)
+    pairs = []
+    for members in groups.values():
+        for x in members:
+            if isinstance(x.pattern, ir.PApp) and v in variables(x.pattern):
+                ys = [y for y in members if y is not x and y.sort == x.sort and y.size < x.size
+                      and variables(y.pattern) <= variables(x.pattern)]
+                if ys:
+                    pairs.append((x, min(ys, key=lambda y: y.size)))
+    return pairs
 
 
 def _guard(analysis: ir.Analysis, x: Term, values: dict[tuple[str, str], Any]) -> tuple[ir.Cond, ...] | None:

@@ -45,7 +45,7 @@ from eqdsl.synth.derive import Prover, Verdict
 from eqdsl.synth.enumerate import Space, enumerate_terms
 from eqdsl.synth.folds import fold_rules
 from eqdsl.synth.generalize import generalized
-from eqdsl.synth.guards import guarded_candidates
+from eqdsl.synth.guards import conditioned_candidates, guarded_candidates
 from eqdsl.synth.merges import guarded, instance_of, merge_candidates
 from eqdsl.verify.examples import DISTINCT_HINTS
 from eqdsl.verify.rules import Status, refuted, verify_rule
@@ -88,7 +88,7 @@ def synthesize(lang: ir.Language, sem: dict[str, Any], space: Space, limits: Lim
         found = enumerate_terms(lang, sem, space, shape, out_of_time)
         for candidate in rule_candidates(found, shape if _shaped(lang) else None):
             pool.setdefault(candidate.text, candidate)
-        for candidate in guarded_candidates(lang, found):
+        for candidate in [*guarded_candidates(lang, found), *conditioned_candidates(lang, found)]:
             conditional.setdefault(candidate.text, candidate)
         result.terms, result.classes = result.terms + len(found.terms), result.classes + len(found.classes)
     ordered = sorted(pool.values(), key=cheapest_first)
