@@ -175,6 +175,16 @@ def test_a_limit_that_lands_inside_hypothesis_is_still_a_timeout_and_no_tracebac
     assert code == 1 and out.count("TIMEOUT") == 3 and "Traceback" not in err and "ignored" not in err, out + err
 
 
+def test_rules_checked_side_by_side_give_what_one_process_gives(run_cli):
+    import json
+
+    runs = []
+    for jobs in ("1", "3"):
+        code, out, _ = run_cli("verify", EXAMPLES / "first" / "mats.eqr", "--json", "--examples", "30", "--jobs", jobs)
+        runs.append([{k: r[k] for k in ("name", "status", "examples", "counterexample")} for r in json.loads(out)["rules"]])
+    assert code == 0 and runs[0] == runs[1] and len(runs[0]) == 10
+
+
 def test_validation_under_a_reference_that_never_returns_stops_at_its_limit(tmp_path, run_cli):
     ref = _user_language(tmp_path, "'twice': spin, 'half': lambda x: x / 2")
     (tmp_path / "mine_ref.py").write_text("def spin(x):\n    while True:\n        pass\n\n\n"

@@ -2,11 +2,11 @@
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import os
 import sys
 import tempfile
-from functools import partial
 from pathlib import Path
 
 from eqdsl.cli.common import (
@@ -93,7 +93,8 @@ def _verify(args: argparse.Namespace) -> int:
 
     from eqdsl.frontend import load_language
     from eqdsl.verify.analysis_checks import check_analyses
-    from eqdsl.verify.rules import Status, operator_rules, verify_rule, within
+    from eqdsl.verify.parallel import verified
+    from eqdsl.verify.rules import Status, operator_rules
     from eqdsl.verify.semantics import load_semantics
 
     lang = with_target(load_language(args.file), args.target)
@@ -107,8 +108,8 @@ def _verify(args: argparse.Namespace) -> int:
         if missing:
             raise EqdslError.one(f"no rule named {', '.join(missing)} in {args.file}")
     failed, results = 0, []
-    for res in [*checks, *(within(args.time_limit, rule.name, partial(verify_rule, lang, sem, rule, args.examples,
-                                                                      args.seed)) for rule in rules)]:
+    rest = verified(lang, sem, rules, args.examples, args.seed, args.time_limit, args.jobs)
+    for res in itertools.chain(checks, rest):
         results.append(res)
         if res.status is not Status.PASSED:
             failed += 1
@@ -235,6 +236,9 @@ def _language_commands(sub) -> None:
     c.add_argument("--seed", type=AT_LEAST_ZERO, default=0, help="seed of the random examples (default 0)")
     c.add_argument("--time-limit", type=POSITIVE, default=120.0,
                    help="seconds per rule (default 120): a rule still being checked then is TIMEOUT, not passed")
+    c.add_argument("--jobs", type=AT_LEAST_ONE, default=min(4, os.cpu_count() or 1),
+                   help="rules checked at once, each in its own process (default: the CPUs, at most 4); the "
+                        "results are the same for any number")
     c.add_argument("--target", help=TARGET_HELP)
     c.add_argument("--no-ref", action="store_true", help=NO_REF_HELP)
     c.add_argument("--json", action="store_true", help="print one JSON object (passed, total, rules with "
