@@ -75,7 +75,8 @@ class TermDrawer:
         shaped = self.lang.sorts[sort].shape_type is not None
         if shaped and self.lang.sorts[sort].fields:
             raise Unverifiable(f"verify draws terms of sorts with a plain shape; {sort} has a two-field value")
-        for _ in range(TRIES * (5 if root else 1)):  # a given top operator: only its literals to find
+        tries = TRIES * (5 if root else 1)  # a given top operator: only its literals to find
+        for _ in range(tries):
             ops = [self.lang.ops[root]] if root else self.producers(sort, leaves_only=depth == 0)
             if not ops:
                 ops = self.producers(sort, leaves_only=False)
@@ -91,7 +92,7 @@ class TermDrawer:
                 return drawn
         if shape is not None and root is None:
             return self._leaf_of(sort, shape, rng)
-        raise Undrawable(f"{TRIES} random terms of {sort} were all undefined or broke a shape rule")
+        raise Undrawable(f"{tries} random terms of {sort} were all undefined or broke a shape rule")
 
     def _args(self, op: ir.Operator, rng: np.random.Generator, depth: int, at: tuple[int, ...] | None,
               want: tuple[int, ...] | None = None) -> list[Any]:
