@@ -2,9 +2,9 @@
 
 Contract: `verified(lang, sem, rules, examples, seed, limit_s, jobs)` yields each rule's
 `RuleResult` in the order of `rules`, as `verify_rule` under `within(limit_s)` gives it. With
-`jobs` > 1 the rules are checked in that many forked processes: each rule is seeded on its own,
-so the results are those of one process, only sooner. A stop kills the processes with the
-command's (`eqdsl.worker.supervise` ends the whole group).
+`jobs` > 1 the rules are checked in that many forked processes (at most twice the CPUs): each
+rule is seeded on its own, so the results are those of one process, only sooner. A stop kills the
+processes with the command's (`eqdsl.worker.supervise` ends the whole group).
 """
 from __future__ import annotations
 
@@ -26,7 +26,8 @@ def verified(lang: ir.Language, sem: dict[str, Any], rules: Sequence[ir.Rule], e
     if jobs <= 1 or len(rules) < 2 or not hasattr(os, "fork"):
         yield from map(_checked, range(len(rules)))
         return
-    with multiprocessing.get_context("fork").Pool(min(jobs, len(rules))) as pool:
+    processes = min(jobs, len(rules), 2 * (os.cpu_count() or 1))  # more than the CPUs only waits
+    with multiprocessing.get_context("fork").Pool(processes) as pool:
         yield from pool.imap(_checked, range(len(rules)))
 
 
