@@ -7,7 +7,7 @@ y's variables are among x's, and guards it with `if G(?v)` for a Bool analysis G
 the first variable of x whose value, on every sample where x is undefined, G's `means` says G
 cannot be true of (`means(G, true, value)` false: `nonzero` at 0), else every such variable of
 that sort where together they cover those samples; no candidate where nothing does. Variables are
-then renamed a, b, c as every candidate's are. `conditioned_candidates(lang, found)` does the same
+then renamed a, b, c as every candidate's are. `conditioned_candidates(lang, found, shape)` does the same
 over sorts with shapes, where terms are defined everywhere and a guard instead picks the samples
 on which two terms must agree: `x => y if G(?v)` where G may hold of ?v's value on at least
 `AT_LEAST` samples (not all), x and y agree on all of those, and y is the smallest such term. Nothing
@@ -50,7 +50,8 @@ def guarded_candidates(lang: ir.Language, found: Enumeration) -> list[Candidate]
     return list(out.values())
 
 
-def conditioned_candidates(lang: ir.Language, found: Enumeration) -> list[Candidate]:
+def conditioned_candidates(lang: ir.Language, found: Enumeration,
+                           shape: tuple[int, ...] | None = None) -> list[Candidate]:
     analyses = [a for a in lang.analyses.values()
                 if a.type == ir.Prim.BOOL and lang.sorts[a.sort].shape_type is not None]
     firsts = [t for t in found.terms if t.values is not None and not t.holes and t.defined_somewhere]
@@ -64,7 +65,7 @@ def conditioned_candidates(lang: ir.Language, found: Enumeration) -> list[Candid
                     assert isinstance(x.pattern, ir.PApp)  # `_agreeing` pairs operator terms only
                     guard = (ir.ExprCond(ir.AnalysisOf(analysis.name, v.pattern, ir.Prim.BOOL)),)
                     rule = _named(ir.Rule("", (x.pattern,), (y.pattern,), (), guard, x.pattern.span))
-                    candidate = Candidate(rule, x.size + y.size, found.classes[x.fingerprint], note=CONDITIONED)
+                    candidate = Candidate(rule, x.size + y.size, found.classes[x.fingerprint], shape, CONDITIONED)
                     out.setdefault(repr(canonical(rule)), candidate)
     return sorted(out.values(), key=cheapest_first)[:MOST]
 

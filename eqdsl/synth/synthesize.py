@@ -86,9 +86,10 @@ def synthesize(lang: ir.Language, sem: dict[str, Any], space: Space, limits: Lim
     result = Synthesis(kept=list(prior), prior=len(prior))
     for shape in space.shapes:
         found = enumerate_terms(lang, sem, space, shape, out_of_time)
-        for candidate in rule_candidates(found, shape if _shaped(lang) else None):
+        at = shape if _shaped(lang) else None
+        for candidate in rule_candidates(found, at):
             pool.setdefault(candidate.text, candidate)
-        for candidate in [*guarded_candidates(lang, found), *conditioned_candidates(lang, found)]:
+        for candidate in [*guarded_candidates(lang, found), *conditioned_candidates(lang, found, at)]:
             conditional.setdefault(candidate.text, candidate)
         result.terms, result.classes = result.terms + len(found.terms), result.classes + len(found.classes)
     ordered = sorted(pool.values(), key=cheapest_first)
