@@ -20,7 +20,7 @@ from typing import Any, Callable, Mapping, Sequence, TypeVar
 from eqdsl.cost.registry import TargetConfig, read_target
 from eqdsl.diagnostics import EqdslError
 from eqdsl.extract.registry import ExtractConfig, read_extract
-from eqdsl.fields import REQUIRED, Reader, load_yaml, shown
+from eqdsl.fields import REQUIRED, Reader, load_yaml, yaml_text
 from eqdsl.schedule.registry import read_schedule
 from eqdsl.schedule.runner import LimitsConfig
 from eqdsl.sources.base import ProgramRef
@@ -92,7 +92,7 @@ def _with_key(data: Any, keys: list[str], value: Any, whole: str) -> Any:
         data = {}
     if not isinstance(data, dict):
         outer = whole.removesuffix("." + ".".join(keys))
-        raise EqdslError.one(f"--set {whole}: `{keys[0]}` is inside `{outer}`, which is {_yaml_shown(data)}, "
+        raise EqdslError.one(f"--set {whole}: `{keys[0]}` is inside `{outer}`, which is {yaml_text(data)}, "
                              f"not a mapping; expected --set '{outer}={{{keys[0]}: ...}}' to replace it")
     data = dict(data)
     if len(keys) > 1:
@@ -100,13 +100,6 @@ def _with_key(data: Any, keys: list[str], value: Any, whole: str) -> Any:
     else:
         data[keys[0]] = value(data.get(keys[0])) if callable(value) else value
     return data
-
-
-def _yaml_shown(value: Any) -> str:
-    """A scalar as YAML writes it (`false`, `onnx`); anything else as `shown`."""
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    return str(value) if isinstance(value, (int, float, str)) else shown(value)
 
 
 STAGE_SECTIONS = "eqdsl.stages:stage_sections"  # where the stages' sections are declared

@@ -227,7 +227,7 @@ def add_flags(parser: argparse.ArgumentParser, cls: type, taken: set[str], owner
             continue
         taken.add(f.name)
         wanted = f.metadata["expected"]
-        text = f"{owner}{': ' if owner else ''}{f.metadata['help']} (default: {_flag_text(f.default)})"
+        text = f"{owner}{': ' if owner else ''}{f.metadata['help']} (default: {yaml_text(f.default)})"
         if isinstance(f.default, bool):
             parser.add_argument(flag or "--" + f.name.replace("_", "-"), dest=f.name, help=text,
                                 action=argparse.BooleanOptionalAction, default=argparse.SUPPRESS)
@@ -250,8 +250,11 @@ def _metavar(expected: Expected) -> str:
     return "VALUE"
 
 
-def _flag_text(value: Any) -> str:
-    return "null" if value is None else str(value).lower() if isinstance(value, bool) else str(value)
+def yaml_text(value: Any) -> str:
+    """A scalar as YAML writes it (`null`, `false`, `onnx`); anything else as `shown`."""
+    if value is None or isinstance(value, (bool, int, float, str)):
+        return "null" if value is None else str(value).lower() if isinstance(value, bool) else str(value)
+    return shown(value)
 
 
 def _flag_parser(check: Check, expected: Expected) -> Callable[[str], Any]:

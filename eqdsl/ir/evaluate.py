@@ -118,3 +118,16 @@ def applied_shape(rule: ir.ShapeRule, env: dict[str, Value]) -> Value:
         if not evaluate(req, env):
             raise ShapeViolation()
     return evaluate(rule.body, env)
+
+
+def application_shape(lang: ir.Language, op: str, args: list[Any]) -> Value | None:
+    """The shape `op`'s shape rule gives these arguments (an operand given as its shape), None
+    where `op` has none; `ShapeViolation` where a requirement fails or the rule cannot be computed
+    for them (a drawn or enumerated application that is not a term of the language)."""
+    rule = lang.shapes.get(op)
+    if rule is None:
+        return None
+    try:
+        return applied_shape(rule, dict(zip(rule.params, args)))
+    except (EvalError, TypeError, IndexError) as err:
+        raise ShapeViolation() from err

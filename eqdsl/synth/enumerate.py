@@ -35,7 +35,7 @@ import numpy as np
 
 from eqdsl import ir
 from eqdsl.diagnostics import NO_SPAN, EqdslError
-from eqdsl.ir.evaluate import EvalError, ShapeViolation, applied_shape
+from eqdsl.ir.evaluate import ShapeViolation, application_shape
 from eqdsl.languages.base import Leaf
 from eqdsl.verify.leaves import EDGE_VALUES, draw_leaf
 from eqdsl.verify.semantics import SemanticsError, apply
@@ -216,13 +216,9 @@ _ILL_SHAPED = object()
 def _shape(lang: ir.Language, op: ir.Operator, args: list[Any]) -> Any:
     """What `op`'s shape rule gives these arguments (operands as their shapes), `_ILL_SHAPED`
     where a requirement fails, None where the operator has no shape rule."""
-    rule = lang.shapes.get(op.name)
-    if rule is None:
-        return None
-    env = {name: (a.shape if isinstance(a, Term) else a) for name, a in zip(rule.params, args)}
     try:
-        return applied_shape(rule, env)
-    except (ShapeViolation, EvalError, TypeError, IndexError):
+        return application_shape(lang, op.name, [a.shape if isinstance(a, Term) else a for a in args])
+    except ShapeViolation:
         return _ILL_SHAPED
 
 

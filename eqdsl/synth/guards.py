@@ -54,7 +54,7 @@ def conditioned_candidates(lang: ir.Language, found: Enumeration,
                            shape: tuple[int, ...] | None = None) -> list[Candidate]:
     analyses = [a for a in lang.analyses.values()
                 if a.type == ir.Prim.BOOL and lang.sorts[a.sort].shape_type is not None]
-    firsts = [t for t in found.terms if t.values is not None and not t.holes and t.defined_somewhere]
+    firsts = [t for t in found.terms if t.values is not None and not t.holes]  # defined on every sample
     out: dict[str, Candidate] = {}
     for analysis in analyses:
         for v in (t for t in firsts if isinstance(t.pattern, ir.PVar) and t.sort == analysis.sort):

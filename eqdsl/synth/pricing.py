@@ -22,7 +22,7 @@ from typing import Any, NamedTuple
 from eqdsl import ir
 from eqdsl.cost.model import Request, RuleCosts, cost_reads
 from eqdsl.diagnostics import NO_SPAN
-from eqdsl.ir.evaluate import EvalError, ShapeViolation, applied_shape
+from eqdsl.ir.evaluate import ShapeViolation, application_shape
 from eqdsl.ir.text import pattern_text
 from eqdsl.synth.enumerate import Enumeration
 
@@ -70,12 +70,9 @@ class Pricing:
         return Priced(out, below + self.costs.cost(Request(op, shapes, out, (None,) * len(reads))), False, pattern)
 
     def _shape(self, op: str, args: tuple[Any, ...]) -> Any:
-        rule = self.lang.shapes.get(op)
-        if rule is None:
-            return None
         try:
-            return applied_shape(rule, dict(zip(rule.params, args)))
-        except (ShapeViolation, EvalError, TypeError, IndexError):
+            return application_shape(self.lang, op, list(args))
+        except ShapeViolation:
             return None
 
 

@@ -27,7 +27,7 @@ import numpy as np
 
 from eqdsl import ir
 from eqdsl.ir.builtins import EvalError
-from eqdsl.ir.evaluate import ShapeViolation, applied_shape, evaluate
+from eqdsl.ir.evaluate import ShapeViolation, application_shape, evaluate
 from eqdsl.ir.exprs import analysis_reads, env_key, pattern_vars
 from eqdsl.languages.base import External, Leaf
 from eqdsl.verify.leaves import draw_leaf, leaf_args
@@ -104,7 +104,7 @@ class TermDrawer:
             if args is None or sum(p.type == ir.Prim.STR for p in op.params) != 1:
                 raise _Misshapen  # not a leaf of that shape, or one whose other strings mean something
             return [f"x{rng.integers(1000)}" if isinstance(a, str) else a for a in args]  # a fresh leaf each time
-        args = [None if isinstance(p.type, ir.SortType) else self._literal(p.type, rng, at) for p in op.params]
+        args = [None if isinstance(p.type, ir.SortType) else self._drawn_literal(p.type, rng, at) for p in op.params]
         if at is not None:
             placeholders = [Drawn("", None, {}, at) if a is None else a for a in args]
             if (got := self._shape(op, placeholders)) is not None and want is not None and got != want:
@@ -118,7 +118,7 @@ class TermDrawer:
         except Unverifiable:
             raise _Misshapen from None  # no term of that operand's sort here: another operator
 
-    def _literal(self, t: ir.ValueType, rng: np.random.Generator, at: tuple[int, ...] | None) -> Any:
+    def _drawn_literal(self, t: ir.ValueType, rng: np.random.Generator, at: tuple[int, ...] | None) -> Any:
         match t:
             case ir.Prim.INT:
                 return int(INT_CHOICES[rng.integers(len(INT_CHOICES))])
@@ -155,14 +155,10 @@ class TermDrawer:
     def _shape(self, op: ir.Operator, args: list[Any]) -> Any:
         """The shape `op`'s shape rule gives these arguments (None: no rule); `_Misshapen` where
         it refuses them."""
-        rule = self.lang.shapes.get(op.name)
-        if rule is None:
-            return None
-        env: dict[str, Any] = {n: a.shape if isinstance(a, Drawn) else tuple(a) if isinstance(a, list) else a
-                               for n, a in zip(rule.params, args)}
         try:
-            return applied_shape(rule, env)
-        except (EvalError, ShapeViolation):
+            return application_shape(self.lang, op.name, [a.shape if isinstance(a, Drawn) else
+                                                          tuple(a) if isinstance(a, list) else a for a in args])
+        except ShapeViolation:
             raise _Misshapen from None
 
 
