@@ -4,7 +4,8 @@
   synthesized rules with arith's (which of ours are new); seconds for synthesis (goal ≤ 60 s).
 - acsum (examples/acsum, a language with its own `_ref.py`) and rational (examples/rational: analyses,
   whose constant folds synthesis writes): the same; and rational again with a second run at size 3
-  over add and mul whose `--prior` is the first set (its distributivity needs three operators).
+  over add and mul whose `--prior` is the first set (its distributivity needs three operators); the
+  README's first language (examples/first) at size 3: its own concat and column splits give its merge.
 - derive as a yardstick: TASO's rules derive themselves; the empty set (`tensor`) derives none of
   them; no sound set derives an unsound rule (the unsound guarded rules, rational's unsound analyses,
   guards and folds, every mutant of TASO's).
@@ -46,7 +47,8 @@ def synth_part() -> list[dict]:
         for name, ref, more in (("arith", "arith", []), ("acsum", str(ROOT / "examples/acsum/acsum.eqr"), []),
                                 ("rational", rational, []),
                                 ("rational, + size 3 over add, mul", rational,
-                                 ["--size", "3", "--ops", "add,mul", "--prior", str(Path(tmp) / "rational-synth.eqr")])):
+                                 ["--size", "3", "--ops", "add,mul", "--prior", str(Path(tmp) / "rational-synth.eqr")]),
+                                ("first (size 3)", str(ROOT / "examples/first/mats.eqr"), ["--size", "3"])):
             out = Path(tmp) / f"{name.split(',')[0]}{'-more' if more else ''}-synth.eqr"
             wrote, seconds = _eqdsl("synthesize", ref, "-o", str(out), *more)
             theirs, _ = _eqdsl("derive", str(out), ref)

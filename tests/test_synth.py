@@ -63,6 +63,43 @@ def test_rules_of_another_language_are_not_instantiable_where_a_sort_or_operator
     assert code == 0 and "tensor has no rules of its own" in out
 
 
+def test_fresh_leaves_get_a_rank_their_leaf_operator_can_make(tmp_path, run_cli):
+    # `add` leaves the rank open, but the first language's only leaf, input(name, rows, cols),
+    # makes matrices: the instance must be drawn at rank 2, not at the first rank `add` allows
+    mats = (ROOT / "examples" / "first" / "mats.eqr").read_text().split("\nrule ")[0]
+    for name, rules in (("a", "rule c: add(?a, ?b) <=> add(?b, ?a)\n"
+                              "rule s: add(?a, add(?b, ?c)) <=> add(?b, add(?a, ?c))\n"),
+                        ("b", "rule assoc: add(add(?a, ?b), ?c) => add(?a, add(?b, ?c))\n")):
+        (tmp_path / f"{name}.eqr").write_text(mats + "\n" + rules)
+        (tmp_path / f"{name}_ref.py").write_text((ROOT / "examples" / "first" / "mats_ref.py").read_text())
+    code, out, err = run_cli("derive", tmp_path / "a.eqr", tmp_path / "b.eqr")
+    assert code == 0 and out.strip().splitlines()[-1] == "derived 1 of 1 rules (100.0 %)", out + err
+
+
+def test_a_languages_own_concat_and_splits_are_found_and_its_merge_synthesized(tmp_path, run_cli):
+    """The first language joins with concat(a, b) and splits with cols-before / cols-from (no
+    TASO names): its merge is lifted there, verified, and derives the README's merge-matmuls."""
+    first = ROOT / "examples" / "first"
+    code, _, err = run_cli("synthesize", first / "mats.eqr", "--ops", "matmul,concat", "--size", "3",
+                           "--examples", "40", "-o", tmp_path / "syn.eqr")
+    assert code == 0, err
+    text = (tmp_path / "syn.eqr").read_text()
+    assert "matmul(?a, ?b), matmul(?a, ?c) => cols-before(k, matmul(?a, concat(?b, ?c)))" in text, text
+    code, out, err = run_cli("derive", tmp_path / "syn.eqr", first / "mats.eqr")
+    assert code == 0 and "merge-matmuls" not in out and "assoc" not in out, out + err
+
+
+def test_declarations_leave_out_a_rule_with_the_comment_above_it(tmp_path):
+    from eqdsl.synth.written import declarations
+
+    (tmp_path / "m.eqr").write_text("# the file's own comment\nlanguage m\ninclude arith\n"
+                                    "# about r: it goes with r\nrule r: mul(?x, num(1)) => ?x\n"
+                                    "op konst(n: Int) -> Num { cost = 1 }  # stays\n")
+    text = declarations(load_language(tmp_path / "m.eqr"), "n")
+    assert "the file's own comment" in text and "# stays" in text
+    assert "about r" not in text and "rule r" not in text
+
+
 def test_synthesized_arith_rules_verify_and_derive_every_shipped_arith_rule(tmp_path, run_cli):
     """Issue 61's first goal, at the default settings but fewer examples per candidate."""
     out = tmp_path / "arith-synth.eqr"
@@ -275,7 +312,7 @@ def test_an_equation_over_a_concat_lifts_to_tasos_merge_which_verifies_and_deriv
     """TASO's multi-pattern merges (m05, m06) from single-pattern equations: the joint rewrite is
     verified on its own (a wrong equation's lift fails), guarded as TASO guards it, and derives
     TASO's rules; an equation that needs two concats, or a language without split, lifts nothing."""
-    from eqdsl.synth.merges import guarded, merge_candidates
+    from eqdsl.synth.merges import guarded, joints, merge_candidates
     from eqdsl.synth.synthesize import Candidate, _verified
     from eqdsl.verify.semantics import load_semantics
 
@@ -285,7 +322,9 @@ def test_an_equation_over_a_concat_lifts_to_tasos_merge_which_verifies_and_deriv
              "concat(0, ewadd(?a, ?b), ewadd(?c, ?d)) => ewadd(concat(0, ?a, ?c), concat(0, ?b, ?d))",
              "concat(1, matmul(0, ?c, ?a), matmul(0, ?c, ?b)) => matmul(0, ?c, concat(1, ?b, ?a))"]  # wrong
     pool = [Candidate(load_language(_one_rule_file(tmp_path, t)).rules[0], 5, k, (3, 3)) for k, t in enumerate(texts)]
-    lifted = merge_candidates(tensor, pool)
+    found = joints(tensor, sem, 2)
+    assert [j.join for j in found] == ["concat"]  # TASO's, by its names; no other operator gives its operands back
+    lifted = merge_candidates(tensor, pool, found)
     assert [c.text for c in lifted] == [
         "matmul(0, ?a, ?b), matmul(0, ?a, ?c) => split0(split(1, k, matmul(0, ?a, concat(1, ?b, ?c)))), "
         "split1(split(1, k, matmul(0, ?a, concat(1, ?b, ?c)))) where k = shape(matmul(0, ?a, ?b))[1]",
@@ -302,7 +341,7 @@ def test_an_equation_over_a_concat_lifts_to_tasos_merge_which_verifies_and_deriv
     theirs.write_text("language taso\ninclude tensor\n" + "\n".join(
         f"rule {name}: {rule_text(taso[name])}" for name in ("taso-m05", "taso-m06")) + "\n")
     assert set(_verdicts(str(ours), str(theirs)).values()) == {Verdict.DERIVED}
-    assert merge_candidates(load_language("arith"), pool) == []
+    assert joints(load_language("arith"), load_semantics(load_language("arith")), 0) == []
 
 
 def test_a_literal_parameter_is_lifted_to_a_variable_where_the_rule_holds_at_every_value(tmp_path):

@@ -136,7 +136,8 @@ def _synthesize(args: argparse.Namespace, scratch: FileScratch) -> int:
     from eqdsl.output import write_file_atomically
     from eqdsl.schedule.runner import Limits
     from eqdsl.synth.enumerate import Space
-    from eqdsl.synth.synthesize import declarations, rules_text, semantics_companion, synthesize
+    from eqdsl.synth.synthesize import synthesize
+    from eqdsl.synth.written import declarations, rules_text, semantics_companion
     from eqdsl.verify.semantics import load_semantics
 
     lang = load_language(args.language)
@@ -244,7 +245,8 @@ def _synthesize_goal(args: argparse.Namespace, lang, scratch: FileScratch) -> in
     from eqdsl.output import write_file_atomically
     from eqdsl.synth.enumerate import Space
     from eqdsl.synth.goals import cheaper_form, read_goal, size_of
-    from eqdsl.synth.synthesize import Synthesis, declarations, rules_text
+    from eqdsl.synth.synthesize import Synthesis
+    from eqdsl.synth.written import declarations, rules_text
     from eqdsl.verify.semantics import load_semantics
 
     goal = read_goal(lang, args.goal, dict(args.at), args.constant)

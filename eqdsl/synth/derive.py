@@ -4,19 +4,19 @@ derivability, the yardstick of rule synthesis).
 Contract: `derive(a, b, limits)` returns one `Derivation` per rule of `b`, in order. A rule is
 instantiated once: its variables get sizes that meet every shape requirement of both sides and its
 conditions (the sizes `eqdsl verify` draws, `verify.examples.ExampleSpace`, from distinct hints so
-that no dimension coincides by chance), each term variable becomes a fresh leaf of its sort (a
-leaf operator of `a` with a name parameter, `input("?x", [2, 3])`), and its left and right sides
-are loaded into a fresh e-graph of `a`'s rules. The e-graph grows under `limits` (multi-pattern
-rules in the first `k_multi` iterations, as `schedule.k_multi`) until every left side shares its
-e-class with its right side (`DERIVED`), or a limit or saturation ends it (`NOT_DERIVED`). A rule
-that cannot be instantiated (no valid sizes, no leaf operator for a sort, an operator `a` lacks)
-is `NOT_INSTANTIABLE` with the reason and counts as not derived, unless `a` holds the rule itself,
-up to names (`synth.candidates.canonical`): then it is `DERIVED` in one step, by that rule (a rule
-that reads analysis values, as a constant fold does, has no instance of fresh leaves). A guard `if
-G(?x)` of a Bool analysis is assumed instead: `a`'s analysis G is set true on ?x's fresh leaf (the
-proof then holds wherever G holds of ?x); other reads of analyses make a rule uninstantiable.
-Sound rules in `a` derive only sound equalities: a `DERIVED` verdict is a proof within `a`'s
-rules (egglog unions nothing else).
+that no dimension coincides by chance, and at ranks `a`'s leaf operators make), each term variable
+becomes a fresh leaf of its sort (a leaf operator of `a` with a name parameter, `input("?x", [2,
+3])`), and its left and right sides are loaded into a fresh e-graph of `a`'s rules. The e-graph
+grows under `limits` (multi-pattern rules in the first `k_multi` iterations, as `schedule.k_multi`)
+until every left side shares its e-class with its right side (`DERIVED`), or a limit or saturation
+ends it (`NOT_DERIVED`). A rule that cannot be instantiated (no valid sizes, no leaf operator for a
+sort, an operator `a` lacks) is `NOT_INSTANTIABLE` with the reason and counts as not derived,
+unless `a` holds the rule itself, up to names (`synth.candidates.canonical`): then it is `DERIVED`
+in one step, by that rule (a rule that reads analysis values, as a constant fold does, has no
+instance of fresh leaves). A guard `if G(?x)` of a Bool analysis is assumed instead: `a`'s analysis
+G is set true on ?x's fresh leaf (the proof then holds wherever G holds of ?x); other reads of
+analyses make a rule uninstantiable. Sound rules in `a` derive only sound equalities: a `DERIVED`
+verdict is a proof within `a`'s rules (egglog unions nothing else).
 """
 from __future__ import annotations
 
@@ -196,7 +196,9 @@ def _instance_roots(a: ir.Language, b: ir.Language, rule: ir.Rule, builder: Grap
             raise _Uninstantiable(f"operator {op!r} is not in language {a.name}")
     space = ExampleSpace(b, rule)
     guards = _assumed_guards(a, rule) if space.analysed_rule is not space.rule else []
-    sized = space.distinct(hints)
+    # sizes every fresh leaf can have (a leaf operator may fix a rank the rule leaves open), else
+    # any valid sizes, whose missing leaf is then the reason given
+    sized = space.distinct(hints, accept=lambda sizes: _leaves_exist(a, space.vars, sizes)) or space.distinct(hints)
     if sized is None:
         raise _Uninstantiable("no sizes meet the rule's shape requirements and conditions")
     assignment, concrete = sized
@@ -231,6 +233,16 @@ def _bool_analysis_of(a: ir.Language, name: str, t: ir.ValueType) -> bool:
     return analysis is not None and analysis.type == ir.Prim.BOOL and t == ir.SortType(analysis.sort)
 
 
+def _leaves_exist(a: ir.Language, variables: dict[str, ir.ValueType], assignment: Assignment) -> bool:
+    try:
+        for var, t in variables.items():
+            if isinstance(t, ir.SortType):
+                _leaf_call(a, var, t, assignment)
+    except _Uninstantiable:
+        return False
+    return True
+
+
 def _leaf(a: ir.Language, builder: GraphBuilder, var: str, t: ir.ValueType, assignment: Assignment) -> Any:
     """A variable's value: a fresh leaf term for a sort, the drawn value for a primitive."""
     if t == ir.Prim.INT:
@@ -240,6 +252,12 @@ def _leaf(a: ir.Language, builder: GraphBuilder, var: str, t: ir.ValueType, assi
     if t == ir.Prim.STR:
         return var
     assert isinstance(t, ir.SortType)
+    op, args = _leaf_call(a, var, t, assignment)
+    return builder.op(op, *args)
+
+
+def _leaf_call(a: ir.Language, var: str, t: ir.SortType, assignment: Assignment) -> tuple[str, list]:
+    """The leaf operator and arguments of a fresh leaf of sort `t` at ?var's drawn size."""
     if t.name not in a.sorts:
         raise _Uninstantiable(f"?{var}: sort {t.name} is not in language {a.name}")
     if a.sorts[t.name].fields:
@@ -247,7 +265,7 @@ def _leaf(a: ir.Language, builder: GraphBuilder, var: str, t: ir.ValueType, assi
     size = tuple(assignment.sizes[var]) if var in assignment.sizes else None
     for op in a.ops.values():
         if op.result == t.name and not op.const and (args := leaf_args(a, op, var, size)) is not None:
-            return builder.op(op.name, *args)
+            return op.name, args
     raise _Uninstantiable(f"?{var}: no leaf operator of sort {t.name} takes a name (and the shape {size})")
 
 

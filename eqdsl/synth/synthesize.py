@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field, replace
-from pathlib import Path
 from typing import Any, Callable
 
 from eqdsl import ir
@@ -46,7 +45,7 @@ from eqdsl.synth.enumerate import Space, enumerate_terms
 from eqdsl.synth.folds import fold_rules
 from eqdsl.synth.generalize import generalized
 from eqdsl.synth.guards import conditioned_candidates, guarded_candidates
-from eqdsl.synth.merges import guarded, instance_of, merge_candidates
+from eqdsl.synth.merges import guarded, instance_of, joints, merge_candidates
 from eqdsl.verify.examples import DISTINCT_HINTS
 from eqdsl.verify.rules import Status, refuted, verify_rule
 
@@ -109,7 +108,8 @@ def synthesize(lang: ir.Language, sem: dict[str, Any], space: Space, limits: Lim
         forms = variadic_forms(lang, lambda rule: passes(lang, sem, Candidate(rule, 0, 0), examples, seed=0))
         result.complete = _at_variadic_forms(lang, sem, forms, examples, result, out_of_time, progress, kept_one)
     if result.complete:
-        result.complete = _merges(lang, sem, ordered, examples, result, out_of_time, progress, kept_one, widen)
+        result.complete = _merges(lang, sem, ordered, examples, result, out_of_time, progress, kept_one, widen,
+                                  space.shapes)
     result.seconds = time.perf_counter() - t0
     return result
 
@@ -292,12 +292,13 @@ def _at_variadic_forms(lang: ir.Language, sem: dict[str, Any], forms: Forms, exa
 
 def _merges(lang: ir.Language, sem: dict[str, Any], pool: list[Candidate], examples: int, result: Synthesis,
             out_of_time: Callable[[], bool], progress: Callable[[str], None],
-            kept_one: Callable[[Synthesis], None], widen: Widen) -> bool:
+            kept_one: Callable[[Synthesis], None], widen: Widen, shapes: tuple[tuple[int, ...], ...]) -> bool:
     """The multi-pattern rules lifted from `pool` (`eqdsl.synth.merges`), cheapest first: one an
     earlier kept merge covers is dropped, else verified (its conditions found as a single
     rule's are), guarded and kept. Whether it finished before the deadline."""
     kept = [c for c in result.kept if c.rule.is_multi]  # a prior set's
-    lifted = merge_candidates(lang, pool)
+    rank = len(shapes[0]) if shapes and _shaped(lang) else 0
+    lifted = merge_candidates(lang, pool, joints(lang, sem, rank) if rank else [])
     for k, candidate in enumerate(lifted):
         if out_of_time():
             return False
@@ -339,58 +340,3 @@ def _without_derivable(lang: ir.Language, kept: list[Candidate], limits: Limits,
         if others and Prover(_with_rules(lang, others), limits).prove(lang, candidate.rule).verdict is Verdict.DERIVED:
             rules = others
     return rules, True
-
-
-def rules_text(lang: ir.Language, synthesis: Synthesis, header: str, declarations: str) -> str:
-    """The kept rules as a `.eqr` file: `declarations` (the language without its rules), then one
-    rule per line with where it came from."""
-    lines = [f"# {line}" if line else "#" for line in header.splitlines()]
-    lines += [declarations.rstrip(), ""]
-    for c in synthesis.kept:
-        lines += c.lines()
-    return "\n".join(lines) + "\n"
-
-
-def declarations(lang: ir.Language, name: str) -> str:
-    """A `.eqr` language `name` with `lang`'s sorts, operators, shape and cost rules but none of
-    its rules: `include` of it where it has none, else its files' text with every `rule` (and
-    `language`, `include`, `program`) left out, in include order. Named as `lang` itself, the
-    file finds `lang`'s shipped reference semantics (`verify.semantics.load_semantics`)."""
-    from eqdsl.frontend import ast, load_modules
-
-    files = [file for _, file in lang.lineage]
-    if not any(r.span.file in files for r in lang.rules):
-        return f"language {name}\ninclude {_include_ref(files[-1])}\n"
-    text = [f"language {name}"]
-    skipped = (ast.LanguageDecl, ast.IncludeDecl, ast.RuleDecl, ast.ProgramDecl)
-    for module in load_modules(Path(files[-1])):
-        source = Path(module.file).read_text().splitlines()
-        drop = {line for item in module.items if isinstance(item, skipped)
-                for line in range(item.span.line, max(item.span.line, item.span.end_line) + 1)}
-        text += [f"# from {module.file}"] + [line for k, line in enumerate(source, 1) if k not in drop]
-    return "\n".join(text) + "\n"
-
-
-def _include_ref(file: str) -> str:
-    from eqdsl.frontend.load import shipped_rulesets
-
-    stem = Path(file).stem
-    return stem if stem in shipped_rulesets() and Path(file).parent.name == "rulesets" else f'"{file}"'
-
-
-def semantics_companion(lang: ir.Language) -> str | None:
-    """The `_ref.py` a synthesized file needs beside it when `lang`'s reference semantics are not
-    shipped with eqdsl (a user's `_ref.py`): it loads `lang`'s own, from where they are now."""
-    import importlib.util
-
-    name = lang.name.replace("-", "_")
-    try:
-        if importlib.util.find_spec(f"eqdsl.languages.{name}.semantics") is not None:
-            return None
-    except ModuleNotFoundError:
-        pass
-    source = lang.lineage[-1][1]
-    return (f'"""Reference semantics of {lang.name}: those of {source} (written by `eqdsl synthesize`)."""\n'
-            "from eqdsl.frontend import load_language\n"
-            "from eqdsl.verify.semantics import load_semantics\n\n"
-            f"SEMANTICS = load_semantics(load_language({source!r}))\n")

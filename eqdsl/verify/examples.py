@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from functools import cached_property
-from typing import Any
+from typing import Any, Callable
 
 from eqdsl import ir
 from eqdsl.ir.evaluate import EvalError, evaluate
@@ -55,7 +55,8 @@ class ExampleSpace:
         self.sized = sorted(v for v, t in self.vars.items() if self._has_size(t))
         self.int_vars = sorted(v for v, t in self.vars.items() if t == ir.Prim.INT)
         self._models: dict[tuple[int, ...], tuple[CpBackend, list, list[dict[int, Any]], list[int]]] = {}
-        self._fixed: dict[tuple[Any, ...], Assignment | None] = {}  # `solve` where nothing is left to choose
+        # `solve`'s answers: Hypothesis draws one rule's hints again and again (1 in 6 of TASO's)
+        self._solutions: dict[tuple[Any, ...], Assignment | None] = {}
 
     def _has_size(self, t: ir.ValueType) -> bool:
         if isinstance(t, ir.SortType):
@@ -155,11 +156,10 @@ class ExampleSpace:
 
     def solve(self, ranks: tuple[Any, ...], hints: list[int]) -> Assignment | None:
         """The valid sizes and Ints nearest `hints` for these ranks, or None where none are."""
-        if self.hint_count(ranks):
-            return self._solved(ranks, hints)
-        if ranks not in self._fixed:  # one answer (Hypothesis draws an unsized rule's thousands of times)
-            self._fixed[ranks] = self._solved(ranks, [])
-        found = self._fixed[ranks]
+        key = (ranks, tuple(hints[:self.hint_count(ranks)]))
+        if key not in self._solutions:
+            self._solutions[key] = self._solved(ranks, list(key[1]))
+        found = self._solutions[key]
         return None if found is None else Assignment(dict(found.sizes), dict(found.ints))
 
     def _solved(self, ranks: tuple[Any, ...], hints: list[int]) -> Assignment | None:
@@ -190,16 +190,20 @@ class ExampleSpace:
         ints = dict(zip(free, values[at:])) | dict(zip(self.pinned, ranks[len(self.sized):]))
         return Assignment(sizes, ints)
 
-    def distinct(self, hints: tuple[int, ...] = DISTINCT_HINTS, tries: int = 64) -> tuple[Assignment, Concrete] | None:
+    def distinct(self, hints: tuple[int, ...] = DISTINCT_HINTS, tries: int = 64,
+                 accept: Callable[[Assignment], bool] = lambda a: True) -> tuple[Assignment, Concrete] | None:
         """Valid sizes in which no two dimensions coincide unless a requirement says so (drawn
-        near `hints` in turn), for the first rank choice that has any; None if none of the
-        first `tries` has. A rule's one telling example: `eqdsl derive`'s instance, the screen
-        before `verify` in `eqdsl synthesize`."""
+        near `hints` in turn), for the first rank choice that has any that `accept` takes; None
+        if none of the first `tries` has. A rule's one telling example: `eqdsl derive`'s
+        instance (which accepts sizes its leaf operators can make), the screen before `verify`
+        in `eqdsl synthesize`."""
         for ranks in self.rank_choices[:tries]:
             n = self.hint_count(ranks)
             assignment = self.solve(ranks, [hints[k % len(hints)] for k in range(n)])
-            concrete = None if assignment is None else self.concrete(assignment)
-            if assignment is not None and concrete is not None:
+            if assignment is None or not accept(assignment):
+                continue
+            concrete = self.concrete(assignment)
+            if concrete is not None:
                 return assignment, concrete
         return None
 
