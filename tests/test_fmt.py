@@ -61,6 +61,29 @@ def test_comments_inside_program_analysis_and_operator_blocks_stay_in_place():
                                                      "    # the input\n    let x = num(1)  # one\n    root")
 
 
+RULE_COMMENTS = """language m
+include arith
+rule r:  # why r holds
+    # the left side
+    mul(?x, num(?n))  # left
+ => num(k)  # right
+    where k = ?n
+    if ?n != 0  # a guard
+    if ?n != 1
+rule s: mul(?x, ?y) => mul(?y, ?x)  # commutes
+"""
+
+
+def test_comments_inside_a_rule_stay_beside_their_part_and_the_layout_is_a_fixed_point():
+    assert format_text(RULE_COMMENTS, "r.eqr") == RULE_COMMENTS
+    squeezed = "language m\ninclude arith\nrule r: mul(?x,   # left\n  num(?n)) => num(k)  # right\n" \
+               "  where k = ?n if ?n != 0, ?n != 1  # guards\n"
+    once = format_text(squeezed, "r.eqr")
+    assert once.splitlines()[2:] == ["rule r:", "    mul(?x, num(?n))  # left", " => num(k)  # right",
+                                     "    where k = ?n", "    if ?n != 0", "    if ?n != 1  # guards"]
+    assert format_text(once, "r.eqr") == once
+
+
 def test_fmt_prints_checks_and_writes(tmp_path, run_cli):
     messy = ("language mats\nsort Mat{shape:[Int]}   # matrices\n\n\nop mm(a:Mat,b:Mat)->Mat{shape=[a[0],b[1]] "
              "require a[1]==b[0];cost=a[0]*a[1]*(b[1]+1)}\nrule r:mm(mm(?x,?y),?z)<=>mm(?x,mm(?y,?z))\n")
@@ -77,6 +100,9 @@ def test_fmt_prints_checks_and_writes(tmp_path, run_cli):
     (tmp_path / "bad.eqr").write_text("language x\nop f( -> T\n")
     code, _, err = run_cli("fmt", tmp_path / "bad.eqr")
     assert code == 2 and "bad.eqr:2:" in err and "Traceback" not in err
+    for not_a_file in ("/dev/null", tmp_path):  # a device reads as an empty file: refused, as `check` refuses it
+        code, out, err = run_cli("fmt", not_a_file)
+        assert code == 2 and out == "" and "not a regular file" in err
 
 
 def test_write_goes_through_a_link_keeps_the_mode_and_never_replaces_a_newer_edit(tmp_path, run_cli, monkeypatch):

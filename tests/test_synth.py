@@ -54,6 +54,13 @@ def test_derive_prints_what_it_could_not_derive_and_the_share_last(tmp_path, run
     assert not any("twice" in line for line in lines)
 
 
+def test_rules_reading_target_params_derive_under_a_target(run_cli):
+    code, _, err = run_cli("derive", "glenside", "glenside")
+    assert code == 2 and "expected --target NAME" in err and "Traceback" not in err
+    code, out, err = run_cli("derive", "glenside", "glenside", "--target", "systolic-16")
+    assert code == 0 and out.strip().splitlines()[-1] == "derived 20 of 20 rules (100.0 %)", out + err
+
+
 def test_rules_of_another_language_are_not_instantiable_where_a_sort_or_operator_is_missing(run_cli):
     code, out, err = run_cli("derive", ROOT / "examples" / "rational" / "rational.eqr", "arith")
     assert code == 0 and "Traceback" not in err, err

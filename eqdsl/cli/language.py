@@ -182,6 +182,8 @@ def cmd_fmt(args: argparse.Namespace) -> int:
     from eqdsl.frontend.fmt import format_text
 
     path = Path(args.file)
+    if path.exists() and not path.is_file():  # a device reads as an empty, well-formed file
+        raise EqdslError.one(f"cannot read {path}: not a regular file (a directory or a device); expected a .eqr file")
     try:
         text = path.read_text()
     except (OSError, UnicodeDecodeError) as err:

@@ -13,6 +13,7 @@ from eqdsl.cli.common import (
     AT_LEAST_ZERO,
     NO_REF_HELP,
     POSITIVE,
+    TARGET_HELP,
     Work,
     in_worker,
     int_list,
@@ -20,6 +21,7 @@ from eqdsl.cli.common import (
     published,
     stderr,
     stdout,
+    with_target,
 )
 from eqdsl.diagnostics import EqdslError
 from eqdsl.output import FileScratch, check_new_file
@@ -40,6 +42,7 @@ def _derive_command(sub) -> None:
     c.add_argument("--k-multi", type=AT_LEAST_ZERO, default=1,
                    help="iterations with A's multi-pattern rules (default 1, as TENSAT)")
     c.add_argument("--all", action="store_true", help="print every rule's verdict, not only those not derived")
+    c.add_argument("--target", help=TARGET_HELP + ", for A's and B's rules")
     c.add_argument("--json", action="store_true", help="print one JSON object (derived, total, every rule's "
                                                        "verdict) instead")
     c.set_defaults(fn=in_worker(cmd_derive))
@@ -282,7 +285,7 @@ def cmd_derive(args: argparse.Namespace) -> int:
     from eqdsl.schedule.runner import Limits
     from eqdsl.synth.derive import Verdict, derive, own_rules
 
-    a, b = load_language(args.a), load_language(args.b)
+    a, b = (with_target(load_language(path), args.target) for path in (args.a, args.b))
     limits = Limits(args.iter_limit, args.node_limit, args.time_limit)
 
     def progress(done: int, total: int, d) -> None:

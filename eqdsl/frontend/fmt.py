@@ -7,7 +7,9 @@ one pattern per line), `where`/`if`/`require` clauses on the item's line or the 
 block's members one per line. Comments are kept where they are: one on an item's (or a block
 member's) last line stays after it, one on its own line stays before the item (or member) it
 precedes, inside a block too (a program's statements, an analysis's and an operator block's
-members); only one inside a multi-line item or member moves above it. One blank line is kept
+members). A rule with a comment inside is printed one part per line (head, each pattern, each
+`where`, each `if`) and each comment stays beside its part; only one inside another multi-line
+item or member (a `shape` with `require`s) moves above it. One blank line is kept
 where the source had any. Formatting is idempotent and
 parses to the same items (tests check both). Expressions are printed with the fewest parentheses
 the grammar's precedence allows.
@@ -53,6 +55,8 @@ def format_text(text: str, file: str) -> str:
         children = _children(item, members)
         if children is not None:
             out += _block(item, children, inner)
+        elif isinstance(item, ast.RuleDecl) and any(c.line < end for c in inner):
+            out += _rule_with_comments(item, inner, lines)
         else:
             out += _with_comments(_item(item, members).split("\n"), inner, end)
         last_end = end
@@ -188,11 +192,50 @@ def _rule(rule: ast.RuleDecl) -> str:
     one_line = f"rule {rule.name}: {lhs} {rule.arrow} {rhs}"
     if len(rule.lhs) == 1 and len(one_line) <= WIDTH:
         return _clauses(one_line, clauses)
-    lines = [f"rule {rule.name}:"] + [INDENT + expr(p) + ("," if k < len(rule.lhs) - 1 else "")
-                                      for k, p in enumerate(rule.lhs)]
-    lines += [f" {rule.arrow} " + expr(p) + ("," if k < len(rule.rhs) - 1 else "") if k == 0 else
-              INDENT + expr(p) + ("," if k < len(rule.rhs) - 1 else "") for k, p in enumerate(rule.rhs)]
-    return _clauses("\n".join(lines), clauses, force_break=True)
+    return _clauses("\n".join(text for _, text in _pattern_lines(rule)), clauses, force_break=True)
+
+
+def _rule_with_comments(rule: ast.RuleDecl, inner: list[_Comment], source: list[str]) -> list[str]:
+    """A rule with comments inside it, one part per line (its head, each pattern, its `where`s,
+    its `if`s), each comment beside the part it follows in the source: a trailing one after the
+    last part that starts on or before its line, one on its own line before the first part that
+    starts after it. A second trailing comment for one part goes on its own line after it."""
+    parts = _rule_parts(rule)
+    before: dict[int, list[str]] = {k: [] for k in range(len(parts) + 1)}
+    trailing: dict[int, str] = {}
+    for c in inner:
+        own_line = not source[c.line - 1][:c.col - 1].strip()
+        if own_line:
+            before[next((k for k, (start, _) in enumerate(parts) if start > c.line), len(parts))].append(c.text)
+            continue
+        k = max((k for k, (start, _) in enumerate(parts) if start <= c.line), default=0)
+        if k in trailing:
+            before[k + 1].insert(0, c.text)
+        else:
+            trailing[k] = c.text
+    out: list[str] = []
+    for k, (_, text) in enumerate(parts):
+        out += [(INDENT if k else "") + t for t in before[k]]
+        out.append(text + ("  " + trailing[k] if k in trailing else ""))
+    return out + [INDENT + t for t in before[len(parts)]]
+
+
+def _rule_parts(rule: ast.RuleDecl) -> list[tuple[int, str]]:
+    """The rule's printed lines, one part each, with the source line its part starts on."""
+    parts = _pattern_lines(rule) + [(b.span.line, INDENT + f"where {b.name} = {expr(b.value)}") for b in rule.wheres]
+    return parts + [(c.span.line, INDENT + f"if {expr(c)}") for c in rule.conds]
+
+
+def _pattern_lines(rule: ast.RuleDecl) -> list[tuple[int, str]]:
+    """`rule NAME:`, then one pattern per line (the first right one after the arrow), each with
+    the source line it starts on."""
+    def listed(k: int, patterns: tuple) -> str:
+        return "," if k < len(patterns) - 1 else ""
+
+    lines = [(rule.span.line, f"rule {rule.name}:")]
+    lines += [(p.span.line, INDENT + expr(p) + listed(k, rule.lhs)) for k, p in enumerate(rule.lhs)]
+    return lines + [(p.span.line, (f" {rule.arrow} " if k == 0 else INDENT) + expr(p) + listed(k, rule.rhs))
+                    for k, p in enumerate(rule.rhs)]
 
 
 def _clauses(text: str, clauses: list[tuple[str, tuple]], indent: str = INDENT, force_break: bool = False) -> str:
