@@ -96,6 +96,16 @@ def test_a_languages_own_concat_and_splits_are_found_and_its_merge_synthesized(t
     assert code == 0 and "merge-matmuls" not in out and "assoc" not in out, out + err
 
 
+def test_vectors_are_enumerated_at_a_length_and_their_joint_gives_a_merge(tmp_path, run_cli):
+    vectors = ROOT / "tests" / "data" / "vectors.eqr"
+    code, _, err = run_cli("synthesize", vectors, "--ops", "cat,neg", "--size", "3", "--examples", "40",
+                           "-o", tmp_path / "syn.eqr")
+    assert code == 0, err
+    text = (tmp_path / "syn.eqr").read_text()
+    assert "rule syn-827233e7: cat(neg(?a), neg(?b)) <=> neg(cat(?a, ?b))  # size 5" in text and "at shape [3]" in text
+    assert "neg(?a), neg(?b) => take(k, neg(cat(?a, ?b))), drop(k, neg(cat(?a, ?b))) where k = shape(neg(?a))" in text
+
+
 def test_declarations_leave_out_a_rule_with_the_comment_above_it(tmp_path):
     from eqdsl.synth.written import declarations
 

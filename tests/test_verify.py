@@ -2,6 +2,8 @@
 shape rules, bad semantics are named, and translation validation catches a wrong optimization."""
 from __future__ import annotations
 
+import shutil
+
 import pytest
 
 from eqdsl.frontend import load_language
@@ -138,6 +140,25 @@ def test_shape_rule_disagreeing_with_semantics_is_named(tmp_path, run_cli):
     (tmp_path / "mine_ref.py").write_text("import numpy as np\n" + (tmp_path / "mine_ref.py").read_text())
     code, out, _ = run_cli("verify", ref, "--rule", "op:twice")
     assert code == 1 and "the shape rule and the semantics disagree" in out and "?a0: [1]" in out
+
+
+VECTORS = ROOT / "tests" / "data" / "vectors.eqr"
+
+
+def test_a_sort_with_an_int_shape_holds_vectors_of_that_length(tmp_path, run_cli):
+    """`sort V { shape: Int }`: a value is a vector, its shape its length. The operator checks
+    pass (they failed as lists: `a + b` read as [1, 1]), a wrong shape rule and an unsound rule
+    still fail, and the rules derive themselves at fresh leaves `input("?a", n)`."""
+    code, out, err = run_cli("verify", VECTORS)
+    assert code == 0 and "8/8 rules" in out, out + err
+    shutil.copy(VECTORS.with_name("vectors_ref.py"), tmp_path / "v_ref.py")
+    text = VECTORS.read_text()
+    (tmp_path / "v.eqr").write_text(text.replace("shape = a + b;", "shape = a + b + 1;")
+                                    + "rule wrong: take(?k, cat(?a, ?b)) => take(?k, ?b)\n")
+    code, out, _ = run_cli("verify", tmp_path / "v.eqr")
+    assert code == 1 and "FAIL    op:cat" in out and "its shape rule says [3]" in out and "FAIL    wrong" in out
+    code, out, _ = run_cli("derive", VECTORS, VECTORS)
+    assert code == 0 and out.strip().splitlines()[-1] == "derived 3 of 3 rules (100.0 %)"
 
 
 def test_nan_or_inf_from_an_operator_is_named(tmp_path, run_cli):

@@ -72,6 +72,32 @@ def refs(e: ir.Expr) -> set[str]:
     return {n for sub in subexprs(e) for n in refs(sub)}
 
 
+def term_shapes(e: ir.Expr) -> list[ir.ShapeOfTerm]:
+    """The `shape(term)` nodes inside `e`, in order."""
+    if isinstance(e, ir.ShapeOfTerm):
+        return [e]
+    return [n for sub in subexprs(e) for n in term_shapes(sub)]
+
+
+def index_refs(e: ir.Expr) -> set[str]:
+    """Names read where an int picks a list position or a split point (an index, `with [i]`,
+    `remove(xs, i)`, the length prefix `[n] ++ xs` of `split_at`): what CP-SAT variables cannot
+    stand for (`verify.examples` enumerates such Ints)."""
+    match e:
+        case ir.IndexOf(base=b, index=i):
+            return index_refs(b) | refs(i)
+        case ir.Replace(base=b, index=i, value=v):
+            return index_refs(b) | refs(i) | index_refs(v)
+        case ir.Builtin(fn="remove", args=(xs, i)):
+            return index_refs(xs) | refs(i)
+        case ir.BinOp(op="cat", left=ir.ListOf(items=(ir.Builtin(fn="len", args=(first,)),)), right=r):
+            return index_refs(first) | index_refs(r)  # a record's prefix: only first's length counts
+        case ir.BinOp(op="cat", left=ir.ListOf(items=(n,)), right=r):
+            return refs(n) | index_refs(r)
+        case _:
+            return {n for sub in subexprs(e) for n in index_refs(sub)}
+
+
 def analysis_reads(e: ir.Expr) -> list[ir.AnalysisOf]:
     """The analysis values `e` reads, in order."""
     if isinstance(e, ir.AnalysisOf):

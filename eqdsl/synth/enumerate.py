@@ -14,10 +14,11 @@ distinct values, not of terms. `candidates(terms)` pairs each later term with it
 representative: equal on every sample, so perhaps equal (`eqdsl verify` decides).
 Sorts with a shape analysis (tensors): every variable has the shape given (one enumeration per
 shape instance of `space.shapes`, as TASO enumerates over fixed input shapes); an application is
-kept only where its shape rule accepts its operands, and a term's shape is what the rule gives. An `[Int]`
-parameter takes every permutation of its first operand's axes (a transpose's `perm`) and the lists
-of `space.lists` (a reshape's target); an operator with a `Str` parameter is not enumerated.
-Two-field sorts are refused. With `space.leaves` the variables are those, each of its own shape
+kept only where its shape rule accepts its operands, and a term's shape is what the rule gives. An
+`[Int]` parameter takes every permutation of its first operand's axes (a transpose's `perm`) and
+the lists of `space.lists` (a reshape's target); an operator with a `Str` parameter is not
+enumerated. A sort with an `Int` shape holds vectors, of the shape's first dimension. Two-field
+sorts are refused. With `space.leaves` the variables are those, each of its own shape
 (`eqdsl.synth.goals`: the variables of one pattern), instead of `space.variables` per sort, and
 with `space.places` a variable is an operand at an operator's position named there only if named
 with it (a batch norm's four vectors where the goal has them, not in every order).
@@ -184,8 +185,11 @@ def _leaves(lang: ir.Language, sem: dict[str, Any], n: int, space: Space, shape:
                                       for k in range(space.variables))
     for name, sort, at in variables:
         shaped = lang.sorts[sort].shape_type is not None
+        if lang.sorts[sort].shape_type == ir.Prim.INT:  # an `Int` shape: vectors of the first dimension
+            at = at[:1]
         values = tuple(draw_leaf(rng, at, None) if shaped else _draw(rng) for _ in range(n))
-        yield _term(ir.PVar(name, ir.SortType(sort)), 0, sort, values, at if shaped else None)
+        analysis = (at[0] if lang.sorts[sort].shape_type == ir.Prim.INT else at) if shaped else None
+        yield _term(ir.PVar(name, ir.SortType(sort)), 0, sort, values, analysis)
     for sort in sorts:
         for op in lang.ops.values():  # constants: a computed operator over Int values only (num(2))
             if op.result == sort and not isinstance(sem[op.name], Leaf) and op.params and \

@@ -5,11 +5,11 @@ Contract: `joints(lang, sem, rank)` finds how a language puts two values side by
 them apart again (a `Joint`): TASO's `concat(axis, a, b)` with `split(axis, at, x)`, `split0`,
 `split1` (by their names), and, from the reference semantics, every operator `J(a, b)` of two
 operands of one shaped sort with two operators `P0(k, x)`, `P1(k, x)` that give back `a` and `b`
-from `J(a, b)` at `k = shape(a)[d]` for one dimension d (the first language's `concat`,
-`cols-before`, `cols-from`, at d = 1). `merge_candidates(lang, pool, found)` lifts each
-single-pattern candidate equation `J(L1, L2) = T` of `pool` (either orientation, no conditions)
-where L1 and L2 are different applications of one operator with the same literal parameters, and T
-applies that operator once and J once, over the variables of L1 and L2 only, to the joint rewrite
+from `J(a, b)` at `k = shape(a)[d]` for one dimension d (`k = shape(a)` for a vector's `Int` shape;
+the first language's `concat`, `cols-before`, `cols-from`, at d = 1). `merge_candidates(lang, pool,
+found)` lifts each single-pattern candidate equation `J(L1, L2) = T` of `pool` (either orientation,
+no conditions) where L1 and L2 are different applications of one operator with the same literal
+parameters, and T applies that operator once and J once, over the variables of L1 and L2 only, to the joint rewrite
 
     L1, L2 => P0(k, T), P1(k, T) where k = shape(L1)[d]
 
@@ -76,9 +76,10 @@ def joints(lang: ir.Language, sem: dict[str, Any], rank: int) -> list[Joint]:
             continue
         parts = [op.name for op in lang.ops.values() if op.result == join.result and len(op.params) == 2
                  and {p.type for p in op.params} == {ir.Prim.INT, sorts[0]}]
-        found += [Joint(join.name, dim, (first, second)) for dim in range(rank)
+        vectors = lang.sorts[join.result].shape_type == ir.Prim.INT  # an `Int` shape: a vector's length
+        found += [Joint(join.name, dim, (first, second)) for dim in range(1 if vectors else rank)
                   for first, second in itertools.permutations(parts, 2)
-                  if _gives_back(lang, sem, join.name, dim, rank, (first, second))]
+                  if _gives_back(lang, sem, join.name, dim, 1 if vectors else rank, (first, second))]
     return found
 
 
@@ -132,7 +133,8 @@ def _lifted(lang: ir.Language, joint: Joint, joined: ir.Pattern, merged: ir.Patt
     shape_type = lang.sorts[lang.ops[one.op].result].shape_type
     if shape_type is None:
         return None
-    at = ir.IndexOf(ir.ShapeOfTerm(one, shape_type), ir.Const(axis, ir.Prim.INT), ir.Prim.INT)
+    at: ir.Expr = ir.ShapeOfTerm(one, shape_type) if shape_type == ir.Prim.INT else \
+        ir.IndexOf(ir.ShapeOfTerm(one, shape_type), ir.Const(axis, ir.Prim.INT), ir.Prim.INT)
     rhs = joint.split(ir.PBound("k", ir.Prim.INT), merged, axis)
     rule = ir.Rule("", (one, two), rhs, (("k", at),), (), NO_SPAN)
     return replace(rule, name=stable_name(rule))

@@ -85,7 +85,7 @@ def synthesize(lang: ir.Language, sem: dict[str, Any], space: Space, limits: Lim
     result = Synthesis(kept=list(prior), prior=len(prior))
     for shape in space.shapes:
         found = enumerate_terms(lang, sem, space, shape, out_of_time)
-        at = shape if _shaped(lang) else None
+        at = _instance(lang, shape)
         for candidate in rule_candidates(found, at):
             pool.setdefault(candidate.text, candidate)
         for candidate in [*guarded_candidates(lang, found), *conditioned_candidates(lang, found, at)]:
@@ -116,6 +116,13 @@ def synthesize(lang: ir.Language, sem: dict[str, Any], space: Space, limits: Lim
 
 def _shaped(lang: ir.Language) -> bool:
     return any(s.shape_type is not None for s in lang.sorts.values())
+
+
+def _instance(lang: ir.Language, shape: tuple[int, ...]) -> tuple[int, ...] | None:
+    """The shape a candidate was seen at: None without shapes, the first dimension where every
+    shaped sort is a vector (an `Int` shape)."""
+    kinds = {s.shape_type for s in lang.sorts.values()} - {None}
+    return None if not kinds else shape[:1] if kinds == {ir.Prim.INT} else shape
 
 
 Widen = Callable[[Candidate, frozenset[str]], Candidate]  # a verified candidate, generalized or as it is

@@ -16,7 +16,7 @@ from typing import Any, Callable
 
 from eqdsl import ir
 from eqdsl.ir.evaluate import EvalError, evaluate
-from eqdsl.ir.exprs import pattern_ops, pattern_vars, refs, shape_key, subexprs, term_shape_key
+from eqdsl.ir.exprs import index_refs, pattern_ops, pattern_vars, shape_key, term_shape_key, term_shapes
 from eqdsl.verify.analyses import sized_part
 from eqdsl.verify.symbolic import CpBackend, Infeasible, NullBackend, SymEval
 
@@ -75,8 +75,8 @@ class ExampleSpace:
         if not (any(self.has_fields(v) for v in self.sized) or self._builds_fields()):
             return []
         structural = {r.removeprefix("?") for c in self.rule.conds if isinstance(c, ir.ExprCond)
-                      for r in _index_refs(c.expr)}
-        structural |= {r.removeprefix("?") for _, e in self.rule.wheres for r in _index_refs(e)}
+                      for r in index_refs(c.expr)}
+        structural |= {r.removeprefix("?") for _, e in self.rule.wheres for r in index_refs(e)}
         for p in (*self.rule.lhs, *self.rule.rhs):
             structural |= self._structural_args(p)
         return [v for v in self.int_vars if v in structural]
@@ -88,7 +88,7 @@ class ExampleSpace:
         out = set().union(*(self._structural_args(a) for a in p.args)) if p.args else set()
         rule = self.lang.shapes.get(p.op)
         if rule is not None:
-            used = set().union(*(_index_refs(e) for e in (*rule.requires, rule.body)))
+            used = set().union(*(index_refs(e) for e in (*rule.requires, rule.body)))
             out |= {a.name for name, a in zip(rule.params, p.args) if isinstance(a, ir.PVar) and name in used}
         return out
 
@@ -96,9 +96,16 @@ class ExampleSpace:
         ops = pattern_ops(*self.rule.lhs, *self.rule.rhs)
         return any(self.lang.sorts[self.lang.ops[o].result].fields for o in ops)
 
+    def length_shaped(self, v: str) -> bool:
+        """?v's sort has an `Int` shape: its values are vectors, of that length."""
+        t = self.vars[v]
+        return isinstance(t, ir.SortType) and self.lang.sorts[t.name].shape_type == ir.Prim.INT
+
     def _rank_options(self, v: str) -> list[Any]:
-        """A plain shape's rank (0 only where a condition says `shape(?v) == []`: an ONNX scalar),
-        or a two-field value's (first, second) field lengths."""
+        """A plain shape's rank (0 only where a condition says `shape(?v) == []`: an ONNX scalar;
+        1 for an `Int` shape, a vector's length), or a two-field value's (first, second) field lengths."""
+        if self.length_shaped(v):
+            return [1]
         if not self.has_fields(v):
             return [0] if self._scalar(v) else list(range(1, self.max_rank + 1))
         return [(a, b) for a in range(self.max_rank + 1) for b in range(self.max_rank + 1 - a) if a + b >= 1]
@@ -245,7 +252,7 @@ class ExampleSpace:
 
     def _env(self, sizes: dict[str, Any], ints: dict[str, Any]) -> dict[str, Any]:
         """Shape-sorted variables are read as `shape(?x)`, value variables as `?x`."""
-        env = {shape_key(v): s for v, s in sizes.items()}
+        env = {shape_key(v): s[0] if self.length_shaped(v) and s is not _PENDING else s for v, s in sizes.items()}
         env.update({"?" + v: s for v, s in sizes.items() if self.vars[v] == ir.Prim.INTS})
         env.update({"?" + v: i for v, i in ints.items()})
         return env
@@ -255,16 +262,16 @@ class ExampleSpace:
         for side in (*self.rule.lhs, *self.rule.rhs):
             self._shape_of(side, ev, env)
         for name, expr in self.rule.wheres:
-            env[name] = self._value_with_term_shapes(expr, ev, env)
+            env[name] = self._value_withterm_shapes(expr, ev, env)
             for side in self.rule.rhs:  # right sides may read the new binding
                 self._shape_of(side, ev, env)
         for cond in self.rule.conds:
             if isinstance(cond, ir.ExprCond):
-                ev.require(self._value_with_term_shapes(cond.expr, ev, env))
+                ev.require(self._value_withterm_shapes(cond.expr, ev, env))
 
-    def _value_with_term_shapes(self, expr: ir.Expr, ev: SymEval, env: dict[str, Any]) -> Any:
+    def _value_withterm_shapes(self, expr: ir.Expr, ev: SymEval, env: dict[str, Any]) -> Any:
         """`expr`'s value once the `shape(term)` nodes it reads are in `env`."""
-        for node in _term_shapes(expr):
+        for node in term_shapes(expr):
             env[term_shape_key(node)] = self._shape_of(node.pattern, ev, env)
         return ev.value(expr, env)
 
@@ -317,7 +324,7 @@ class ExampleSpace:
         return Concrete(wheres, env)
 
     def _concrete_value(self, expr: ir.Expr, env: dict[str, Any], wheres: dict[str, Any]) -> Any:
-        for node in _term_shapes(expr):
+        for node in term_shapes(expr):
             env[term_shape_key(node)] = _concrete_shape(self.lang, node.pattern, env, wheres)
         return evaluate(expr, env)
 
@@ -357,42 +364,3 @@ def _total(rank: Any) -> int:
 def _with_lengths(rank: Any, dims: list) -> list:
     """A two-field value is stored as [len(first)] ++ first ++ second (ir.FieldOf)."""
     return [rank[0], *dims] if isinstance(rank, tuple) else list(dims)
-
-
-def _index_refs(e: ir.Expr) -> set[str]:
-    """Names read where an int picks a list position or a split point (an index, `with [i]`,
-    `remove(xs, i)`, the length prefix `[n] ++ xs` of `split_at`): CP-SAT variables can't."""
-    match e:
-        case ir.IndexOf(base=b, index=i):
-            return _index_refs(b) | refs(i)
-        case ir.Replace(base=b, index=i, value=v):
-            return _index_refs(b) | refs(i) | _index_refs(v)
-        case ir.Builtin(fn="remove", args=(xs, i)):
-            return _index_refs(xs) | refs(i)
-        case ir.BinOp(op="cat", left=ir.ListOf(items=(ir.Builtin(fn="len", args=(first,)),)), right=r):
-            return _index_refs(first) | _index_refs(r)  # a record's prefix: only first's length counts
-        case ir.BinOp(op="cat", left=ir.ListOf(items=(n,)), right=r):
-            return refs(n) | _index_refs(r)
-        case _:
-            return {n for sub in subexprs(e) for n in _index_refs(sub)}
-
-
-def _term_shapes(e: ir.Expr) -> list[ir.ShapeOfTerm]:
-    """The `shape(term)` nodes inside an expression."""
-    match e:
-        case ir.ShapeOfTerm():
-            return [e]
-        case ir.Builtin(args=args) | ir.ListOf(items=args):
-            return [n for a in args for n in _term_shapes(a)]
-        case ir.BinOp(left=l, right=r):
-            return _term_shapes(l) + _term_shapes(r)
-        case ir.UnOp(arg=a):
-            return _term_shapes(a)
-        case ir.IndexOf(base=b, index=i):
-            return _term_shapes(b) + _term_shapes(i)
-        case ir.SliceOf(base=b) | ir.FieldOf(base=b):
-            return _term_shapes(b)
-        case ir.Replace(base=b, index=i, value=v):
-            return _term_shapes(b) + _term_shapes(i) + _term_shapes(v)
-        case _:
-            return []

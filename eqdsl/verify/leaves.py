@@ -45,6 +45,8 @@ def leaf_args(lang: ir.Language, op: ir.Operator, name: str, size: tuple[int, ..
     match rule.body:
         case ir.Ref(name=ref) if local.get(ref) and _type_of(op, local[ref]) == ir.Prim.INTS:
             args[local[ref]] = size
+        case ir.Ref(name=ref) if local.get(ref) and _type_of(op, local[ref]) == ir.Prim.INT and len(size) == 1:
+            args[local[ref]] = size[0]  # an `Int` shape: a vector's length
         case ir.ListOf(items=items) if len(items) == len(size) and all(
                 isinstance(i, ir.Ref) and _type_of(op, local.get(i.name, "")) == ir.Prim.INT for i in items):
             args.update({local[i.name]: d for i, d in zip(items, size)})  # type: ignore[union-attr]
