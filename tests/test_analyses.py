@@ -3,6 +3,7 @@ and of the guards that read them, and what `check` refuses."""
 from __future__ import annotations
 
 import json
+import shutil
 
 import pytest
 
@@ -124,6 +125,19 @@ def test_an_analysis_over_tensors_is_checked_element_by_element_and_guards_a_rew
                                      "extract: {method: greedy}\n")
     code, out, err = run_cli("run", tmp_path / "c.yaml", "-o", tmp_path / "out", "--quiet")
     assert code == 0 and "root ewadd(relu(t4), sigmoid(t4))" in out and "agree" in out, out + err
+
+
+def test_an_analysis_over_vectors_is_drawn_at_one_length_and_a_wrong_rule_fails(tmp_path, run_cli):
+    signs = ROOT / "tests" / "data" / "vector_signs.eqr"
+    code, out, err = run_cli("verify", signs, "--json", "--examples", "40")
+    assert code == 0 and {r["status"] for r in json.loads(out)["rules"]} == {"pass"}, out + err
+    for name in ("vectors.eqr", "vectors_ref.py", "vector_signs_ref.py"):
+        shutil.copy(signs.with_name(name), tmp_path / name.replace("vector_signs", "wrong"))
+    (tmp_path / "wrong.eqr").write_text(signs.read_text().replace("take(k, x) = x", "take(k, x) = true"))
+    code, out, _ = run_cli("verify", tmp_path / "wrong.eqr", "--json", "--examples", "40",
+                           "--rule", "analysis:nonneg:take")
+    rule = json.loads(out)["rules"][0]
+    assert code == 1 and rule["status"] == "FAIL" and "`means` does not hold" in rule["counterexample"]["message"]
 
 
 COST_HEAD = ("language a\nsort Q\nsort R\nop num(v: Int) -> Q\nop two(a: Q, r: R) -> Q\nop r0() -> R\n"

@@ -83,7 +83,7 @@ class TermDrawer:
             if not ops:
                 raise Unverifiable(f"no operator of the language makes a {sort} verify can run")
             op = ops[rng.integers(len(ops))]
-            at = shape if shape is not None or not shaped else SHAPES[rng.integers(len(SHAPES))]
+            at = shape if shape is not None or not shaped else self._any_shape(sort, rng)
             try:
                 drawn = self._apply(op, self._args(op, rng, depth, at, shape), rng)
             except (SemanticsError, _Misshapen):
@@ -155,11 +155,22 @@ class TermDrawer:
     def _shape(self, op: ir.Operator, args: list[Any]) -> Any:
         """The shape `op`'s shape rule gives these arguments (None: no rule); `_Misshapen` where
         it refuses them."""
+        read = [(a.shape[0] if self._vectors(p.type) else a.shape) if isinstance(a, Drawn) and a.shape else
+                a.shape if isinstance(a, Drawn) else tuple(a) if isinstance(a, list) else a
+                for p, a in zip(op.params, args)]
         try:
-            return application_shape(self.lang, op.name, [a.shape if isinstance(a, Drawn) else
-                                                          tuple(a) if isinstance(a, list) else a for a in args])
+            shape = application_shape(self.lang, op.name, read)
         except ShapeViolation:
             raise _Misshapen from None
+        return (shape,) if self._vectors(ir.SortType(op.result)) and isinstance(shape, int) else shape
+
+    def _any_shape(self, sort: str, rng: np.random.Generator) -> tuple[int, ...]:
+        shapes = [s for s in SHAPES if len(s) == 1] if self._vectors(ir.SortType(sort)) else SHAPES
+        return shapes[rng.integers(len(shapes))]
+
+    def _vectors(self, t: ir.ValueType) -> bool:
+        """A sort with an `Int` shape: its values are vectors, its shape rules read their lengths."""
+        return isinstance(t, ir.SortType) and self.lang.sorts[t.name].shape_type == ir.Prim.INT
 
 
 class _Misshapen(Exception):
