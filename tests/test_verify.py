@@ -2,6 +2,7 @@
 shape rules, bad semantics are named, and translation validation catches a wrong optimization."""
 from __future__ import annotations
 
+import re
 import shutil
 
 import pytest
@@ -159,6 +160,9 @@ def test_a_sort_with_an_int_shape_holds_vectors_of_that_length(tmp_path, run_cli
     assert code == 1 and "FAIL    op:cat" in out and "its shape rule says [3]" in out and "FAIL    wrong" in out
     code, out, _ = run_cli("derive", VECTORS, VECTORS)
     assert code == 0 and out.strip().splitlines()[-1] == "derived 3 of 3 rules (100.0 %)"
+    (tmp_path / "v.eqr").write_text(text + "rule bad: cat(?a, ?b) => ?a\n")
+    code, _, err = run_cli("check", tmp_path / "v.eqr")  # lengths drawn, not lists of dimensions
+    assert code == 2 and re.search(r"with \?a: (\d+), \?b: (\d+) the left side has shape \d+, the right side \1", err), err
 
 
 def test_nan_or_inf_from_an_operator_is_named(tmp_path, run_cli):

@@ -15,7 +15,7 @@ import random
 from eqdsl import ir
 from eqdsl.ir.evaluate import EvalError, Value
 from eqdsl.ir.exprs import pattern_vars, shape_key
-from eqdsl.verify.examples import _FAILED, _concrete_shape
+from eqdsl.verify.examples import _concrete_shape
 
 
 def shape_changing_rules(lang: ir.Language, tries: int = 200, seed: int = 0) -> list[tuple[ir.Rule, str]]:
@@ -28,17 +28,16 @@ def shape_changing_rules(lang: ir.Language, tries: int = 200, seed: int = 0) -> 
         pattern_vars(rule.lhs[0], variables)
         for _ in range(tries):
             env: dict[str, Value] = {}
-            drawn: dict[str, tuple[int, ...]] = {}
-            for v in variables:
-                rank = rng.randint(1, 4)
-                env[shape_key(v)] = drawn[v] = tuple(rng.randint(1, 4) for _ in range(rank))
+            drawn: dict[str, Value] = {}
+            for v, t in variables.items():
+                env[shape_key(v)] = drawn[v] = _drawn_shape(lang, t, rng)
                 env["?" + v] = rng.randint(0, 3)
             left, right = (_shape_or_none(lang, p, env) for p in (rule.lhs[0], rule.rhs[0]))
             if left is not None and right is not None and left != right:
-                shapes = ", ".join(f"?{v}: {list(drawn[v])}" for v, t in variables.items()
+                shapes = ", ".join(f"?{v}: {_shown(drawn[v])}" for v, t in variables.items()
                                    if isinstance(t, ir.SortType))
-                found.append((rule, f"with {shapes} the left side has shape {list(left)}, the right "
-                                    f"side {list(right)}"))
+                found.append((rule, f"with {shapes} the left side has shape {_shown(left)}, the right "
+                                    f"side {_shown(right)}"))
                 break
     for rule in lang.multi_rules:
         example = _multi_pattern_mismatch(lang, rule, tries, rng)
@@ -60,17 +59,34 @@ def _multi_pattern_mismatch(lang: ir.Language, rule: ir.Rule, tries: int, rng: r
         if assignment is None or concrete is None:
             continue
         for k, (left, right) in enumerate(zip(rule.lhs, rule.rhs)):
-            shapes = [_concrete_shape(lang, p, dict(concrete.env), concrete.wheres) for p in (left, right)]
-            if all(isinstance(x, (tuple, list)) for x in shapes) and tuple(shapes[0]) != tuple(shapes[1]):
+            one, other = (_comparable(_concrete_shape(lang, p, dict(concrete.env), concrete.wheres))
+                          for p in (left, right))
+            if one is not None and other is not None and one != other:
                 sizes = ", ".join(f"?{v}: {list(d)}" for v, d in sorted(assignment.sizes.items()))
-                return (f"with {sizes} left pattern {k + 1} has shape {list(shapes[0])}, its right side "
-                        f"{list(shapes[1])}")
+                return f"with {sizes} left pattern {k + 1} has shape {_shown(one)}, its right side {_shown(other)}"
     return None
 
 
-def _shape_or_none(lang: ir.Language, p: ir.Pattern, env: dict) -> tuple | None:
+def _drawn_shape(lang: ir.Language, t: ir.ValueType, rng: random.Random) -> Value:
+    """A random small shape of a variable's sort: a length for an `Int` shape, else dimensions."""
+    if isinstance(t, ir.SortType) and lang.sorts[t.name].shape_type == ir.Prim.INT:
+        return rng.randint(1, 4)
+    return tuple(rng.randint(1, 4) for _ in range(rng.randint(1, 4)))
+
+
+def _shown(shape: Value) -> str:
+    return str(list(shape)) if isinstance(shape, (tuple, list)) else str(shape)
+
+
+def _shape_or_none(lang: ir.Language, p: ir.Pattern, env: dict) -> Value | None:
+    """A side's shape (dimensions or an `Int` length), None where a shape rule refuses it."""
     try:
-        out = _concrete_shape(lang, p, dict(env), {})
+        return _comparable(_concrete_shape(lang, p, dict(env), {}))
     except (EvalError, IndexError, TypeError, ZeroDivisionError, ValueError):
         return None
-    return None if out is None or out is _FAILED or not isinstance(out, (tuple, list)) else tuple(out)
+
+
+def _comparable(out: object) -> Value | None:
+    if isinstance(out, (tuple, list)):
+        return tuple(out)
+    return out if isinstance(out, int) and not isinstance(out, bool) else None
