@@ -438,3 +438,19 @@ def test_a_reference_that_never_returns_is_stopped_past_the_time_limit(tmp_path)
                           cwd=tmp_path, capture_output=True, text=True, timeout=60)
     assert done.returncode == 1 and "stopped: still running 11.5 s after the start" in done.stderr, done.stderr
     assert sorted(p.name for p in tmp_path.iterdir()) == ["acsum.eqr", "acsum_ref.py"]
+
+
+def test_the_confirming_seeds_answer_alike_in_one_process_and_side_by_side(tmp_path):
+    from eqdsl.synth import checked
+    from eqdsl.synth.synthesize import Candidate
+    from eqdsl.verify.semantics import load_semantics
+
+    tensor = load_language("tensor")
+    sem = load_semantics(tensor)
+    rules = {text: Candidate(load_language(_one_rule_file(tmp_path, text)).rules[0], 2, 0)
+             for text in ("ewadd(?a, ?b) => ewadd(?b, ?a)", "ewadd(?a, ?b) => ewmul(?a, ?b)")}
+    alone = {text: checked.confirmed(tensor, sem, c, 20) for text, c in rules.items()}
+    with checked.side_by_side(2):
+        together = {text: checked.confirmed(tensor, sem, c, 20) for text, c in rules.items()}
+    assert alone == together == {"ewadd(?a, ?b) => ewadd(?b, ?a)": True, "ewadd(?a, ?b) => ewmul(?a, ?b)": False}
+    assert checked._jobs == 1  # the block's setting ends with it

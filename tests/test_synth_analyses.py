@@ -74,9 +74,9 @@ def test_a_prior_set_is_kept_as_it_is_and_a_second_run_adds_what_it_cannot_deriv
 def test_a_rule_guarded_by_an_analysis_over_tensors_is_found_from_the_semantics():
     """Over tensors every term is defined everywhere: the guard picks the samples where two terms
     must agree (relu(a) and a agree wherever every element of a is >= 0)."""
+    from eqdsl.synth.checked import passes
     from eqdsl.synth.enumerate import Space, enumerate_terms
     from eqdsl.synth.guards import conditioned_candidates
-    from eqdsl.synth.synthesize import passes
     from eqdsl.verify.semantics import load_semantics
 
     lang = load_language(ROOT / "tests" / "data" / "tensor_signs.eqr")

@@ -63,7 +63,11 @@ def _synthesize_command(sub) -> None:
     c.add_argument("--shape", type=int_list, action="append",
                    help="the shape of every variable of a sort with shapes (default 3,3); give it again for "
                         "one more enumeration at that shape (--shape 3,3 --shape 2,2,3,3)")
-    c.add_argument("--examples", type=AT_LEAST_ONE, default=100, help="verify's examples per rule (default 100)")
+    c.add_argument("--examples", type=AT_LEAST_ONE, default=100,
+                   help="verify's examples per rule (default 100; a kept rule then 5x that on five other seeds)")
+    c.add_argument("--jobs", type=AT_LEAST_ONE, default=min(4, os.cpu_count() or 1),
+                   help="processes for a kept rule's five confirming seeds (default: the CPUs, at most 4); the "
+                        "rules are the same for any number")
     c.add_argument("--time-limit", type=POSITIVE, default=600.0, help="seconds in all (default 600)")
     c.add_argument("--seed", type=AT_LEAST_ZERO, default=0, help="seed of the fingerprint inputs (default 0)")
     c.add_argument("--no-ref", action="store_true", help=NO_REF_HELP)
@@ -123,7 +127,10 @@ def cmd_synthesize(args: argparse.Namespace) -> Work:
     def run() -> int:
         # Hypothesis (verify) caches into ./.hypothesis by default: into the worker's private temporary folder
         os.environ.setdefault("HYPOTHESIS_STORAGE_DIRECTORY", tempfile.mkdtemp(prefix="eqdsl-hypothesis-"))
-        return _synthesize(args, scratch)
+        from eqdsl.synth.checked import side_by_side
+
+        with side_by_side(args.jobs):
+            return _synthesize(args, scratch)
 
     return Work(run, keep_verified, hard_limit_s=HARD_GRACE_S + HARD_SHARE * args.time_limit)
 

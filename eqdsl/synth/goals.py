@@ -36,9 +36,10 @@ from eqdsl.diagnostics import NO_SPAN, EqdslError, Span
 from eqdsl.ir.exprs import pattern_ops, pattern_vars
 from eqdsl.ir.text import pattern_text
 from eqdsl.synth.candidates import Candidate, stable_name, without_cond
+from eqdsl.synth.checked import confirmed, passes
 from eqdsl.synth.enumerate import Enumeration, Space, Term, application, checked_shape, enumerate_terms
 from eqdsl.synth.pricing import Priced, Pricing, best_version, cheapest
-from eqdsl.synth.synthesize import generalized_candidate, passes
+from eqdsl.synth.synthesize import generalized_candidate
 
 TRIES = 20  # cheaper forms verified at most, cheapest first
 
@@ -257,14 +258,14 @@ def _unspanned(p: ir.Pattern) -> Any:
 
 def _weakest(lang: ir.Language, sem: dict[str, Any], candidate: Candidate, examples: int) -> Candidate | None:
     """The candidate if it passes `verify`, each condition dropped that it passes without (and the
-    result again with 5x the examples on another seed); else None."""
+    result confirmed, `checked.confirmed`); else None."""
     if not passes(lang, sem, candidate, examples, 0):
         return None
     for cond in candidate.rule.conds:
         weaker = without_cond(candidate, cond)
         if passes(lang, sem, weaker, examples, 0):
             candidate = weaker
-    return candidate if passes(lang, sem, candidate, 5 * examples, 1) else None
+    return candidate if confirmed(lang, sem, candidate, examples) else None
 
 
 _GOAL_PREFIX = "rule goal: "

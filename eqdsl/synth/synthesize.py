@@ -40,6 +40,7 @@ from eqdsl.synth.candidates import (
     shapes_alike,
     without_cond,
 )
+from eqdsl.synth.checked import confirmed, passes, passes_twice
 from eqdsl.synth.derive import Prover, Verdict
 from eqdsl.synth.enumerate import Space, enumerate_terms
 from eqdsl.synth.folds import fold_rules
@@ -47,7 +48,6 @@ from eqdsl.synth.generalize import generalized
 from eqdsl.synth.guards import conditioned_candidates, guarded_candidates
 from eqdsl.synth.merges import guarded, instance_of, joints, merge_candidates
 from eqdsl.verify.examples import DISTINCT_HINTS
-from eqdsl.verify.rules import Status, refuted, verify_rule
 
 BATCH = 64  # candidates whose derivability is tried in one e-graph before one by one
 # A candidate counts as derived where it is at two instances: one instance's sizes may meet the
@@ -171,13 +171,13 @@ def _derived_together(prover: Prover, lang: ir.Language, batch: list[Candidate])
 
 
 def _verified(lang: ir.Language, sem: dict[str, Any], candidate: Candidate, examples: int) -> Candidate | None:
-    """The candidate if it passes the screen and `verify` (and again with 5x the examples on
-    another seed); else, where it has shaped variables,
+    """The candidate if it passes the screen and `verify` (and `checked.confirmed`, 5x the
+    examples on other seeds); else, where it has shaped variables,
     the candidate with their shapes alike, each condition then dropped that it passes without
     (`shape(?b) == shape(?c)`, not every variable's) or else cut to the axes it needs
     (`shape(?a)[1] == shape(?b)[1]`); else None."""
-    def passes_at(c: Candidate, times: int = 1, seed: int = 0) -> bool:
-        return passes(lang, sem, c, examples * times, seed)
+    def passes_at(c: Candidate) -> bool:
+        return passes(lang, sem, c, examples, seed=0)
 
     if passes_twice(lang, sem, candidate, examples):  # 100 examples missed a grouped conv's case once
         return candidate
@@ -197,32 +197,21 @@ def _verified(lang: ir.Language, sem: dict[str, Any], candidate: Candidate, exam
                 if passes_at(weaker := without_cond(steps[-1], dim)):
                     steps.append(weaker)
     # each step looked for the weakest condition that passes: where one passed only because the
-    # examples missed a case, 5x the examples on another seed should find it; then a stronger step
-    return next((step for step in reversed(steps) if passes_at(step, 5, seed=1)), None)
+    # examples missed a case, 5x the examples on other seeds should find it; then a stronger step
+    return next((step for step in reversed(steps) if confirmed(lang, sem, step, examples)), None)
 
 
 def generalized_candidate(lang: ir.Language, sem: dict[str, Any], c: Candidate, examples: int,
                           known: frozenset[str] = frozenset()) -> Candidate:
     """`c` with its literal parameters lifted to variables where it holds at every value
     (`eqdsl.synth.generalize`; each step verified with `examples`, the result then as `_verified`
-    verifies, with five times as many on another seed: `c` itself where that fails). A result
+    verifies, `checked.confirmed`: `c` itself where that fails). A result
     whose text is in `known` (a kept rule's) is returned without that last check."""
     rule = generalized(c.rule, lambda r: passes(lang, sem, replace(c, rule=r), examples, seed=0))
     wider = replace(c, rule=rule)
-    if rule is c.rule or wider.text in known or passes(lang, sem, wider, examples * 5, seed=1):
+    if rule is c.rule or wider.text in known or confirmed(lang, sem, wider, examples):
         return wider
     return c
-
-
-def passes_twice(lang: ir.Language, sem: dict[str, Any], c: Candidate, examples: int) -> bool:
-    """`passes` with `examples`, then with five times as many on another seed."""
-    return passes(lang, sem, c, examples, seed=0) and passes(lang, sem, c, examples * 5, seed=1)
-
-
-def passes(lang: ir.Language, sem: dict[str, Any], c: Candidate, examples: int, seed: int) -> bool:
-    """Whether `c` survives the screen at sizes where no dimensions coincide and `verify`."""
-    return not refuted(lang, sem, c.rule) and verify_rule(lang, sem, c.rule, examples, seed=seed,
-                                                          shrink=False).status is Status.PASSED
 
 
 def _folds(lang: ir.Language, sem: dict[str, Any], ops: tuple[str, ...], examples: int, result: Synthesis,
