@@ -87,6 +87,8 @@ def _gives_back(lang: ir.Language, sem: dict[str, Any], join: str, dim: int, ran
                 parts: tuple[str, str]) -> bool:
     """Whether `parts` take back exactly both operands of `join` at k = their size along `dim`,
     on random operands of distinct dimensions (2, 3, ...: no size stands in for another)."""
+    if any(op not in sem for op in (join, *parts)):
+        return False
     rng = np.random.default_rng(0)
     shape = tuple(range(2, 2 + rank))
     for _ in range(TRIES):
