@@ -145,6 +145,7 @@ def _synthesize(args: argparse.Namespace, scratch: FileScratch) -> int:
     from eqdsl.frontend import load_language
     from eqdsl.output import write_file_atomically
     from eqdsl.schedule.runner import Limits
+    from eqdsl.synth.checked import processes_for
     from eqdsl.synth.enumerate import Space
     from eqdsl.synth.synthesize import synthesize
     from eqdsl.synth.written import declarations, rules_text, semantics_companion
@@ -169,8 +170,9 @@ def _synthesize(args: argparse.Namespace, scratch: FileScratch) -> int:
         write_file_atomically(scratch.file, rules_text(lang, partial, header, declared))
 
     status.show(stderr)
-    with status.stage("synthesize"):
-        found = synthesize(lang, load_semantics(lang, run_ref=not args.no_ref), space, Limits(8, 20_000, 5),
+    sem = load_semantics(lang, run_ref=not args.no_ref)
+    with status.stage("synthesize"), processes_for(lang, sem):
+        found = synthesize(lang, sem, space, Limits(8, 20_000, 5),
                            args.examples, time.monotonic() + args.time_limit, lambda note: status.update(note=note),
                            checkpoint, generalize=args.generalize, prior=prior)
     _write_checked(scratch, rules_text(lang, found, _header(args, lang, space, found), declared), lang,
@@ -253,6 +255,7 @@ def _synthesize_goal(args: argparse.Namespace, lang, scratch: FileScratch) -> in
     from eqdsl.cost.model import RuleCosts
     from eqdsl.cost.targets import bind_target, load_target
     from eqdsl.output import write_file_atomically
+    from eqdsl.synth.checked import processes_for
     from eqdsl.synth.enumerate import Space
     from eqdsl.synth.goals import cheaper_form, read_goal, size_of
     from eqdsl.synth.synthesize import Synthesis
@@ -264,10 +267,10 @@ def _synthesize_goal(args: argparse.Namespace, lang, scratch: FileScratch) -> in
     size = args.size or 1 + size_of(goal.pattern)
     space = Space(size, ints=tuple(args.ints), ops=tuple(args.ops or ()), seed=args.seed, params=tuple(args.values))
     status.show(stderr)
-    with status.stage("synthesize"):
+    sem = load_semantics(lang, run_ref=not args.no_ref)
+    with status.stage("synthesize"), processes_for(lang, sem):
         deadline = time.monotonic() + args.time_limit  # ends the enumeration; what it found is still verified
-        form = cheaper_form(lang, load_semantics(lang, run_ref=not args.no_ref), goal, costs, space, args.examples,
-                            stop=lambda: time.monotonic() > deadline)
+        form = cheaper_form(lang, sem, goal, costs, space, args.examples, stop=lambda: time.monotonic() > deadline)
     if form is None:
         stopped = " (the enumeration stopped at --time-limit)" if time.monotonic() > deadline else ""
         stdout.print(f"no cheaper equivalent of {args.goal} within {size} operators passed verify{stopped}; "

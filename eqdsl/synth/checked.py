@@ -4,10 +4,12 @@ Contract: `passes(lang, sem, c, examples, seed)` is whether candidate `c` surviv
 sizes where no dimensions coincide (`verify.rules.refuted`) and `verify` with `examples` examples
 on `seed`. `confirmed(lang, sem, c, examples)` is the confirming check a rule gets before it is
 kept: `passes` on each of the seeds `CONFIRMING_SEEDS` with `examples` examples each (five times
-the first check's, on other seeds). The seeds run side by side in forked processes while
-`side_by_side(jobs)` is open (at most `jobs` and the CPUs), else one after another: each seed's
-answer is its own, so `confirmed` answers the same for any number of processes. `passes_twice`
-is `passes` on seed 0, then `confirmed`.
+the first check's, on other seeds). Inside `side_by_side(jobs)` and `processes_for(lang, sem)`
+the seeds of `lang`'s candidates run in up to `jobs` processes (at most the CPUs), forked once
+when `processes_for` opens, before a synthesis grows (a fork of a process that holds millions of
+enumerated terms costs more than the check); else one after another. Each seed's answer is its
+own, so `confirmed` answers the same for any number of processes. `passes_twice` is `passes` on
+seed 0, then `confirmed`.
 """
 from __future__ import annotations
 
@@ -23,12 +25,13 @@ from eqdsl.verify.rules import Status, refuted, verify_rule
 CONFIRMING_SEEDS = (1, 2, 3, 4, 5)
 
 _jobs = 1  # processes `confirmed` may use: set by `side_by_side`
-_JOB: tuple[Any, ...] = ()  # what the forked processes check: set before the fork, read there
+_JOB: tuple[Any, ...] = ()  # the language and semantics the forked processes check: set before the fork
+_pool: tuple[ir.Language, Any] | None = None  # `processes_for`'s language and its processes
 
 
 @contextmanager
 def side_by_side(jobs: int) -> Iterator[None]:
-    """`confirmed` runs its seeds in up to `jobs` processes (at most the CPUs) inside this block."""
+    """`confirmed` may use up to `jobs` processes (at most the CPUs) inside this block."""
     global _jobs
     before, _jobs = _jobs, max(1, min(jobs, os.cpu_count() or 1, len(CONFIRMING_SEEDS)))
     try:
@@ -37,10 +40,25 @@ def side_by_side(jobs: int) -> Iterator[None]:
         _jobs = before
 
 
+@contextmanager
+def processes_for(lang: ir.Language, sem: dict[str, Any]) -> Iterator[None]:
+    """The processes that check `lang`'s candidates side by side, forked now (see the module)."""
+    global _JOB, _pool
+    if _jobs == 1 or not hasattr(os, "fork"):
+        yield
+        return
+    _JOB = (lang, sem)
+    with multiprocessing.get_context("fork").Pool(_jobs) as pool:
+        before, _pool = _pool, (lang, pool)
+        try:
+            yield
+        finally:
+            _pool = before
+
+
 def passes(lang: ir.Language, sem: dict[str, Any], c: Candidate, examples: int, seed: int) -> bool:
     """Whether `c` survives the screen at sizes where no dimensions coincide and `verify`."""
-    return not refuted(lang, sem, c.rule) and verify_rule(lang, sem, c.rule, examples, seed=seed,
-                                                          shrink=False).status is Status.PASSED
+    return _holds(lang, sem, c.rule, examples, seed)
 
 
 def passes_twice(lang: ir.Language, sem: dict[str, Any], c: Candidate, examples: int) -> bool:
@@ -50,14 +68,17 @@ def passes_twice(lang: ir.Language, sem: dict[str, Any], c: Candidate, examples:
 
 def confirmed(lang: ir.Language, sem: dict[str, Any], c: Candidate, examples: int) -> bool:
     """`passes` on every confirming seed, `examples` examples each (see the module docstring)."""
-    global _JOB
-    if _jobs == 1 or not hasattr(os, "fork"):
+    if _pool is None or _pool[0] is not lang:
         return all(passes(lang, sem, c, examples, seed) for seed in CONFIRMING_SEEDS)
-    _JOB = (lang, sem, c, examples)
-    with multiprocessing.get_context("fork").Pool(_jobs) as pool:
-        return all(pool.imap_unordered(_passes_at, CONFIRMING_SEEDS))  # the first failure ends it
+    return all(_pool[1].imap_unordered(_holds_there, [(c.rule, examples, seed) for seed in CONFIRMING_SEEDS]))
 
 
-def _passes_at(seed: int) -> bool:
-    lang, sem, c, examples = _JOB
-    return passes(lang, sem, c, examples, seed)
+def _holds(lang: ir.Language, sem: dict[str, Any], rule: ir.Rule, examples: int, seed: int) -> bool:
+    return not refuted(lang, sem, rule) and verify_rule(lang, sem, rule, examples, seed=seed,
+                                                        shrink=False).status is Status.PASSED
+
+
+def _holds_there(task: tuple[ir.Rule, int, int]) -> bool:
+    """`_holds` in a forked process, over the language and semantics it was forked with."""
+    lang, sem = _JOB
+    return _holds(lang, sem, *task)
