@@ -170,11 +170,9 @@ def _synthesize(args: argparse.Namespace, scratch: FileScratch) -> int:
         write_file_atomically(scratch.file, rules_text(lang, partial, header, declared))
 
     status.show(stderr)
-    sem = load_semantics(lang, run_ref=not args.no_ref)
-    with status.stage("synthesize"), processes_for(lang, sem):
-        found = synthesize(lang, sem, space, Limits(8, 20_000, 5),
-                           args.examples, time.monotonic() + args.time_limit, lambda note: status.update(note=note),
-                           checkpoint, generalize=args.generalize, prior=prior)
+    with status.stage("synthesize"), processes_for(lang, sem := load_semantics(lang, run_ref=not args.no_ref)):
+        found = synthesize(lang, sem, space, Limits(8, 20_000, 5), args.examples, time.monotonic() + args.time_limit,
+                           lambda note: status.update(note=note), checkpoint, generalize=args.generalize, prior=prior)
     _write_checked(scratch, rules_text(lang, found, _header(args, lang, space, found), declared), lang,
                    str(args.output))
     written = scratch.publish(files)
