@@ -450,8 +450,8 @@ def test_the_confirming_seeds_answer_alike_in_one_process_and_side_by_side(tmp_p
     rules = {text: Candidate(load_language(_one_rule_file(tmp_path, text)).rules[0], 2, 0)
              for text in ("ewadd(?a, ?b) => ewadd(?b, ?a)", "ewadd(?a, ?b) => ewmul(?a, ?b)")}
     alone = {text: checked.confirmed(tensor, sem, c, 20) for text, c in rules.items()}
-    with checked.side_by_side(2), checked.processes_for(tensor, sem):
+    with checked.processes_for(tensor, sem, 2):
         assert checked._pool is not None  # forked: the seeds go to its processes
         together = {text: checked.confirmed(tensor, sem, c, 20) for text, c in rules.items()}
     assert alone == together == {"ewadd(?a, ?b) => ewadd(?b, ?a)": True, "ewadd(?a, ?b) => ewmul(?a, ?b)": False}
-    assert checked._jobs == 1 and checked._pool is None  # the blocks' settings end with them
+    assert checked._pool is None  # the block's processes end with it

@@ -127,10 +127,7 @@ def cmd_synthesize(args: argparse.Namespace) -> Work:
     def run() -> int:
         # Hypothesis (verify) caches into ./.hypothesis by default: into the worker's private temporary folder
         os.environ.setdefault("HYPOTHESIS_STORAGE_DIRECTORY", tempfile.mkdtemp(prefix="eqdsl-hypothesis-"))
-        from eqdsl.synth.checked import side_by_side
-
-        with side_by_side(args.jobs):
-            return _synthesize(args, scratch)
+        return _synthesize(args, scratch)
 
     return Work(run, keep_verified, hard_limit_s=HARD_GRACE_S + HARD_SHARE * args.time_limit)
 
@@ -170,7 +167,8 @@ def _synthesize(args: argparse.Namespace, scratch: FileScratch) -> int:
         write_file_atomically(scratch.file, rules_text(lang, partial, header, declared))
 
     status.show(stderr)
-    with status.stage("synthesize"), processes_for(lang, sem := load_semantics(lang, run_ref=not args.no_ref)):
+    sem = load_semantics(lang, run_ref=not args.no_ref)
+    with status.stage("synthesize"), processes_for(lang, sem, args.jobs):
         found = synthesize(lang, sem, space, Limits(8, 20_000, 5), args.examples, time.monotonic() + args.time_limit,
                            lambda note: status.update(note=note), checkpoint, generalize=args.generalize, prior=prior)
     _write_checked(scratch, rules_text(lang, found, _header(args, lang, space, found), declared), lang,
@@ -266,7 +264,7 @@ def _synthesize_goal(args: argparse.Namespace, lang, scratch: FileScratch) -> in
     space = Space(size, ints=tuple(args.ints), ops=tuple(args.ops or ()), seed=args.seed, params=tuple(args.values))
     status.show(stderr)
     sem = load_semantics(lang, run_ref=not args.no_ref)
-    with status.stage("synthesize"), processes_for(lang, sem):
+    with status.stage("synthesize"), processes_for(lang, sem, args.jobs):
         deadline = time.monotonic() + args.time_limit  # ends the enumeration; what it found is still verified
         form = cheaper_form(lang, sem, goal, costs, space, args.examples, stop=lambda: time.monotonic() > deadline)
     if form is None:

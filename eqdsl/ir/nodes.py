@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from enum import Enum
+from typing import Any
 
 from eqdsl.diagnostics import Span
 
@@ -38,6 +39,20 @@ class Sort:
     # names of a two-field analysis value ([Int] each, stored as one list: see FieldOf); () for
     # the usual single `shape` field
     fields: tuple[str, ...] = ()
+
+    @property
+    def holds_vectors(self) -> bool:
+        """An `Int` shape: the sort's values are vectors and its shape is their length (how verify,
+        synthesize and check draw and compare them)."""
+        return self.shape_type == Prim.INT
+
+    def dims(self, shape: Any) -> Any:
+        """The dimensions of a value whose shape is `shape`: a vector's length n is (n,)."""
+        return (shape,) if self.holds_vectors and isinstance(shape, int) else shape
+
+    def shape_of_dims(self, dims: tuple[int, ...]) -> Any:
+        """The shape of a value of these dimensions: `dims`' inverse."""
+        return dims[0] if self.holds_vectors else dims
 
 
 @dataclass(frozen=True)
@@ -324,6 +339,10 @@ class Language:
     # `egglog { ... }` blocks: (text, the .eqr span of its first line), appended verbatim
     egglog: tuple[tuple[str, Span], ...] = ()
     analyses: dict[str, Analysis] = field(default_factory=dict)
+
+    def holds_vectors(self, t: ValueType) -> bool:
+        """`t` is a sort with an `Int` shape (Sort.holds_vectors)."""
+        return isinstance(t, SortType) and self.sorts[t.name].holds_vectors
 
     @property
     def single_rules(self) -> tuple[Rule, ...]:

@@ -4,9 +4,9 @@ Contract: `passes(lang, sem, c, examples, seed)` is whether candidate `c` surviv
 sizes where no dimensions coincide (`verify.rules.refuted`) and `verify` with `examples` examples
 on `seed`. `confirmed(lang, sem, c, examples)` is the confirming check a rule gets before it is
 kept: `passes` on each of the seeds `CONFIRMING_SEEDS` with `examples` examples each (five times
-the first check's, on other seeds). Inside `side_by_side(jobs)` and `processes_for(lang, sem)`
-the seeds of `lang`'s candidates run in up to `jobs` processes (at most the CPUs), forked once
-when `processes_for` opens, before a synthesis grows (a fork of a process that holds millions of
+the first check's, on other seeds). Inside `processes_for(lang, sem, jobs)` the seeds of `lang`'s
+candidates run in up to `jobs` processes (at most the CPUs), forked once when the block opens,
+before a synthesis grows (a fork of a process that holds millions of
 enumerated terms costs more than the check); else one after another. Each seed's answer is its
 own, so `confirmed` answers the same for any number of processes. `passes_twice` is `passes` on
 seed 0, then `confirmed`.
@@ -24,31 +24,21 @@ from eqdsl.verify.rules import Status, refuted, verify_rule
 
 CONFIRMING_SEEDS = (1, 2, 3, 4, 5)
 
-_jobs = 1  # processes `confirmed` may use: set by `side_by_side`
 _JOB: tuple[Any, ...] = ()  # the language and semantics the forked processes check: set before the fork
 _pool: tuple[ir.Language, Any] | None = None  # `processes_for`'s language and its processes
 
 
 @contextmanager
-def side_by_side(jobs: int) -> Iterator[None]:
-    """`confirmed` may use up to `jobs` processes (at most the CPUs) inside this block."""
-    global _jobs
-    before, _jobs = _jobs, max(1, min(jobs, os.cpu_count() or 1, len(CONFIRMING_SEEDS)))
-    try:
-        yield
-    finally:
-        _jobs = before
-
-
-@contextmanager
-def processes_for(lang: ir.Language, sem: dict[str, Any]) -> Iterator[None]:
-    """The processes that check `lang`'s candidates side by side, forked now (see the module)."""
+def processes_for(lang: ir.Language, sem: dict[str, Any], jobs: int) -> Iterator[None]:
+    """Up to `jobs` processes (at most the CPUs) that check `lang`'s candidates side by side,
+    forked now (see the module); one process checks them where that leaves one."""
     global _JOB, _pool
-    if _jobs == 1 or not hasattr(os, "fork"):
+    jobs = min(jobs, os.cpu_count() or 1, len(CONFIRMING_SEEDS))
+    if jobs <= 1 or not hasattr(os, "fork"):
         yield
         return
     _JOB = (lang, sem)
-    with multiprocessing.get_context("fork").Pool(_jobs) as pool:
+    with multiprocessing.get_context("fork").Pool(jobs) as pool:
         before, _pool = _pool, (lang, pool)
         try:
             yield

@@ -202,9 +202,9 @@ def _instance_roots(a: ir.Language, b: ir.Language, rule: ir.Rule, builder: Grap
     if sized is None:
         raise _Uninstantiable("no sizes meet the rule's shape requirements and conditions")
     assignment, concrete = sized
-    env: dict[str, Any] = {}
-    for var, t in space.vars.items():
-        env[var] = _leaf(a, builder, var, t, assignment)
+    calls = _leaf_calls(a, space.vars, assignment)
+    env = {var: builder.op(*calls[var]) if var in calls else _value(t, var, assignment)
+           for var, t in space.vars.items()}
     try:
         roots = [_build(builder, p, env, concrete) for p in (*rule.lhs, *rule.rhs)]
     except EqdslError as err:
@@ -235,28 +235,29 @@ def _bool_analysis_of(a: ir.Language, name: str, t: ir.ValueType) -> bool:
 
 def _leaves_exist(a: ir.Language, variables: dict[str, ir.ValueType], assignment: Assignment) -> bool:
     try:
-        for var, t in variables.items():
-            if isinstance(t, ir.SortType):
-                _leaf_call(a, var, t, assignment)
+        _leaf_calls(a, variables, assignment)
     except _Uninstantiable:
         return False
     return True
 
 
-def _leaf(a: ir.Language, builder: GraphBuilder, var: str, t: ir.ValueType, assignment: Assignment) -> Any:
-    """A variable's value: a fresh leaf term for a sort, the drawn value for a primitive."""
+def _leaf_calls(a: ir.Language, variables: dict[str, ir.ValueType], assignment: Assignment) -> dict[str, tuple]:
+    """(leaf operator, its arguments...) of a fresh leaf for each sorted variable at its drawn size;
+    _Uninstantiable where one has none."""
+    return {var: _leaf_call(a, var, t, assignment) for var, t in variables.items() if isinstance(t, ir.SortType)}
+
+
+def _value(t: ir.ValueType, var: str, assignment: Assignment) -> Any:
+    """A primitive variable's value: the drawn Int or size, its own name for a Str."""
     if t == ir.Prim.INT:
         return assignment.ints[var]
     if t == ir.Prim.INTS:
         return tuple(assignment.sizes[var])
-    if t == ir.Prim.STR:
-        return var
-    assert isinstance(t, ir.SortType)
-    op, args = _leaf_call(a, var, t, assignment)
-    return builder.op(op, *args)
+    assert t == ir.Prim.STR, t
+    return var
 
 
-def _leaf_call(a: ir.Language, var: str, t: ir.SortType, assignment: Assignment) -> tuple[str, list]:
+def _leaf_call(a: ir.Language, var: str, t: ir.SortType, assignment: Assignment) -> tuple:
     """The leaf operator and arguments of a fresh leaf of sort `t` at ?var's drawn size."""
     if t.name not in a.sorts:
         raise _Uninstantiable(f"?{var}: sort {t.name} is not in language {a.name}")
@@ -265,7 +266,7 @@ def _leaf_call(a: ir.Language, var: str, t: ir.SortType, assignment: Assignment)
     size = tuple(assignment.sizes[var]) if var in assignment.sizes else None
     for op in a.ops.values():
         if op.result == t.name and not op.const and (args := leaf_args(a, op, var, size)) is not None:
-            return op.name, args
+            return op.name, *args
     raise _Uninstantiable(f"?{var}: no leaf operator of sort {t.name} takes a name (and the shape {size})")
 
 

@@ -185,10 +185,10 @@ def _leaves(lang: ir.Language, sem: dict[str, Any], n: int, space: Space, shape:
                                       for k in range(space.variables))
     for name, sort, at in variables:
         shaped = lang.sorts[sort].shape_type is not None
-        if lang.sorts[sort].shape_type == ir.Prim.INT:  # an `Int` shape: vectors of the first dimension
+        if lang.sorts[sort].holds_vectors:  # vectors of the run's first dimension
             at = at[:1]
         values = tuple(draw_leaf(rng, at, None) if shaped else _draw(rng) for _ in range(n))
-        analysis = (at[0] if lang.sorts[sort].shape_type == ir.Prim.INT else at) if shaped else None
+        analysis = lang.sorts[sort].shape_of_dims(at) if shaped else None
         yield _term(ir.PVar(name, ir.SortType(sort)), 0, sort, values, analysis)
     for sort in sorts:
         for op in lang.ops.values():  # constants: a computed operator over Int values only (num(2))

@@ -76,7 +76,7 @@ def joints(lang: ir.Language, sem: dict[str, Any], rank: int) -> list[Joint]:
             continue
         parts = [op.name for op in lang.ops.values() if op.result == join.result and len(op.params) == 2
                  and {p.type for p in op.params} == {ir.Prim.INT, sorts[0]}]
-        vectors = lang.sorts[join.result].shape_type == ir.Prim.INT  # an `Int` shape: a vector's length
+        vectors = lang.sorts[join.result].holds_vectors
         found += [Joint(join.name, dim, (first, second)) for dim in range(1 if vectors else rank)
                   for first, second in itertools.permutations(parts, 2)
                   if _gives_back(lang, sem, join.name, dim, 1 if vectors else rank, (first, second))]
@@ -135,7 +135,7 @@ def _lifted(lang: ir.Language, joint: Joint, joined: ir.Pattern, merged: ir.Patt
     shape_type = lang.sorts[lang.ops[one.op].result].shape_type
     if shape_type is None:
         return None
-    at: ir.Expr = ir.ShapeOfTerm(one, shape_type) if shape_type == ir.Prim.INT else \
+    at: ir.Expr = ir.ShapeOfTerm(one, shape_type) if lang.sorts[lang.ops[one.op].result].holds_vectors else \
         ir.IndexOf(ir.ShapeOfTerm(one, shape_type), ir.Const(axis, ir.Prim.INT), ir.Prim.INT)
     rhs = joint.split(ir.PBound("k", ir.Prim.INT), merged, axis)
     rule = ir.Rule("", (one, two), rhs, (("k", at),), (), NO_SPAN)

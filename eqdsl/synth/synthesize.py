@@ -121,8 +121,8 @@ def _shaped(lang: ir.Language) -> bool:
 def _instance(lang: ir.Language, shape: tuple[int, ...]) -> tuple[int, ...] | None:
     """The shape a candidate was seen at: None without shapes, the first dimension where every
     shaped sort is a vector (an `Int` shape)."""
-    kinds = {s.shape_type for s in lang.sorts.values()} - {None}
-    return None if not kinds else shape[:1] if kinds == {ir.Prim.INT} else shape
+    shaped = [s for s in lang.sorts.values() if s.shape_type is not None]
+    return None if not shaped else shape[:1] if all(s.holds_vectors for s in shaped) else shape
 
 
 Widen = Callable[[Candidate, frozenset[str]], Candidate]  # a verified candidate, generalized or as it is

@@ -155,22 +155,19 @@ class TermDrawer:
     def _shape(self, op: ir.Operator, args: list[Any]) -> Any:
         """The shape `op`'s shape rule gives these arguments (None: no rule); `_Misshapen` where
         it refuses them."""
-        read = [(a.shape[0] if self._vectors(p.type) else a.shape) if isinstance(a, Drawn) and a.shape else
+        read = [(self.lang.sorts[p.type.name].shape_of_dims(a.shape) if isinstance(p.type, ir.SortType) else a.shape)
+                if isinstance(a, Drawn) and a.shape else
                 a.shape if isinstance(a, Drawn) else tuple(a) if isinstance(a, list) else a
                 for p, a in zip(op.params, args)]
         try:
             shape = application_shape(self.lang, op.name, read)
         except ShapeViolation:
             raise _Misshapen from None
-        return (shape,) if self._vectors(ir.SortType(op.result)) and isinstance(shape, int) else shape
+        return self.lang.sorts[op.result].dims(shape)
 
     def _any_shape(self, sort: str, rng: np.random.Generator) -> tuple[int, ...]:
-        shapes = [s for s in SHAPES if len(s) == 1] if self._vectors(ir.SortType(sort)) else SHAPES
+        shapes = [s for s in SHAPES if len(s) == 1] if self.lang.sorts[sort].holds_vectors else SHAPES
         return shapes[rng.integers(len(shapes))]
-
-    def _vectors(self, t: ir.ValueType) -> bool:
-        """A sort with an `Int` shape: its values are vectors, its shape rules read their lengths."""
-        return isinstance(t, ir.SortType) and self.lang.sorts[t.name].shape_type == ir.Prim.INT
 
 
 class _Misshapen(Exception):

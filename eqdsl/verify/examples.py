@@ -96,15 +96,10 @@ class ExampleSpace:
         ops = pattern_ops(*self.rule.lhs, *self.rule.rhs)
         return any(self.lang.sorts[self.lang.ops[o].result].fields for o in ops)
 
-    def length_shaped(self, v: str) -> bool:
-        """?v's sort has an `Int` shape: its values are vectors, of that length."""
-        t = self.vars[v]
-        return isinstance(t, ir.SortType) and self.lang.sorts[t.name].shape_type == ir.Prim.INT
-
     def _rank_options(self, v: str) -> list[Any]:
         """A plain shape's rank (0 only where a condition says `shape(?v) == []`: an ONNX scalar;
         1 for an `Int` shape, a vector's length), or a two-field value's (first, second) field lengths."""
-        if self.length_shaped(v):
+        if self.lang.holds_vectors(self.vars[v]):
             return [1]
         if not self.has_fields(v):
             return [0] if self._scalar(v) else list(range(1, self.max_rank + 1))
@@ -252,7 +247,8 @@ class ExampleSpace:
 
     def _env(self, sizes: dict[str, Any], ints: dict[str, Any]) -> dict[str, Any]:
         """Shape-sorted variables are read as `shape(?x)`, value variables as `?x`."""
-        env = {shape_key(v): s[0] if self.length_shaped(v) and s is not _PENDING else s for v, s in sizes.items()}
+        vectors = {v for v in sizes if self.lang.holds_vectors(self.vars[v])}  # read as their lengths
+        env = {shape_key(v): s[0] if v in vectors and s is not _PENDING else s for v, s in sizes.items()}
         env.update({"?" + v: s for v, s in sizes.items() if self.vars[v] == ir.Prim.INTS})
         env.update({"?" + v: i for v, i in ints.items()})
         return env

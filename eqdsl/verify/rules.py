@@ -205,7 +205,7 @@ def _check_example(space: ExampleSpace, sem, a: Assignment, c: Concrete, rng: np
                   + _disequality_notes(rule, sem, env, memo), env)
     for p, value in memo.items():
         want = c.shape_of(p) if isinstance(p, ir.PApp) else None
-        want = (want,) if isinstance(want, int) else want  # an `Int` shape: a vector's length
+        want = space.lang.sorts[space.lang.ops[p.op].result].dims(want) if isinstance(p, ir.PApp) else want
         if isinstance(p, ir.PApp) and want is not None and not isinstance(value, tuple) \
                 and value_shape(value) != tuple(want):
             _fail(a, c, float("inf"), f"'{p.op}' gave a result of shape {list(value_shape(value))}; its shape "

@@ -69,7 +69,7 @@ def _multi_pattern_mismatch(lang: ir.Language, rule: ir.Rule, tries: int, rng: r
 
 def _drawn_shape(lang: ir.Language, t: ir.ValueType, rng: random.Random) -> Value:
     """A random small shape of a variable's sort: a length for an `Int` shape, else dimensions."""
-    if isinstance(t, ir.SortType) and lang.sorts[t.name].shape_type == ir.Prim.INT:
+    if lang.holds_vectors(t):
         return rng.randint(1, 4)
     return tuple(rng.randint(1, 4) for _ in range(rng.randint(1, 4)))
 
