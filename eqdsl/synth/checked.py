@@ -25,7 +25,7 @@ from eqdsl.verify.rules import Status, refuted, verify_rule
 CONFIRMING_SEEDS = (1, 2, 3, 4, 5)
 
 _JOB: tuple[Any, ...] = ()  # the language and semantics the forked processes check: set before the fork
-_pool: tuple[ir.Language, Any] | None = None  # `processes_for`'s language and its processes
+_pool: Any = None  # `processes_for`'s processes, forked with `_JOB`
 
 
 @contextmanager
@@ -37,18 +37,19 @@ def processes_for(lang: ir.Language, sem: dict[str, Any], jobs: int) -> Iterator
     if jobs <= 1 or not hasattr(os, "fork"):
         yield
         return
+    before = _JOB, _pool
     _JOB = (lang, sem)
-    with multiprocessing.get_context("fork").Pool(jobs) as pool:
-        before, _pool = _pool, (lang, pool)
+    with multiprocessing.get_context("fork").Pool(jobs) as _pool:
         try:
             yield
         finally:
-            _pool = before
+            _JOB, _pool = before
 
 
 def passes(lang: ir.Language, sem: dict[str, Any], c: Candidate, examples: int, seed: int) -> bool:
     """Whether `c` survives the screen at sizes where no dimensions coincide and `verify`."""
-    return _holds(lang, sem, c.rule, examples, seed)
+    return not refuted(lang, sem, c.rule) and verify_rule(lang, sem, c.rule, examples, seed=seed,
+                                                          shrink=False).status is Status.PASSED
 
 
 def passes_twice(lang: ir.Language, sem: dict[str, Any], c: Candidate, examples: int) -> bool:
@@ -58,17 +59,12 @@ def passes_twice(lang: ir.Language, sem: dict[str, Any], c: Candidate, examples:
 
 def confirmed(lang: ir.Language, sem: dict[str, Any], c: Candidate, examples: int) -> bool:
     """`passes` on every confirming seed, `examples` examples each (see the module docstring)."""
-    if _pool is None or _pool[0] is not lang:
+    if _pool is None or _JOB[0] is not lang:
         return all(passes(lang, sem, c, examples, seed) for seed in CONFIRMING_SEEDS)
-    return all(_pool[1].imap_unordered(_holds_there, [(c.rule, examples, seed) for seed in CONFIRMING_SEEDS]))
+    return all(_pool.imap_unordered(_passes_there, [(c, examples, seed) for seed in CONFIRMING_SEEDS]))
 
 
-def _holds(lang: ir.Language, sem: dict[str, Any], rule: ir.Rule, examples: int, seed: int) -> bool:
-    return not refuted(lang, sem, rule) and verify_rule(lang, sem, rule, examples, seed=seed,
-                                                        shrink=False).status is Status.PASSED
-
-
-def _holds_there(task: tuple[ir.Rule, int, int]) -> bool:
-    """`_holds` in a forked process, over the language and semantics it was forked with."""
+def _passes_there(task: tuple[Candidate, int, int]) -> bool:
+    """`passes` in a forked process, over the language and semantics it was forked with."""
     lang, sem = _JOB
-    return _holds(lang, sem, *task)
+    return passes(lang, sem, *task)

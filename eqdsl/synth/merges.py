@@ -132,11 +132,11 @@ def _lifted(lang: ir.Language, joint: Joint, joined: ir.Pattern, merged: ir.Patt
     if not (_one_operator(one, two) and isinstance(merged, ir.PApp) and _count(merged, one.op) == 1
             and _count(merged, joint.join) == 1 and variables(merged) <= variables(one) | variables(two)):
         return None
-    shape_type = lang.sorts[lang.ops[one.op].result].shape_type
-    if shape_type is None:
+    sort = lang.sorts[lang.ops[one.op].result]
+    if sort.shape_type is None:
         return None
-    at: ir.Expr = ir.ShapeOfTerm(one, shape_type) if lang.sorts[lang.ops[one.op].result].holds_vectors else \
-        ir.IndexOf(ir.ShapeOfTerm(one, shape_type), ir.Const(axis, ir.Prim.INT), ir.Prim.INT)
+    at: ir.Expr = ir.ShapeOfTerm(one, sort.shape_type) if sort.holds_vectors else \
+        ir.IndexOf(ir.ShapeOfTerm(one, sort.shape_type), ir.Const(axis, ir.Prim.INT), ir.Prim.INT)
     rhs = joint.split(ir.PBound("k", ir.Prim.INT), merged, axis)
     rule = ir.Rule("", (one, two), rhs, (("k", at),), (), NO_SPAN)
     return replace(rule, name=stable_name(rule))

@@ -155,15 +155,19 @@ class TermDrawer:
     def _shape(self, op: ir.Operator, args: list[Any]) -> Any:
         """The shape `op`'s shape rule gives these arguments (None: no rule); `_Misshapen` where
         it refuses them."""
-        read = [(self.lang.sorts[p.type.name].shape_of_dims(a.shape) if isinstance(p.type, ir.SortType) else a.shape)
-                if isinstance(a, Drawn) and a.shape else
-                a.shape if isinstance(a, Drawn) else tuple(a) if isinstance(a, list) else a
-                for p, a in zip(op.params, args)]
+        read = [self._read(p.type, a) for p, a in zip(op.params, args)]
         try:
             shape = application_shape(self.lang, op.name, read)
         except ShapeViolation:
             raise _Misshapen from None
         return self.lang.sorts[op.result].dims(shape)
+
+    def _read(self, t: ir.ValueType, arg: Any) -> Any:
+        """What a shape rule reads of an argument: a drawn term's shape (a vector's length), a value."""
+        if not isinstance(arg, Drawn):
+            return tuple(arg) if isinstance(arg, list) else arg
+        return self.lang.sorts[t.name].shape_of_dims(arg.shape) if arg.shape and isinstance(t, ir.SortType) \
+            else arg.shape
 
     def _any_shape(self, sort: str, rng: np.random.Generator) -> tuple[int, ...]:
         shapes = [s for s in SHAPES if len(s) == 1] if self.lang.sorts[sort].holds_vectors else SHAPES

@@ -204,8 +204,7 @@ def _check_example(space: ExampleSpace, sem, a: Assignment, c: Concrete, rng: np
             _fail(a, c, float("nan"), f"only the {which} side is undefined here: {err}"
                   + _disequality_notes(rule, sem, env, memo), env)
     for p, value in memo.items():
-        want = c.shape_of(p) if isinstance(p, ir.PApp) else None
-        want = space.lang.sorts[space.lang.ops[p.op].result].dims(want) if isinstance(p, ir.PApp) else want
+        want = space.lang.sorts[space.lang.ops[p.op].result].dims(c.shape_of(p)) if isinstance(p, ir.PApp) else None
         if isinstance(p, ir.PApp) and want is not None and not isinstance(value, tuple) \
                 and value_shape(value) != tuple(want):
             _fail(a, c, float("inf"), f"'{p.op}' gave a result of shape {list(value_shape(value))}; its shape "
