@@ -2,7 +2,10 @@
 an unsound rule (the yardstick of rule synthesis, issue 61)."""
 from __future__ import annotations
 
+import os
 from dataclasses import replace
+
+import pytest
 
 from eqdsl import ir
 from eqdsl.frontend import load_language
@@ -266,6 +269,22 @@ def test_derivations_in_one_e_graph_are_proofs_and_the_prover_grows(tmp_path):
     assert empty.prove(tensat, goal).verdict is Verdict.DERIVED
 
 
+def test_a_proof_among_some_rules_uses_only_those(tmp_path):
+    from eqdsl.synth.derive import Prover
+
+    tensat = load_language("tensat")
+    rules = load_language(_one_rule_file(tmp_path, "ewadd(?a, ?b) => ewadd(?b, ?a)")).rules
+    idempotent = load_language(_one_rule_file(tmp_path, "relu(relu(?a)) => relu(?a)")).rules[0]
+    two = replace(tensat, rules=(*rules, replace(idempotent, name="s")))
+    prover = Prover(two, LIMITS)
+    goal = load_language(_one_rule_file(tmp_path, "ewadd(?a, ewadd(?b, ?c)) => ewadd(ewadd(?c, ?b), ?a)")).rules[0]
+    assert prover.prove(tensat, goal, among=two.rules[:1]).verdict is Verdict.DERIVED
+    assert prover.prove(tensat, goal, among=two.rules[1:]).verdict is Verdict.NOT_DERIVED
+    assert prover.prove(tensat, goal).verdict is Verdict.DERIVED  # all of them again after a subset
+    with pytest.raises(ValueError, match="not declared with"):
+        prover.prove(tensat, goal, among=tensat.rules[:1])
+
+
 def test_the_screen_refutes_wrong_rules_and_passes_a_law(tmp_path):
     from eqdsl.verify.rules import refuted
     from eqdsl.verify.semantics import load_semantics
@@ -455,3 +474,22 @@ def test_the_confirming_seeds_answer_alike_in_one_process_and_side_by_side(tmp_p
         together = {text: checked.confirmed(tensor, sem, c, 20) for text, c in rules.items()}
     assert alone == together == {"ewadd(?a, ?b) => ewadd(?b, ?a)": True, "ewadd(?a, ?b) => ewmul(?a, ?b)": False}
     assert checked._pool is None  # the block's processes end with it
+
+
+def _where_and_what(lang, sem, k: int) -> tuple[int, str]:
+    return os.getpid(), f"{lang.name} {k * k}"
+
+
+def test_side_by_side_answers_in_order_in_the_processes_or_here():
+    from eqdsl.synth import checked
+    from eqdsl.verify.semantics import load_semantics
+
+    tensor = load_language("tensor")
+    sem = load_semantics(tensor)
+    here = list(checked.side_by_side(tensor, sem, _where_and_what, [(k,) for k in range(6)]))
+    with checked.processes_for(tensor, sem, 2):
+        there = list(checked.side_by_side(tensor, sem, _where_and_what, [(k,) for k in range(6)]))
+        other = list(checked.side_by_side(load_language("arith"), sem, _where_and_what, [(2,)]))
+    assert [w for w, _ in here] == [os.getpid()] * 6 and os.getpid() not in {w for w, _ in there}
+    assert [a for _, a in here] == [a for _, a in there] == [f"tensor {k * k}" for k in range(6)]
+    assert other == [(os.getpid(), "arith 4")]  # another language's tasks run here

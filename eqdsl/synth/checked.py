@@ -9,20 +9,23 @@ candidates run in up to `jobs` processes (at most the CPUs), forked once when th
 before a synthesis grows (a fork of a process that holds millions of
 enumerated terms costs more than the check); else one after another. Each seed's answer is its
 own, so `confirmed` answers the same for any number of processes. `passes_twice` is `passes` on
-seed 0, then `confirmed`.
+seed 0, then `confirmed`. `side_by_side(lang, sem, fn, tasks)` is `fn(lang, sem, *task)` for each
+task, in order, in those processes where they are `lang`'s (else here): other work of a synthesis
+that splits into independent tasks (`fn` a module-level function, tasks and results picklable).
 """
 from __future__ import annotations
 
 import multiprocessing
 import os
 from contextlib import contextmanager
-from typing import Any, Iterator
+from typing import Any, Callable, Iterator, Sequence, TypeVar
 
 from eqdsl import ir
 from eqdsl.synth.candidates import Candidate
 from eqdsl.verify.rules import Status, refuted, verify_rule
 
 CONFIRMING_SEEDS = (1, 2, 3, 4, 5)
+T = TypeVar("T")
 
 _JOB: tuple[Any, ...] = ()  # the language and semantics the forked processes check: set before the fork
 _pool: Any = None  # `processes_for`'s processes, forked with `_JOB`
@@ -64,7 +67,20 @@ def confirmed(lang: ir.Language, sem: dict[str, Any], c: Candidate, examples: in
     return all(_pool.imap_unordered(_passes_there, [(c, examples, seed) for seed in CONFIRMING_SEEDS]))
 
 
+def side_by_side(lang: ir.Language, sem: dict[str, Any], fn: Callable[..., T], tasks: Sequence[tuple]) -> Iterator[T]:
+    """`fn(lang, sem, *task)` for each task, in order (see the module docstring)."""
+    if _pool is None or _JOB[0] is not lang:
+        return (fn(lang, sem, *task) for task in tasks)
+    return _pool.imap(_there, [(fn, task) for task in tasks])
+
+
 def _passes_there(task: tuple[Candidate, int, int]) -> bool:
     """`passes` in a forked process, over the language and semantics it was forked with."""
+    return _there((passes, task))
+
+
+def _there(job: tuple[Callable[..., T], tuple]) -> T:
+    """`fn(lang, sem, *task)` in a forked process, over the language and semantics it was forked with."""
+    fn, task = job
     lang, sem = _JOB
-    return passes(lang, sem, *task)
+    return fn(lang, sem, *task)

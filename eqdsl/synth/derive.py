@@ -54,6 +54,9 @@ class Derivation:
     why: str = ""  # NOT_DERIVED: the limit that ended it; NOT_INSTANTIABLE: the reason
 
 
+_GROUPS = ("all", "single")  # the lowered language's groups: every rule, the single-pattern ones
+
+
 class _Uninstantiable(Exception):
     pass
 
@@ -74,12 +77,15 @@ def own_rules(lang: ir.Language) -> ir.Language:
 class Prover:
     """An e-graph of `a`'s rules, declared once, in which rules are derived one after another
     (each in its own egglog push, undone after). `add` grows `a` by a single-pattern rule where
-    `a` started without any (its `single` group is then a plain ruleset that takes rules)."""
+    `a` started without any (its `single` group is then a plain ruleset that takes rules).
+    `prove(..., among=rules)` derives with only those of the rules `a` was declared with (each
+    lowered rule is its own egglog ruleset: a subset is a combined ruleset, not a new e-graph)."""
 
     def __init__(self, a: ir.Language, limits: Limits, k_multi: int = 1) -> None:
         self.a, self.limits, self.k_multi = a, limits, k_multi
         self.session = EGraphSession(lower_language(a), _UnitCosts())  # 0.7 s for TASO's rules
         self._grows = not a.single_rules
+        self._subsets = 0
 
     def add(self, rule: ir.Rule) -> None:
         """`a` with `rule` too (declared into the e-graph, not the whole language again)."""
@@ -121,16 +127,29 @@ class Prover:
                 self.session.pop()
         return [k in joined for k in range(len(rules))]
 
-    def prove(self, b: ir.Language, rule: ir.Rule, hints: tuple[int, ...] = DISTINCT_HINTS) -> Derivation:
-        """`rule` (of language `b`) derived with `a`'s rules, or why not (its instance drawn near
-        `hints`: another instance for a second opinion)."""
+    def prove(self, b: ir.Language, rule: ir.Rule, hints: tuple[int, ...] = DISTINCT_HINTS,
+              among: Sequence[ir.Rule] | None = None) -> Derivation:
+        """`rule` (of language `b`) derived with `a`'s rules (only those `among`, where given), or
+        why not (its instance drawn near `hints`: another instance for a second opinion)."""
+        groups = _GROUPS if among is None else self._subset(among)
         base = self.session.depth
         self.session.push()
         try:
-            return derive_rule(self.a, b, rule, self.session, self.limits, self.k_multi, hints)
+            return derive_rule(self.a, b, rule, self.session, self.limits, self.k_multi, hints, groups)
         finally:
             while self.session.depth > base:  # this rule's e-graph, and the loop's own pushes, undone
                 self.session.pop()
+
+
+    def _subset(self, rules: Sequence[ir.Rule]) -> tuple[str, str]:
+        """(all, single): rulesets of `rules`, which `a` was declared with, as `_GROUPS` are of all."""
+        if self.session.depth or any(r.name not in self.session.lowered.rulesets for r in rules):
+            raise ValueError("Prover.prove(among=...): inside a push, or a rule `a` was not declared with")
+        self._subsets += 1
+        name = f"among_{self._subsets}"
+        self.session.define_ruleset(f"{name}_all", [r.name for r in rules])
+        self.session.define_ruleset(f"{name}_single", [r.name for r in rules if not r.is_multi])
+        return f"{name}_all", f"{name}_single"
 
 
 def derive(a: ir.Language, b: ir.Language, limits: Limits, k_multi: int = 1,
@@ -144,8 +163,10 @@ def derive(a: ir.Language, b: ir.Language, limits: Limits, k_multi: int = 1,
 
 
 def derive_rule(a: ir.Language, b: ir.Language, rule: ir.Rule, session: EGraphSession, limits: Limits,
-                k_multi: int = 1, hints: tuple[int, ...] = DISTINCT_HINTS) -> Derivation:
-    """`rule` in `session`, an e-graph of `a`'s rules holding nothing yet (see the contract)."""
+                k_multi: int = 1, hints: tuple[int, ...] = DISTINCT_HINTS,
+                groups: tuple[str, str] = _GROUPS) -> Derivation:
+    """`rule` in `session`, an e-graph of `a`'s rules holding nothing yet (see the contract), grown
+    by `groups` (all the rules, then the single-pattern ones: `_grow_until`)."""
     t0 = time.perf_counter()
     try:
         program, facts = instance(a, b, rule, hints)
@@ -158,21 +179,23 @@ def derive_rule(a: ir.Language, b: ir.Language, rule: ir.Rule, session: EGraphSe
     session.load(program, facts)
     pairs = [(k, k + len(rule.lhs)) for k in range(len(rule.lhs))]
     sorts = [a.ops[program.nodes[program.roots[i]].op].result for i, _ in pairs]
-    iterations, stop = _grow_until(session, limits, k_multi, lambda: session.roots_joined(pairs, sorts))
+    iterations, stop = _grow_until(session, limits, k_multi, lambda: session.roots_joined(pairs, sorts), groups)
     verdict = Verdict.DERIVED if stop is None else Verdict.NOT_DERIVED
     return Derivation(rule.name, verdict, iterations, session.size(), time.perf_counter() - t0,
                       "" if stop is None else stop.value)
 
 
-def _grow_until(session: EGraphSession, limits: Limits, k_multi: int, done: Callable[[], bool]) -> tuple[int, Any]:
-    """Iterate `session`'s rules under `limits` until `done()`: (iterations, None), or
-    (iterations, the limit or saturation that ended it first)."""
+def _grow_until(session: EGraphSession, limits: Limits, k_multi: int, done: Callable[[], bool],
+                groups: tuple[str, str] = _GROUPS) -> tuple[int, Any]:
+    """Iterate `session`'s rules under `limits` until `done()`, the first `k_multi` iterations with
+    `groups[0]` (multi-pattern rules too), then `groups[1]`: (iterations, None), or (iterations,
+    the limit or saturation that ended it first)."""
     loop = LimitedLoop(session, limits, count_classes=False)
     loop.check_start()
     while not done():
         stop = loop.check_before()
         if stop is None:
-            stop = loop.iterate("all" if len(loop.reports) < k_multi else "single")
+            stop = loop.iterate(groups[0] if len(loop.reports) < k_multi else groups[1])
         if stop is not None:
             return len(loop.reports), None if done() else stop  # the last iteration may have done it
     return len(loop.reports), None

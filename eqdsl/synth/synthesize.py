@@ -1,7 +1,8 @@
 """`eqdsl synthesize LANGUAGE`: a small verified rule set inferred from the reference semantics.
 
 Contract: `synthesize(lang, sem, space, limits)` enumerates and fingerprints terms
-(`eqdsl.synth.enumerate`, once per shape instance), turns each pair of terms with one fingerprint
+(`eqdsl.synth.enumerate`, once per shape instance, side by side in
+`checked.processes_for`'s processes where it runs inside them), turns each pair of terms with one fingerprint
 into a candidate rule (the larger term on the left; the right side's variables among the left's;
 variables renamed in order of appearance, so a law is one candidate however its variables are
 named), orders the candidates cheapest first (fewest operators in all; then the most distinct
@@ -40,7 +41,7 @@ from eqdsl.synth.candidates import (
     shapes_alike,
     without_cond,
 )
-from eqdsl.synth.checked import confirmed, passes, passes_twice
+from eqdsl.synth.checked import confirmed, passes, passes_twice, side_by_side
 from eqdsl.synth.derive import Prover, Verdict
 from eqdsl.synth.enumerate import Space, enumerate_terms
 from eqdsl.synth.folds import fold_rules
@@ -83,14 +84,12 @@ def synthesize(lang: ir.Language, sem: dict[str, Any], space: Space, limits: Lim
     pool: dict[str, Candidate] = {}
     conditional: dict[str, Candidate] = {}  # guarded by an analysis
     result = Synthesis(kept=list(prior), prior=len(prior))
-    for shape in space.shapes:
-        found = enumerate_terms(lang, sem, space, shape, out_of_time)
-        at = _instance(lang, shape)
-        for candidate in rule_candidates(found, at):
+    for found in side_by_side(lang, sem, _enumerated, [(space, shape, deadline) for shape in space.shapes]):
+        for candidate in found.candidates:
             pool.setdefault(candidate.text, candidate)
-        for candidate in [*guarded_candidates(lang, found), *conditioned_candidates(lang, found, at)]:
+        for candidate in found.conditional:
             conditional.setdefault(candidate.text, candidate)
-        result.terms, result.classes = result.terms + len(found.terms), result.classes + len(found.classes)
+        result.terms, result.classes = result.terms + found.terms, result.classes + found.classes
     ordered = sorted(pool.values(), key=cheapest_first)
     result.candidates = len(ordered)
     progress(f"{result.terms} terms, {result.classes} classes, {len(ordered)} candidates")
@@ -112,6 +111,26 @@ def synthesize(lang: ir.Language, sem: dict[str, Any], space: Space, limits: Lim
                                   space.shapes)
     result.seconds = time.perf_counter() - t0
     return result
+
+
+@dataclass(frozen=True)
+class _Enumerated:
+    """What the terms of one shape instance give: counts and candidates (not the terms themselves,
+    millions of them, which stay in the process that enumerated them)."""
+    terms: int
+    classes: int
+    candidates: list[Candidate]
+    conditional: list[Candidate]  # guarded by an analysis
+
+
+def _enumerated(lang: ir.Language, sem: dict[str, Any], space: Space, shape: tuple[int, ...],
+                deadline: float | None) -> _Enumerated:
+    """The candidates of the terms with every shaped variable of shape `shape` (`enumerate_terms`,
+    stopped at `deadline`)."""
+    found = enumerate_terms(lang, sem, space, shape, lambda: deadline is not None and time.monotonic() > deadline)
+    at = _instance(lang, shape)
+    return _Enumerated(len(found.terms), len(found.classes), rule_candidates(found, at),
+                       [*guarded_candidates(lang, found), *conditioned_candidates(lang, found, at)])
 
 
 def _shaped(lang: ir.Language) -> bool:
@@ -327,12 +346,15 @@ def _prover_of(lang: ir.Language, kept: list[Candidate], limits: Limits) -> Prov
 def _without_derivable(lang: ir.Language, kept: list[Candidate], limits: Limits,
                        out_of_time: Callable[[], bool], fixed: int = 0) -> tuple[list[Candidate], bool]:
     """Ruler's last pass: from the dearest down, drop a rule the others derive, but for the first
-    `fixed`; (the rules left, whether the pass finished before the deadline)."""
+    `fixed`; (the rules left, whether the pass finished before the deadline). One e-graph of
+    every kept rule, each proof with the others only (`Prover.prove(among=...)`)."""
     rules = list(kept)
+    prover = Prover(_with_rules(lang, kept), limits)
     for candidate in reversed(kept[fixed:]):
         if out_of_time():
             return rules, False
         others = [c for c in rules if c is not candidate]
-        if others and Prover(_with_rules(lang, others), limits).prove(lang, candidate.rule).verdict is Verdict.DERIVED:
+        among = [r for c in others for r in c.rules]
+        if others and prover.prove(lang, candidate.rule, among=among).verdict is Verdict.DERIVED:
             rules = others
     return rules, True
