@@ -41,7 +41,7 @@ from eqdsl.synth.candidates import (
     shapes_alike,
     without_cond,
 )
-from eqdsl.synth.checked import confirmed, passes, passes_twice, side_by_side
+from eqdsl.synth.checked import confirmed, passes, passes_soon, passes_twice, side_by_side
 from eqdsl.synth.derive import Prover, Verdict
 from eqdsl.synth.enumerate import Space, enumerate_terms
 from eqdsl.synth.folds import fold_rules
@@ -84,6 +84,8 @@ def synthesize(lang: ir.Language, sem: dict[str, Any], space: Space, limits: Lim
     pool: dict[str, Candidate] = {}
     conditional: dict[str, Candidate] = {}  # guarded by an analysis
     result = Synthesis(kept=list(prior), prior=len(prior))
+    at = ", ".join("x".join(map(str, shape)) for shape in space.shapes) if _shaped(lang) else ""
+    progress(f"enumerating terms of up to {space.size} operators" + (f" at shapes {at}" if at else ""))
     for found in side_by_side(lang, sem, _enumerated, [(space, shape, deadline) for shape in space.shapes]):
         for candidate in found.candidates:
             pool.setdefault(candidate.text, candidate)
@@ -206,11 +208,13 @@ def _verified(lang: ir.Language, sem: dict[str, Any], candidate: Candidate, exam
     steps = [alike]
     for cond in alike.rule.conds:
         weaker = without_cond(steps[-1], cond)
+        per_dimension = dimension_by_dimension(steps[-1], cond)
+        # the fallback's check begins beside this one (where processes are free): same answers, sooner
+        fallback = per_dimension and passes_soon(lang, sem, per_dimension[0], examples, seed=0)
         if passes_at(weaker):
             steps.append(weaker)
             continue
-        per_dimension = dimension_by_dimension(steps[-1], cond)
-        if per_dimension is not None and passes_at(per_dimension[0]):
+        if per_dimension is not None and fallback and fallback():
             steps.append(per_dimension[0])
             for dim in per_dimension[1]:
                 if passes_at(weaker := without_cond(steps[-1], dim)):
