@@ -9,11 +9,9 @@ candidates run in up to `jobs` processes (at most the CPUs), forked once when th
 before a synthesis grows (a fork of a process that holds millions of
 enumerated terms costs more than the check); else one after another. Each seed's answer is its
 own, so `confirmed` answers the same for any number of processes. `passes_twice` is `passes` on
-seed 0, then `confirmed`. `passes_soon(...)` begins `passes` in those processes and answers
-when asked (a check that may be needed, begun while this process does another).
-`side_by_side(lang, sem, fn, tasks)` is `fn(lang, sem, *task)` for each task, in order, in those
-processes where they are `lang`'s (else here): other work of a synthesis that splits into
-independent tasks (`fn` a module-level function, tasks and results picklable).
+seed 0, then `confirmed`. `side_by_side(lang, sem, fn, tasks)` is `fn(lang, sem, *task)` for each
+task, in order, in those processes where they are `lang`'s (else here): other work of a synthesis
+that splits into independent tasks (`fn` a module-level function, tasks and results picklable).
 """
 from __future__ import annotations
 
@@ -67,15 +65,6 @@ def confirmed(lang: ir.Language, sem: dict[str, Any], c: Candidate, examples: in
     if _pool is None or _JOB[0] is not lang:
         return all(passes(lang, sem, c, examples, seed) for seed in CONFIRMING_SEEDS)
     return all(_pool.imap_unordered(_passes_there, [(c, examples, seed) for seed in CONFIRMING_SEEDS]))
-
-
-def passes_soon(lang: ir.Language, sem: dict[str, Any], c: Candidate, examples: int, seed: int) -> Callable[[], bool]:
-    """`passes` begun now in one of the processes where they are `lang`'s (the answer then waits
-    while this process does other work), else here on the first call: a check that may not be needed."""
-    if _pool is None or _JOB[0] is not lang:
-        return lambda: passes(lang, sem, c, examples, seed)
-    begun = _pool.apply_async(_passes_there, ((c, examples, seed),))
-    return lambda: bool(begun.get())
 
 
 def side_by_side(lang: ir.Language, sem: dict[str, Any], fn: Callable[..., T], tasks: Sequence[tuple]) -> Iterator[T]:

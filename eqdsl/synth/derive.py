@@ -140,7 +140,6 @@ class Prover:
             while self.session.depth > base:  # this rule's e-graph, and the loop's own pushes, undone
                 self.session.pop()
 
-
     def _subset(self, rules: Sequence[ir.Rule]) -> tuple[str, str]:
         """(all, single): rulesets of `rules`, which `a` was declared with, as `_GROUPS` are of all."""
         if self.session.depth or any(r.name not in self.session.lowered.rulesets for r in rules):

@@ -41,7 +41,7 @@ from eqdsl.synth.candidates import (
     shapes_alike,
     without_cond,
 )
-from eqdsl.synth.checked import confirmed, passes, passes_soon, passes_twice, side_by_side
+from eqdsl.synth.checked import confirmed, passes, passes_twice, side_by_side
 from eqdsl.synth.derive import Prover, Verdict
 from eqdsl.synth.enumerate import Space, enumerate_terms
 from eqdsl.synth.folds import fold_rules
@@ -208,13 +208,11 @@ def _verified(lang: ir.Language, sem: dict[str, Any], candidate: Candidate, exam
     steps = [alike]
     for cond in alike.rule.conds:
         weaker = without_cond(steps[-1], cond)
-        per_dimension = dimension_by_dimension(steps[-1], cond)
-        # the fallback's check begins beside this one (where processes are free): same answers, sooner
-        fallback = per_dimension and passes_soon(lang, sem, per_dimension[0], examples, seed=0)
         if passes_at(weaker):
             steps.append(weaker)
             continue
-        if per_dimension is not None and fallback and fallback():
+        per_dimension = dimension_by_dimension(steps[-1], cond)
+        if per_dimension is not None and passes_at(per_dimension[0]):
             steps.append(per_dimension[0])
             for dim in per_dimension[1]:
                 if passes_at(weaker := without_cond(steps[-1], dim)):
