@@ -66,8 +66,8 @@ def _synthesize_command(sub) -> None:
     c.add_argument("--examples", type=AT_LEAST_ONE, default=100,
                    help="verify's examples per rule (default 100; a kept rule then 5x that on five other seeds)")
     c.add_argument("--jobs", type=AT_LEAST_ONE, default=min(4, os.cpu_count() or 1),
-                   help="processes for a kept rule's five confirming seeds (default: the CPUs, at most 4); the "
-                        "rules are the same for any number")
+                   help="processes for the enumerations at each --shape and a kept rule's five confirming seeds "
+                        "(default: the CPUs, at most 4); the rules are the same for any number")
     c.add_argument("--time-limit", type=POSITIVE, default=600.0, help="seconds in all (default 600)")
     c.add_argument("--seed", type=AT_LEAST_ZERO, default=0, help="seed of the fingerprint inputs (default 0)")
     c.add_argument("--no-ref", action="store_true", help=NO_REF_HELP)
