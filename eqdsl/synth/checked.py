@@ -64,7 +64,7 @@ def confirmed(lang: ir.Language, sem: dict[str, Any], c: Candidate, examples: in
     """`passes` on every confirming seed, `examples` examples each (see the module docstring)."""
     if _pool is None or _JOB[0] is not lang:
         return all(passes(lang, sem, c, examples, seed) for seed in CONFIRMING_SEEDS)
-    return all(_pool.imap_unordered(_passes_there, [(c, examples, seed) for seed in CONFIRMING_SEEDS]))
+    return all(_pool.imap_unordered(_there, [(passes, (c, examples, seed)) for seed in CONFIRMING_SEEDS]))
 
 
 def side_by_side(lang: ir.Language, sem: dict[str, Any], fn: Callable[..., T], tasks: Sequence[tuple]) -> Iterator[T]:
@@ -72,11 +72,6 @@ def side_by_side(lang: ir.Language, sem: dict[str, Any], fn: Callable[..., T], t
     if _pool is None or _JOB[0] is not lang:
         return (fn(lang, sem, *task) for task in tasks)
     return _pool.imap(_there, [(fn, task) for task in tasks])
-
-
-def _passes_there(task: tuple[Candidate, int, int]) -> bool:
-    """`passes` in a forked process, over the language and semantics it was forked with."""
-    return _there((passes, task))
 
 
 def _there(job: tuple[Callable[..., T], tuple]) -> T:

@@ -1,9 +1,9 @@
 """`eqdsl synthesize LANGUAGE`: a small verified rule set inferred from the reference semantics.
 
 Contract: `synthesize(lang, sem, space, limits)` enumerates and fingerprints terms
-(`eqdsl.synth.enumerate`, once per shape instance, side by side in
-`checked.processes_for`'s processes where it runs inside them), turns each pair of terms with one fingerprint
-into a candidate rule (the larger term on the left; the right side's variables among the left's;
+(`eqdsl.synth.enumerate`, once per shape instance, side by side in `checked.processes_for`'s
+processes where it runs inside them), turns each pair of terms with one fingerprint into a
+candidate rule (the larger term on the left; the right side's variables among the left's;
 variables renamed in order of appearance, so a law is one candidate however its variables are
 named), orders the candidates cheapest first (fewest operators in all; then the most distinct
 variables, so that a law comes before its instances `f(?a, ?a)`; then text), and keeps a small
@@ -80,7 +80,7 @@ def synthesize(lang: ir.Language, sem: dict[str, Any], space: Space, limits: Lim
     (an earlier set's rules, `candidates.prior_candidates`) counts as kept from the start: what
     it derives is not kept again, and none of it is dropped."""
     t0 = time.perf_counter()
-    out_of_time = (lambda: False) if deadline is None else (lambda: time.monotonic() > deadline)
+    out_of_time = _out_of_time(deadline)
     pool: dict[str, Candidate] = {}
     conditional: dict[str, Candidate] = {}  # guarded by an analysis
     result = Synthesis(kept=list(prior), prior=len(prior))
@@ -129,10 +129,15 @@ def _enumerated(lang: ir.Language, sem: dict[str, Any], space: Space, shape: tup
                 deadline: float | None) -> _Enumerated:
     """The candidates of the terms with every shaped variable of shape `shape` (`enumerate_terms`,
     stopped at `deadline`)."""
-    found = enumerate_terms(lang, sem, space, shape, lambda: deadline is not None and time.monotonic() > deadline)
+    found = enumerate_terms(lang, sem, space, shape, _out_of_time(deadline))
     at = _instance(lang, shape)
     return _Enumerated(len(found.terms), len(found.classes), rule_candidates(found, at),
                        [*guarded_candidates(lang, found), *conditioned_candidates(lang, found, at)])
+
+
+def _out_of_time(deadline: float | None) -> Callable[[], bool]:
+    """Whether `deadline` (`time.monotonic()`, None: none) has passed."""
+    return (lambda: False) if deadline is None else (lambda: time.monotonic() > deadline)
 
 
 def _shaped(lang: ir.Language) -> bool:
